@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs the verbs conformance suite (and, with --bench, the RDMA_READ bandwidth comparison) against
+# the real libibverbs on a Soft-RoCE device, in one boot of the qemu guest (softroce.sh).
+#
+#   guest-tests.sh [--bench] [--reports DIR]
+#
+# Builds on the host (Maven in the guest costs ~13 s just to start), writes the test classpath to a
+# file, boots once, and starts one JVM with JUnit's console launcher over that classpath. The XML
+# reports land in DIR (default native-verbs/target/softroce-reports), shared read-write with the
+# guest. Fails unless tests ran and none failed; a device that is missing fails, never skips
+# (-Drdmashuffle.test.requireDevice=true).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bench=0
+reports="$root/native-verbs/target/softroce-reports"
+while (($#)); do
+  case $1 in
+    --bench) bench=1 ;;
+    --reports) reports=$2; shift ;;
+    *) echo "usage: $0 [--bench] [--reports DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# shellcheck source=../../bin/jdk.sh
+source "$root/bin/jdk.sh"
+cd "$root"
+modules=native-verbs
+((bench)) && modules=native-verbs,benchmarks
+echo "softroce tests: building on the host ($modules)"
+mvn -B -q -DskipTests -pl "$modules" -am install >/dev/null
+mvn -B -q -pl native-verbs dependency:build-classpath -Dmdep.includeScope=test \
+  -Dmdep.outputFile="$root/native-verbs/target/test-classpath.txt" >/dev/null
+if ((bench)); then
+  mvn -B -q -pl benchmarks dependency:build-classpath -Dmdep.includeScope=runtime \
+    -Dmdep.outputFile="$root/benchmarks/target/classpath.txt" >/dev/null
+fi
+
+rm -rf "$reports" && mkdir -p "$reports"
+cp="$root/native-verbs/target/test-classes:$root/native-verbs/target/classes:$(cat "$root/native-verbs/target/test-classpath.txt")"
+# C1 only: the guest emulates the CPU, and C2 compiles would dominate a short run.
+jvm=(java -Xmx768m -XX:TieredStopAtLevel=1 --enable-native-access=ALL-UNNAMED)
+guest_cmd="set -e; ulimit -l unlimited
+${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.timeoutSeconds=120 \
+  -cp '$cp' org.junit.platform.console.ConsoleLauncher execute \
+  --select-package org.rdmashuffle.verbs --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
+if ((bench)); then
+  guest_cmd+="
+echo '--- RDMA_READ bandwidth: perftest ib_read_bw vs rdma-shuffle, same rxe0, same boot'
+bash '$here/read-bandwidth.sh' '$root/benchmarks/target/classes:$root/native-verbs/target/classes' '$reports'"
+fi
+
+rc=0
+bash "$here/softroce.sh" run --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
+
+# The summary comes from the XML reports, so it shows what ran, not what was meant to.
+python3 - "$reports" "$rc" <<'PY'
+import glob, sys, xml.etree.ElementTree as ET
+reports, rc = sys.argv[1], int(sys.argv[2])
+tests = fail = err = skip = 0
+skipped = []
+for f in glob.glob(reports + "/TEST-*.xml"):
+    for case in ET.parse(f).getroot().iter("testcase"):
+        tests += 1
+        if case.find("failure") is not None: fail += 1
+        if case.find("error") is not None: err += 1
+        s = case.find("skipped")
+        if s is not None:
+            skip += 1
+            skipped.append(f"{case.get('classname')}.{case.get('name')}: {(s.get('message') or s.text or '').strip()[:200]}")
+print(f"softroce summary (real libibverbs on rxe0): {tests} tests, {tests - fail - err - skip} passed, "
+      f"{fail + err} failed, {skip} skipped; guest exit {rc}")
+for s in skipped: print("  skipped:", s)
+print(f"Soft-RoCE: {tests - fail - err - skip} passed, {fail + err} failed, {skip} skipped")
+sys.exit(1 if rc != 0 or tests == 0 or fail + err > 0 else 0)
+PY

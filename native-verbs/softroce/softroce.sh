@@ -1,0 +1,347 @@
+#!/usr/bin/env bash
+# Soft-RoCE VM harness: runs a command inside a qemu (TCG) guest that has a real
+# rdma_rxe verbs device (rxe0), because the host kernel cannot load rdma_rxe.
+#
+#   softroce.sh prepare                      fetch + unpack Debian kernel, build initramfs (cached)
+#   softroce.sh run [opts] -- CMD...         boot, set up rxe0, run CMD, exit with its code
+#   softroce.sh check                        smoke test (ibv_devinfo + ib_read_bw over rxe0)
+#
+# The guest sees the host's / read-only (9p + tmpfs overlay), so it uses the host's
+# JDK, rdma-core userspace and checkout. See README.md next to this file.
+set -euo pipefail
+
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+CACHE=${RDMA_SHUFFLE_CACHE:-$HOME/.cache/rdma-shuffle}/softroce
+
+GUEST_JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
+RXE_DEV=rxe0
+RXE_GID_INDEX=1          # RoCE v2, IPv4-mapped GID; index 0 is the link-local one
+SR0_ADDR=10.99.0.1/24    # lives on a dummy netdev only: nothing ever leaves the guest
+
+# Initramfs modules, in load order (deps first): just enough for virtio-pci, 9p,
+# overlayfs and virtio-serial. Everything else is modprobed later from the full tree.
+INITRAMFS_MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
+  9pnet 9pnet_virtio netfs fscache 9p overlay virtio_console"
+
+log() { echo "softroce: $*" >&2; }
+die() { log "error: $*"; exit 125; }
+
+# --- host prerequisites ------------------------------------------------------------
+
+# need CMD:DEBIAN_PACKAGE ...  -> fail once, naming every package that is missing.
+need() {
+  local spec missing=() pkgs=()
+  for spec in "$@"; do
+    command -v "${spec%%:*}" >/dev/null 2>&1 || { missing+=("${spec%%:*}"); pkgs+=("${spec#*:}"); }
+  done
+  ((${#missing[@]} == 0)) ||
+    die "missing host tools: ${missing[*]}; install with: apt-get install -y $(printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' ')"
+}
+
+need_verbs() {
+  # The guest runs the host's rdma-core userspace: libibverbs and its rxe provider.
+  local pkgs=()
+  ldconfig -p 2>/dev/null | grep -q 'libibverbs\.so\.1 ' || pkgs+=(libibverbs1)
+  compgen -G '/usr/lib/*/libibverbs/librxe-rdmav*.so' >/dev/null || pkgs+=(ibverbs-providers)
+  ((${#pkgs[@]} == 0)) || die "missing rdma-core userspace; install with: apt-get install -y ${pkgs[*]}"
+}
+
+# --- prepare -----------------------------------------------------------------------
+
+# Pull the raw ELF vmlinux out of an xz-compressed bzImage: booting it through the
+# PVH entry point skips the in-guest decompressor, which costs ~6 s under TCG.
+extract_vmlinux() {
+  local bz=$1 out=$2 off
+  for off in $(LC_ALL=C grep -obUaP '\xFD7zXZ\x00' "$bz" | cut -d: -f1); do
+    tail -c +$((off + 1)) "$bz" >"$out.xz"
+    if xz -dc --single-stream "$out.xz" >"$out.tmp" 2>/dev/null &&
+      [[ $(head -c 4 "$out.tmp" | od -An -c | tr -d ' ') == 177ELF ]]; then
+      rm -f "$out.xz" && mv "$out.tmp" "$out" && return 0
+    fi
+  done
+  rm -f "$out.xz" "$out.tmp"
+  die "no xz-compressed ELF found in $bz"
+}
+
+# /init of the initramfs (busybox sh): load virtio/9p modules, mount the host's /
+# read-only with a tmpfs overlay, mount the per-run control dir, then hand over to
+# stage 2 (this script's `__guest`, copied into the control dir by `run`).
+INIT_SCRIPT='#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t devtmpfs dev /dev
+exec </dev/console >/dev/console 2>&1
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+fail() { echo "softroce-init: $*"; echo o >/proc/sysrq-trigger; sleep 60; }
+for m in $(cat /lib/modules/load-order); do insmod /lib/modules/$m.ko || fail "insmod $m"; done
+mkdir -p /lower /rw /newroot
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 hostroot /lower || fail "mount hostroot"
+mount -t tmpfs -o mode=0755 rw /rw && mkdir /rw/upper /rw/work
+mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay /newroot || fail "mount overlay"
+mkdir -p /newroot/run/softroce
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 ctl /newroot/run/softroce || fail "mount ctl"
+for d in dev proc sys; do mount --move /$d /newroot/$d; done
+exec switch_root /newroot /bin/bash /run/softroce/softroce.sh __guest
+'
+
+cmd_prepare() { # [quiet]
+  need apt-get:apt apt-cache:apt dpkg-deb:dpkg depmod:kmod modprobe:kmod xz:xz-utils \
+    cpio:cpio gzip:gzip flock:util-linux sha256sum:coreutils
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/.lock"
+  flock 9 # concurrent prepares/runs must not see half-built files
+
+  # 1. Kernel: the package linux-image-amd64 depends on, unpacked (not installed).
+  if [[ ! -f $CACHE/kernel.ready ]]; then
+    local kpkg
+    kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+      awk '$1 ~ /Depends:/ && $2 ~ /^linux-image-[0-9].*-amd64$/ {print $2; exit}')
+    [[ -n $kpkg ]] || die "cannot resolve linux-image-amd64's kernel package (run: apt-get update)"
+    [[ $kpkg == linux-image-6.1.* ]] || log "warning: $kpkg is not the 6.1 kernel this harness was tested with"
+    log "downloading $kpkg"
+    rm -rf "$CACHE/debs" "$CACHE/kernel" "$CACHE/kernel.tmp" && mkdir -p "$CACHE/debs"
+    (cd "$CACHE/debs" && apt-get download -q "$kpkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+    compgen -G "$CACHE/debs/${kpkg}_*.deb" >/dev/null || die "apt-get download $kpkg failed"
+    dpkg-deb -x "$CACHE"/debs/"${kpkg}"_*.deb "$CACHE/kernel.tmp"
+    local kver
+    kver=$(ls "$CACHE/kernel.tmp/lib/modules")
+    depmod -b "$CACHE/kernel.tmp" "$kver"
+    log "extracting vmlinux from vmlinuz-$kver"
+    extract_vmlinux "$CACHE/kernel.tmp/boot/vmlinuz-$kver" "$CACHE/vmlinux"
+    rm -rf "$CACHE/debs" # the 70 MB .deb is no longer needed
+    mv "$CACHE/kernel.tmp" "$CACHE/kernel"
+    echo "$kver" >"$CACHE/kernel.ready"
+  fi
+  local kver
+  kver=$(cat "$CACHE/kernel.ready")
+
+  # 2. busybox-static, unpacked only (the package conflicts with the usual busybox).
+  if [[ ! -x $CACHE/busybox/bin/busybox ]]; then
+    log "downloading busybox-static"
+    rm -rf "$CACHE/busybox" "$CACHE/bb.tmp" && mkdir -p "$CACHE/bb.tmp"
+    (cd "$CACHE/bb.tmp" && apt-get download -q busybox-static 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+    compgen -G "$CACHE/bb.tmp/busybox-static_*.deb" >/dev/null || die "apt-get download busybox-static failed"
+    dpkg-deb -x "$CACHE"/bb.tmp/busybox-static_*.deb "$CACHE/bb.tmp/root"
+    mv "$CACHE/bb.tmp/root" "$CACHE/busybox" && rm -rf "$CACHE/bb.tmp"
+  fi
+
+  # 3. Initramfs; rebuilt whenever /init or the module list changes.
+  local sig
+  sig=$(printf '%s\n' "$kver" "$INITRAMFS_MODULES" "$INIT_SCRIPT" | sha256sum | cut -c1-16)
+  if [[ ! -f $CACHE/initramfs.img || $(cat "$CACHE/initramfs.sig" 2>/dev/null) != "$sig" ]]; then
+    log "building initramfs"
+    local root="$CACHE/initramfs.tmp" m f
+    rm -rf "$root" && mkdir -p "$root"/{bin,dev,proc,sys,lib/modules}
+    cp "$CACHE/busybox/bin/busybox" "$root/bin/busybox"
+    printf '%s' "$INIT_SCRIPT" >"$root/init" && chmod 755 "$root/init"
+    for m in $INITRAMFS_MODULES; do
+      # built into this kernel: nothing to load
+      grep -Eq "/${m//_/[_-]}\.ko" "$CACHE/kernel/lib/modules/$kver/modules.builtin" && continue
+      f=$(modprobe -d "$CACHE/kernel" -S "$kver" -n -q --show-depends "$m" | awk -v m="$m" '
+        {n=$2; sub(/.*\//, "", n); sub(/\.ko.*/, "", n); gsub(/-/, "_", n); if (n == m) print $2}')
+      [[ -n $f ]] || die "module $m not found in $CACHE/kernel"
+      case $f in
+      *.xz) xz -dc "$f" >"$root/lib/modules/$m.ko" ;;
+      *.zst) zstd -dcq "$f" >"$root/lib/modules/$m.ko" ;;
+      *) cp "$f" "$root/lib/modules/$m.ko" ;;
+      esac
+      echo "$m" >>"$root/lib/modules/load-order"
+    done
+    (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -6 >"$CACHE/initramfs.img.tmp"
+    mv "$CACHE/initramfs.img.tmp" "$CACHE/initramfs.img" && rm -rf "$root"
+    echo "$sig" >"$CACHE/initramfs.sig"
+  fi
+  exec 9>&- # release the lock (run calls prepare and then keeps going)
+  [[ ${1:-} == quiet ]] || log "ready: kernel $kver in $CACHE"
+}
+
+# --- run (host side) ---------------------------------------------------------------
+
+usage() {
+  sed -n '2,10p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  echo "run options: --cpus N (1)  --mem SIZE (3G)  --share HOSTDIR (temp dir)  --timeout SECS (1800)" >&2
+  exit 2
+}
+
+cmd_run() {
+  local cpus=${SOFTROCE_CPUS:-1} mem=${SOFTROCE_MEM:-3G} share="" timeout=${SOFTROCE_TIMEOUT:-1800}
+  while (($#)); do
+    case $1 in
+    --cpus) cpus=$2; shift 2 ;;
+    --mem) mem=$2; shift 2 ;;
+    --share) share=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    --) shift; break ;;
+    -*) usage ;;
+    *) break ;;
+    esac
+  done
+  (($#)) || usage
+  local cmd="$*" # one shell command line, like ssh
+
+  need qemu-system-x86_64:qemu-system-x86 rdma:iproute2 ip:iproute2 modprobe:kmod timeout:coreutils
+  need_verbs
+  cmd_prepare quiet # no-op (no network) once everything is cached
+  local kver
+  kver=$(cat "$CACHE/kernel.ready")
+
+  # Per-run control dir, shared read-write as 9p tag "ctl": command, exit code, logs.
+  mkdir -p "$CACHE/runs"
+  find "$CACHE/runs" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+  local run
+  run=$(mktemp -d "$CACHE/runs/run.XXXXXX")
+  [[ -n $share ]] || share="$run/share"
+  mkdir -p "$share"
+  share=$(readlink -f "$share")
+  cp "$SELF" "$run/softroce.sh"
+  printf '%s' "$cmd" >"$run/cmd"
+  printf '%s' "$PWD" >"$run/cwd"
+  printf '%s' "$share" >"$run/share-path"
+  printf '%s' "$CACHE/kernel/lib/modules" >"$run/modules-path"
+  : >"$run/out"
+
+  # -nodefaults: no NIC, no VGA, no monitor. Kernel console -> serial -> console.log;
+  # the command's stdout+stderr -> virtio-serial port "out" -> $run/out, tailed live.
+  local qemu=(
+    qemu-system-x86_64 -nodefaults -no-user-config -no-reboot -display none
+    -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$mem"
+    -kernel "$CACHE/vmlinux" -initrd "$CACHE/initramfs.img"
+    -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off ${SOFTROCE_KERNEL_ARGS:-}"
+    -serial "file:$run/console.log"
+    -fsdev "local,id=hostroot,path=/,readonly=on,security_model=none,multidevs=remap"
+    -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
+    -fsdev "local,id=ctl,path=$run,security_model=none,multidevs=remap"
+    -device virtio-9p-pci,fsdev=ctl,mount_tag=ctl
+    -fsdev "local,id=share,path=$share,security_model=none,multidevs=remap"
+    -device virtio-9p-pci,fsdev=share,mount_tag=share
+    -device virtio-serial-pci,id=vser
+    -chardev "file,id=out,path=$run/out"
+    -device virtserialport,bus=vser.0,chardev=out,name=out
+  )
+  local start=$SECONDS qpid tpid rc
+  # timeout(1) kills qemu after $timeout s and then exits 124.
+  timeout -k 10 "$timeout" "${qemu[@]}" </dev/null >"$run/qemu.log" 2>&1 &
+  qpid=$!
+  tail -n +1 -f --pid="$qpid" "$run/out" &
+  tpid=$!
+  trap 'kill "$qpid" 2>/dev/null; wait "$qpid" 2>/dev/null; kill "$tpid" 2>/dev/null; exit 130' INT TERM HUP
+  rc=0
+  wait "$qpid" || rc=$?
+  wait "$tpid" 2>/dev/null || true # tail drains the file, then exits with qemu
+  trap - INT TERM HUP
+
+  if ((rc == 124)); then
+    log "timeout: guest still running after ${timeout}s, qemu killed; logs kept in $run (console.log, qemu.log)"
+    exit 124
+  fi
+  if [[ ! -f $run/rc ]]; then
+    [[ ! -s $run/setup-error ]] || log "guest setup failed: $(cat "$run/setup-error")"
+    log "guest ended without an exit code (qemu exit $rc); see $run/console.log and $run/qemu.log"
+    tail -n 20 "$run/console.log" >&2 2>/dev/null || true
+    exit 125
+  fi
+  rc=$(cat "$run/rc")
+  log "exit $rc after $((SECONDS - start))s ($RXE_DEV ready at guest uptime $(cat "$run/ready" 2>/dev/null || echo '?')s)"
+  if ((rc == 0)) && [[ -z ${SOFTROCE_KEEP_RUN:-} ]]; then
+    rm -rf "$run"
+  else
+    log "run dir kept: $run (console.log, out)"
+  fi
+  exit "$rc"
+}
+
+# --- stage 2 (guest side, PID 1, /run/softroce is the host's run dir) ---------------
+
+guest_fail() {
+  local msg="$*" port
+  echo "softroce-guest: setup failed: $msg" >/dev/console
+  echo "$msg" >/run/softroce/setup-error
+  port=$(guest_port out) && echo "softroce-guest: setup failed: $msg" >"$port"
+  sync
+  echo o >/proc/sysrq-trigger
+  while :; do sleep 1 2>/dev/null || true; done # PID 1 must not exit
+}
+
+guest_port() { # /dev node of the virtio-serial port named $1
+  local p
+  for p in /sys/class/virtio-ports/*; do
+    [[ $(cat "$p/name" 2>/dev/null) == "$1" ]] && { echo "/dev/${p##*/}"; return 0; }
+  done
+  return 1
+}
+
+guest_main() {
+  export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  trap 'guest_fail "line $LINENO: $BASH_COMMAND"' ERR
+  local ctl=/run/softroce share mods cwd port i state gid
+  share=$(cat $ctl/share-path) mods=$(cat $ctl/modules-path) cwd=$(cat $ctl/cwd)
+
+  # proc/sys/dev were moved here by the initramfs; add what programs expect.
+  mountpoint -q /proc || mount -t proc proc /proc
+  mountpoint -q /sys || mount -t sysfs sys /sys
+  mountpoint -q /dev || mount -t devtmpfs dev /dev
+  mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs shm /dev/shm
+  mkdir -p /lib/modules && mount --bind "$mods" /lib/modules
+  mkdir -p "$share" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "$share"
+
+  # Soft-RoCE: rxe on a dummy netdev (MTU 9000 -> rxe active MTU 4096; 1500 is ~4x slower).
+  ulimit -l unlimited
+  modprobe -a rdma_rxe rdma_ucm dummy
+  ip link set lo up
+  ip link add sr0 type dummy
+  ip link set sr0 mtu 9000
+  ip addr add "$SR0_ADDR" dev sr0
+  ip link set sr0 up
+  rdma link add "$RXE_DEV" type rxe netdev sr0
+  for ((i = 0; i < 300; i++)); do
+    state=$(cat /sys/class/infiniband/$RXE_DEV/ports/1/state 2>/dev/null || true)
+    gid=$(cat /sys/class/infiniband/$RXE_DEV/ports/1/gids/$RXE_GID_INDEX 2>/dev/null || true)
+    [[ $state == *ACTIVE* && -n $gid && $gid != *0000:0000:0000:0000:0000:0000:0000:0000* ]] && break
+    sleep 0.1
+  done
+  ((i < 300)) || guest_fail "$RXE_DEV port 1 not ACTIVE with GID[$RXE_GID_INDEX] (state '$state', gid '$gid')"
+  cut -d' ' -f1 /proc/uptime >$ctl/ready
+  port=$(guest_port out) || guest_fail "virtio-serial port 'out' not found"
+  trap - ERR
+
+  local rc=0
+  (
+    cd "$cwd" || exit 125
+    export HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8
+    export JAVA_HOME=$GUEST_JAVA_HOME PATH=$GUEST_JAVA_HOME/bin:$PATH
+    export SOFTROCE_DEVICE=$RXE_DEV SOFTROCE_GID_INDEX=$RXE_GID_INDEX SOFTROCE_ADDR=${SR0_ADDR%/*} SOFTROCE_SHARE=$share
+    exec bash -c "$(cat $ctl/cmd)"
+  ) </dev/null >"$port" 2>&1 || rc=$?
+  sync
+  echo "$rc" >$ctl/rc
+  sync
+  echo o >/proc/sysrq-trigger # power off; qemu exits
+  while :; do sleep 1 2>/dev/null || true; done # (the root fs may already be gone)
+}
+
+# --- check ---------------------------------------------------------------------------
+
+cmd_check() {
+  need ibv_devices:ibverbs-utils ibv_devinfo:ibverbs-utils ib_read_bw:perftest ss:iproute2
+  # perftest: start the server under timeout, wait for its TCP listener, then the client.
+  # (perftest's rdma_cm mode -R does not work on rxe here; plain TCP exchange does.)
+  cmd_run --timeout "${SOFTROCE_TIMEOUT:-600}" -- '
+set -e
+ibv_devices
+ibv_devinfo -d "$SOFTROCE_DEVICE"
+bw="ib_read_bw -d $SOFTROCE_DEVICE -x $SOFTROCE_GID_INDEX -s 65536 -n 200 -p 18515"
+timeout 300 $bw >/tmp/server.log 2>&1 & srv=$!
+for i in $(seq 150); do ss -ltn | grep -q ":18515 " && break; sleep 0.2; done
+$bw "$SOFTROCE_ADDR"
+wait $srv || { echo "ib_read_bw server failed:"; cat /tmp/server.log; exit 1; }
+echo "softroce check: OK"
+'
+}
+
+case ${1:-} in
+prepare) shift; cmd_prepare "$@" ;;
+run) shift; cmd_run "$@" ;;
+check) shift; cmd_check "$@" ;;
+__guest) guest_main ;;
+*) usage ;;
+esac

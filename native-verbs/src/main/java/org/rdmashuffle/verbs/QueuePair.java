@@ -1,0 +1,52 @@
+package org.rdmashuffle.verbs;
+
+/**
+ * A reliable-connected queue pair ({@code struct ibv_qp}, {@code IBV_QPT_RC}). Created in RESET;
+ * {@link #connect} walks it through INIT, RTR and RTS to the peer's endpoint.
+ */
+public interface QueuePair extends AutoCloseable {
+
+    int qpNumber();
+
+    /** The PSN this QP's send queue starts at; the peer needs it as its receive PSN. */
+    int initialPsn();
+
+    /** What the peer needs to connect to this QP over {@code port} and {@code gidIndex}. */
+    QueuePairEndpoint localEndpoint(ConnectOptions options);
+
+    /** RESET → INIT → RTR → RTS against the peer's endpoint. */
+    void connect(QueuePairEndpoint remote, ConnectOptions options);
+
+    void modifyToInit(ConnectOptions options);
+
+    void modifyToReadyToReceive(QueuePairEndpoint remote, ConnectOptions options);
+
+    void modifyToReadyToSend(ConnectOptions options);
+
+    /** Moves the QP to ERR: outstanding work requests complete with flush errors. */
+    void modifyToError();
+
+    QueuePairAttributes query();
+
+    /** The capabilities the provider granted at creation. */
+    QueuePairCapabilities capabilities();
+
+    /**
+     * Posts the first {@code count} send work requests as one linked chain ({@code ibv_post_send}).
+     * Allocates nothing on success; on refusal throws {@link PostException} naming the bad request.
+     */
+    void postSend(SendWorkRequests requests, int count);
+
+    /** Posts receive requests to this QP's own receive queue ({@code ibv_post_recv}). */
+    void postReceive(ReceiveWorkRequests requests, int count);
+
+    CompletionQueue sendCompletionQueue();
+
+    CompletionQueue receiveCompletionQueue();
+
+    /** The SRQ receives come from, or null when the QP has its own receive queue. */
+    SharedReceiveQueue sharedReceiveQueue();
+
+    @Override
+    void close();
+}

@@ -1,0 +1,154 @@
+package org.rdmashuffle.verbs.ibverbs;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.DeviceAttributes;
+import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.ProtectionDomain;
+import org.rdmashuffle.verbs.QueuePair;
+import org.rdmashuffle.verbs.QueuePairConfig;
+import org.rdmashuffle.verbs.SharedReceiveQueue;
+import org.rdmashuffle.verbs.VerbsContext;
+import org.rdmashuffle.verbs.VerbsException;
+
+/** {@code struct ibv_pd *}. */
+final class IbvProtectionDomain implements ProtectionDomain {
+    private static final long PAGE = 4096;
+
+    final IbvContext context;
+    final MemorySegment pd;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    IbvProtectionDomain(IbvContext context, MemorySegment pd) {
+        this.context = context;
+        this.pd = pd;
+    }
+
+    @Override
+    public VerbsContext context() {
+        return context;
+    }
+
+    @Override
+    public MemoryRegion register(MemorySegment memory, int access) {
+        return register(memory, access, null);
+    }
+
+    /** Registers {@code memory}; the region closes {@code owned} (may be null) after deregistering. */
+    private MemoryRegion register(MemorySegment memory, int access, Arena owned) {
+        ensureOpen();
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("only native memory can be registered, not a heap segment");
+        }
+        if (memory.byteSize() == 0) {
+            throw new IllegalArgumentException("cannot register an empty segment");
+        }
+        if ((access & Access.ON_DEMAND) != 0) {
+            DeviceAttributes attrs = context.queryDevice();
+            if (!attrs.supportsOnDemandPaging()) {
+                throw new VerbsException("ibv_reg_mr", Errno.EOPNOTSUPP, context.device().name()
+                        + " has no on-demand paging for RC reads (odp general_caps 0x" + Long.toHexString(attrs.odpGeneralCaps())
+                        + ", rc_odp_caps 0x" + Integer.toHexString(attrs.odpRcCaps()) + "); register without ON_DEMAND");
+            }
+        }
+        MemorySegment mr;
+        String what = memory.byteSize() + " bytes at 0x" + Long.toHexString(memory.address()) + " " + Access.describe(access);
+        try {
+            // verbs.h's ibv_reg_mr macro: optional access bits need ibv_reg_mr_iova2 (iova = address).
+            if ((access & Access.OPTIONAL_RANGE) == 0) {
+                mr = Libibverbs.REG_MR.pointer(pd, memory, memory.byteSize(), access);
+            } else {
+                mr = Libibverbs.REG_MR_IOVA2.pointer(pd, memory, memory.byteSize(), memory.address(), access);
+            }
+        } catch (VerbsException e) {
+            throw new VerbsException(e.call(), e.errno(), what + (e.errno() == Errno.ENOMEM || e.errno() == Errno.EPERM
+                    ? " (is the memlock limit high enough? ulimit -l)" : ""));
+        }
+        return new IbvMemoryRegion(this, mr, memory, access, owned);
+    }
+
+    @Override
+    public MemoryRegion allocateAndRegister(long bytes, int access) {
+        Arena arena = Arena.ofShared();
+        try {
+            return register(arena.allocate(bytes, PAGE), access, arena);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Maps read-only when the access allows it. Kernels before 6.2 pin every registered page with
+     * FOLL_WRITE|FOLL_FORCE, which a read-only shared file mapping refuses with EFAULT; there the
+     * registration is retried on a read-write mapping (the channel must be open for writing). The
+     * region's access flags are unchanged: peers still cannot write.
+     */
+    @Override
+    public MemoryRegion registerFile(FileChannel file, long offset, long length, int access) {
+        boolean writable = (access & (Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0;
+        if (writable) {
+            return registerMapping(file, FileChannel.MapMode.READ_WRITE, offset, length, access);
+        }
+        try {
+            return registerMapping(file, FileChannel.MapMode.READ_ONLY, offset, length, access);
+        } catch (VerbsException e) {
+            if (e.errno() != Errno.EFAULT) {
+                throw e;
+            }
+            try {
+                return registerMapping(file, FileChannel.MapMode.READ_WRITE, offset, length, access);
+            } catch (java.nio.channels.NonWritableChannelException notWritable) {
+                throw new VerbsException(e.call(), e.errno(), "this kernel cannot register a read-only file mapping"
+                        + " (Linux < 6.2 pins pages for write); open the file for reading and writing so a"
+                        + " read-write mapping can be registered instead");
+            }
+        }
+    }
+
+    private MemoryRegion registerMapping(FileChannel file, FileChannel.MapMode mode, long offset, long length, int access) {
+        Arena arena = Arena.ofShared();
+        try {
+            return register(file.map(mode, offset, length, arena), access, arena);
+        } catch (IOException e) {
+            arena.close();
+            throw new UncheckedIOException("mapping " + length + " bytes at offset " + offset + " for registration failed", e);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit) {
+        ensureOpen();
+        return IbvSharedReceiveQueue.create(this, maxWr, maxSge, limit);
+    }
+
+    @Override
+    public QueuePair createQueuePair(QueuePairConfig config) {
+        ensureOpen();
+        return IbvQueuePair.create(this, config);
+    }
+
+    private void ensureOpen() {
+        if (closed.get()) {
+            throw new IllegalStateException("protection domain is closed");
+        }
+        context.ensureOpen();
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            Libibverbs.DEALLOC_PD.status(null, pd);
+        }
+    }
+}

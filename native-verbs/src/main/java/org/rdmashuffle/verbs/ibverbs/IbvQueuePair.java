@@ -1,0 +1,299 @@
+package org.rdmashuffle.verbs.ibverbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.security.SecureRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.rdmashuffle.verbs.CompletionQueue;
+import org.rdmashuffle.verbs.ConnectOptions;
+import org.rdmashuffle.verbs.Gid;
+import org.rdmashuffle.verbs.GidEntry;
+import org.rdmashuffle.verbs.Mtu;
+import org.rdmashuffle.verbs.PortAttributes;
+import org.rdmashuffle.verbs.PostException;
+import org.rdmashuffle.verbs.QueuePair;
+import org.rdmashuffle.verbs.QueuePairAttributes;
+import org.rdmashuffle.verbs.QueuePairCapabilities;
+import org.rdmashuffle.verbs.QueuePairConfig;
+import org.rdmashuffle.verbs.QueuePairEndpoint;
+import org.rdmashuffle.verbs.QueuePairState;
+import org.rdmashuffle.verbs.ReceiveWorkRequests;
+import org.rdmashuffle.verbs.SendWorkRequests;
+import org.rdmashuffle.verbs.SharedReceiveQueue;
+import org.rdmashuffle.verbs.VerbsException;
+import org.rdmashuffle.verbs.ffi.Verbs;
+import org.rdmashuffle.verbs.ffi.ibv_ah_attr;
+import org.rdmashuffle.verbs.ffi.ibv_global_route;
+import org.rdmashuffle.verbs.ffi.ibv_qp;
+import org.rdmashuffle.verbs.ffi.ibv_qp_attr;
+import org.rdmashuffle.verbs.ffi.ibv_qp_cap;
+import org.rdmashuffle.verbs.ffi.ibv_qp_init_attr;
+
+/**
+ * {@code struct ibv_qp *} of type RC. Sends and receives are posted through
+ * {@code ibv_context.ops.post_send} / {@code post_recv} from chains built once in native memory.
+ */
+final class IbvQueuePair implements QueuePair {
+    private static final SecureRandom PSN = new SecureRandom();
+
+    private final IbvContext context;
+    final MemorySegment qp;
+    private final int qpNumber;
+    private final int initialPsn;
+    private final QueuePairCapabilities capabilities;
+    private final CompletionQueue sendCq;
+    private final CompletionQueue recvCq;
+    private final SharedReceiveQueue srq;
+    private final MemorySegment postSendFn;
+    private final MemorySegment postRecvFn;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private IbvQueuePair(IbvContext context, MemorySegment qp, QueuePairCapabilities capabilities, QueuePairConfig config) {
+        this.context = context;
+        this.qp = qp.reinterpret(ibv_qp.layout().byteSize());
+        this.qpNumber = ibv_qp.qp_num(this.qp);
+        this.initialPsn = PSN.nextInt() & 0xFFFFFF;
+        this.capabilities = capabilities;
+        this.sendCq = config.sendCompletionQueue();
+        this.recvCq = config.receiveCompletionQueue();
+        this.srq = config.sharedReceiveQueue();
+        this.postSendFn = context.ops.postSend();
+        this.postRecvFn = context.ops.postRecv();
+    }
+
+    static IbvQueuePair create(IbvProtectionDomain pd, QueuePairConfig config) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+            ibv_qp_init_attr.send_cq(init, ((IbvCompletionQueue) config.sendCompletionQueue()).cq);
+            ibv_qp_init_attr.recv_cq(init, ((IbvCompletionQueue) config.receiveCompletionQueue()).cq);
+            if (config.sharedReceiveQueue() != null) {
+                ibv_qp_init_attr.srq(init, ((IbvSharedReceiveQueue) config.sharedReceiveQueue()).srq);
+            }
+            MemorySegment cap = ibv_qp_init_attr.cap(init);
+            ibv_qp_cap.max_send_wr(cap, config.maxSendWr());
+            ibv_qp_cap.max_send_sge(cap, config.maxSendSge());
+            ibv_qp_cap.max_recv_wr(cap, config.sharedReceiveQueue() == null ? config.maxRecvWr() : 0);
+            ibv_qp_cap.max_recv_sge(cap, config.sharedReceiveQueue() == null ? config.maxRecvSge() : 0);
+            ibv_qp_cap.max_inline_data(cap, config.maxInlineData());
+            ibv_qp_init_attr.qp_type(init, Verbs.IBV_QPT_RC());
+            ibv_qp_init_attr.sq_sig_all(init, config.signalAll() ? 1 : 0);
+            MemorySegment qp = Libibverbs.CREATE_QP.pointer(pd.pd, init);
+            // ibv_create_qp writes the granted capabilities back into init_attr.cap.
+            QueuePairCapabilities granted = capabilities(cap);
+            IbvQueuePair result = new IbvQueuePair(pd.context, qp, granted, config);
+            pd.context.objects.put(qp.address(), result);
+            return result;
+        }
+    }
+
+    private static QueuePairCapabilities capabilities(MemorySegment cap) {
+        return new QueuePairCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+                ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+    }
+
+    @Override
+    public int qpNumber() {
+        return qpNumber;
+    }
+
+    @Override
+    public int initialPsn() {
+        return initialPsn;
+    }
+
+    @Override
+    public QueuePairEndpoint localEndpoint(ConnectOptions options) {
+        PortAttributes port = context.queryPort(options.portNumber());
+        Gid gid;
+        if (options.gidIndex() >= 0) {
+            GidEntry entry = context.queryGid(options.portNumber(), options.gidIndex());
+            if (entry == null) {
+                throw new VerbsException("ibv_query_gid_ex", context.device().name() + " port " + options.portNumber()
+                        + " has no GID at index " + options.gidIndex());
+            }
+            gid = entry.gid();
+        } else {
+            gid = Gid.of(new byte[Gid.BYTES]);
+        }
+        return new QueuePairEndpoint(qpNumber, initialPsn, gid, port.lid(), Mtu.min(options.mtu(), port.activeMtu()));
+    }
+
+    @Override
+    public void connect(QueuePairEndpoint remote, ConnectOptions options) {
+        modifyToInit(options);
+        modifyToReadyToReceive(remote, options);
+        modifyToReadyToSend(options);
+    }
+
+    @Override
+    public void modifyToInit(ConnectOptions options) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(ibv_qp_attr.layout());
+            ibv_qp_attr.qp_state(attr, QueuePairState.INIT.code());
+            ibv_qp_attr.pkey_index(attr, (short) 0);
+            ibv_qp_attr.port_num(attr, (byte) options.portNumber());
+            ibv_qp_attr.qp_access_flags(attr, options.remoteAccess());
+            modify("INIT", attr, Verbs.IBV_QP_STATE() | Verbs.IBV_QP_PKEY_INDEX() | Verbs.IBV_QP_PORT()
+                    | Verbs.IBV_QP_ACCESS_FLAGS());
+        }
+    }
+
+    @Override
+    public void modifyToReadyToReceive(QueuePairEndpoint remote, ConnectOptions options) {
+        Mtu mtu = Mtu.min(Mtu.min(options.mtu(), remote.mtu()), context.queryPort(options.portNumber()).activeMtu());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(ibv_qp_attr.layout());
+            ibv_qp_attr.qp_state(attr, QueuePairState.RTR.code());
+            ibv_qp_attr.path_mtu(attr, mtu.code());
+            ibv_qp_attr.dest_qp_num(attr, remote.qpNumber());
+            ibv_qp_attr.rq_psn(attr, remote.psn());
+            ibv_qp_attr.max_dest_rd_atomic(attr, (byte) options.maxDestRdAtomic());
+            ibv_qp_attr.min_rnr_timer(attr, (byte) options.minRnrTimer());
+            MemorySegment ah = ibv_qp_attr.ah_attr(attr);
+            ibv_ah_attr.dlid(ah, (short) remote.lid());
+            ibv_ah_attr.sl(ah, (byte) 0);
+            ibv_ah_attr.src_path_bits(ah, (byte) 0);
+            ibv_ah_attr.port_num(ah, (byte) options.portNumber());
+            if (options.gidIndex() >= 0) {
+                // RoCE (and routed IB) address the peer by GID through a global route header.
+                ibv_ah_attr.is_global(ah, (byte) 1);
+                MemorySegment grh = ibv_ah_attr.grh(ah);
+                MemorySegment.copy(remote.gid().bytes(), 0, ibv_global_route.dgid(grh), ValueLayout.JAVA_BYTE, 0, Gid.BYTES);
+                ibv_global_route.sgid_index(grh, (byte) options.gidIndex());
+                ibv_global_route.hop_limit(grh, (byte) 64);
+            }
+            modify("RTR", attr, Verbs.IBV_QP_STATE() | Verbs.IBV_QP_AV() | Verbs.IBV_QP_PATH_MTU()
+                    | Verbs.IBV_QP_DEST_QPN() | Verbs.IBV_QP_RQ_PSN() | Verbs.IBV_QP_MAX_DEST_RD_ATOMIC()
+                    | Verbs.IBV_QP_MIN_RNR_TIMER());
+        }
+    }
+
+    @Override
+    public void modifyToReadyToSend(ConnectOptions options) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(ibv_qp_attr.layout());
+            ibv_qp_attr.qp_state(attr, QueuePairState.RTS.code());
+            ibv_qp_attr.timeout(attr, (byte) options.timeout());
+            ibv_qp_attr.retry_cnt(attr, (byte) options.retryCount());
+            ibv_qp_attr.rnr_retry(attr, (byte) options.rnrRetry());
+            ibv_qp_attr.sq_psn(attr, initialPsn);
+            ibv_qp_attr.max_rd_atomic(attr, (byte) options.maxRdAtomic());
+            modify("RTS", attr, Verbs.IBV_QP_STATE() | Verbs.IBV_QP_TIMEOUT() | Verbs.IBV_QP_RETRY_CNT()
+                    | Verbs.IBV_QP_RNR_RETRY() | Verbs.IBV_QP_SQ_PSN() | Verbs.IBV_QP_MAX_QP_RD_ATOMIC());
+        }
+    }
+
+    @Override
+    public void modifyToError() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(ibv_qp_attr.layout());
+            ibv_qp_attr.qp_state(attr, QueuePairState.ERR.code());
+            modify("ERR", attr, Verbs.IBV_QP_STATE());
+        }
+    }
+
+    private void modify(String state, MemorySegment attr, int mask) {
+        Libibverbs.MODIFY_QP.status(state + ", QP " + qpNumber, qp, attr, mask);
+    }
+
+    @Override
+    public QueuePairAttributes query() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attr = arena.allocate(ibv_qp_attr.layout());
+            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+            int mask = Verbs.IBV_QP_STATE() | Verbs.IBV_QP_PATH_MTU() | Verbs.IBV_QP_DEST_QPN() | Verbs.IBV_QP_SQ_PSN()
+                    | Verbs.IBV_QP_RQ_PSN() | Verbs.IBV_QP_ACCESS_FLAGS() | Verbs.IBV_QP_PORT()
+                    | Verbs.IBV_QP_MAX_QP_RD_ATOMIC() | Verbs.IBV_QP_MAX_DEST_RD_ATOMIC() | Verbs.IBV_QP_MIN_RNR_TIMER()
+                    | Verbs.IBV_QP_TIMEOUT() | Verbs.IBV_QP_RETRY_CNT() | Verbs.IBV_QP_RNR_RETRY() | Verbs.IBV_QP_CAP();
+            Libibverbs.QUERY_QP.status("QP " + qpNumber, qp, attr, mask, init);
+            int mtuCode = ibv_qp_attr.path_mtu(attr);
+            return new QueuePairAttributes(
+                    QueuePairState.of(ibv_qp_attr.qp_state(attr)),
+                    mtuCode == 0 ? null : Mtu.of(mtuCode),
+                    ibv_qp_attr.dest_qp_num(attr),
+                    ibv_qp_attr.sq_psn(attr),
+                    ibv_qp_attr.rq_psn(attr),
+                    ibv_qp_attr.qp_access_flags(attr),
+                    Byte.toUnsignedInt(ibv_qp_attr.port_num(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.min_rnr_timer(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.timeout(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(attr)),
+                    Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(attr)),
+                    capabilities(ibv_qp_attr.cap(attr)));
+        }
+    }
+
+    @Override
+    public QueuePairCapabilities capabilities() {
+        return capabilities;
+    }
+
+    @Override
+    public void postSend(SendWorkRequests requests, int count) {
+        requests.beginPost(count);
+        int rc;
+        try {
+            rc = (int) Libibverbs.POST.invokeExact(postSendFn, qp, requests.memory(), requests.badRequestSlot());
+        } catch (Throwable t) {
+            throw new VerbsException("ibv_post_send", "downcall failed: " + t);
+        } finally {
+            requests.endPost(count);
+        }
+        if (rc != 0) {
+            int bad = requests.indexOf(requests.badRequestSlot().get(ValueLayout.JAVA_LONG, 0));
+            throw new PostException("ibv_post_send", Math.abs(rc), bad, bad < 0 ? -1 : requests.get(bad).wrId(), count);
+        }
+    }
+
+    @Override
+    public void postReceive(ReceiveWorkRequests requests, int count) {
+        if (srq != null) {
+            throw new IllegalStateException("QP " + qpNumber + " takes its receives from an SRQ: post them there");
+        }
+        requests.beginPost(count);
+        int rc;
+        try {
+            rc = (int) Libibverbs.POST.invokeExact(postRecvFn, qp, requests.memory(), requests.badRequestSlot());
+        } catch (Throwable t) {
+            throw new VerbsException("ibv_post_recv", "downcall failed: " + t);
+        } finally {
+            requests.endPost(count);
+        }
+        if (rc != 0) {
+            int bad = requests.indexOf(requests.badRequestSlot().get(ValueLayout.JAVA_LONG, 0));
+            throw new PostException("ibv_post_recv", Math.abs(rc), bad, bad < 0 ? -1 : requests.wrId(bad), count);
+        }
+    }
+
+    @Override
+    public CompletionQueue sendCompletionQueue() {
+        return sendCq;
+    }
+
+    @Override
+    public CompletionQueue receiveCompletionQueue() {
+        return recvCq;
+    }
+
+    @Override
+    public SharedReceiveQueue sharedReceiveQueue() {
+        return srq;
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            context.objects.remove(qp.address());
+            Libibverbs.DESTROY_QP.status("QP " + qpNumber, qp);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "QP " + qpNumber + " on " + context.device().name();
+    }
+}

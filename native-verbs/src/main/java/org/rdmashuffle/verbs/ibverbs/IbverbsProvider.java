@@ -1,0 +1,181 @@
+package org.rdmashuffle.verbs.ibverbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.rdmashuffle.verbs.Availability;
+import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.PortAttributes;
+import org.rdmashuffle.verbs.VerbsContext;
+import org.rdmashuffle.verbs.VerbsDevice;
+import org.rdmashuffle.verbs.VerbsException;
+
+/**
+ * The provider that drives real RDMA devices through libibverbs (rdma-core), by
+ * {@code java.lang.foreign}. One instance per process ({@link #instance()}); the device list is read
+ * once, on first use, and kept for the life of the process.
+ */
+public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvider {
+    public static final String NAME = "ibverbs";
+    /** System property: the smallest memlock limit (bytes) under which the provider reports itself unavailable. */
+    public static final String MIN_MEMLOCK_PROPERTY = "rdmashuffle.verbs.minMemlockBytes";
+    static final long DEFAULT_MIN_MEMLOCK = 64L << 20;
+
+    private static final IbverbsProvider INSTANCE = new IbverbsProvider();
+
+    private volatile List<VerbsDevice> devices;
+    private volatile String deviceListFailure;
+    private volatile Availability availability;
+
+    private IbverbsProvider() {
+    }
+
+    public static IbverbsProvider instance() {
+        return INSTANCE;
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    /**
+     * Available when libibverbs loads, lists a device, one of its ports is ACTIVE and the memlock
+     * limit allows registering memory. Computed once.
+     */
+    @Override
+    public Availability availability() {
+        Availability a = availability;
+        if (a == null) {
+            synchronized (this) {
+                if (availability == null) {
+                    availability = probe();
+                }
+                a = availability;
+            }
+        }
+        return a;
+    }
+
+    private Availability probe() {
+        try {
+            if (!Libibverbs.loaded()) {
+                return Availability.unavailable(Libibverbs.LOAD_FAILURE);
+            }
+            List<VerbsDevice> list = devices();
+            if (list.isEmpty()) {
+                return Availability.unavailable(deviceListFailure != null ? deviceListFailure
+                        : "libibverbs lists no RDMA device (no HCA, or no provider library for it: install ibverbs-providers)");
+            }
+            List<String> seen = new ArrayList<>();
+            String active = null;
+            for (VerbsDevice d : list) {
+                try (VerbsContext ctx = d.open()) {
+                    int ports = ctx.queryDevice().physicalPortCount();
+                    for (int p = 1; p <= ports && active == null; p++) {
+                        PortAttributes port = ctx.queryPort(p);
+                        seen.add(d.name() + " port " + p + " " + port.state());
+                        if (port.isActive()) {
+                            active = d.name() + " port " + p + " (" + port.linkLayer() + ", MTU " + port.activeMtu().bytes() + ")";
+                        }
+                    }
+                } catch (VerbsException e) {
+                    seen.add(d.name() + ": " + e.getMessage());
+                }
+                if (active != null) {
+                    break;
+                }
+            }
+            if (active == null) {
+                return Availability.unavailable("no active port: " + String.join(", ", seen));
+            }
+            long memlock = memlockLimitBytes();
+            long min = Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK);
+            if (memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, min) < 0) {
+                return Availability.unavailable("memlock limit is " + bytes(memlock) + ", below the " + bytes(min)
+                        + " needed to register memory: raise it (ulimit -l, LimitMEMLOCK= in systemd, "
+                        + "/etc/security/limits.conf, or --ulimit memlock=-1 for containers)");
+            }
+            return Availability.ok(active);
+        } catch (RuntimeException | LinkageError e) {
+            return Availability.unavailable("probing libibverbs failed: " + e);
+        }
+    }
+
+    /** The soft RLIMIT_MEMLOCK in bytes, or -1 for unlimited. */
+    public long memlockLimitBytes() {
+        return Libc.memlockLimit();
+    }
+
+    /** Human form of a memlock limit as {@link #memlockLimitBytes()} returns it. */
+    public static String bytes(long n) {
+        if (n == Libc.UNLIMITED) {
+            return "unlimited";
+        }
+        if (n >= 1L << 30 && n % (1L << 30) == 0) return (n >> 30) + " GiB";
+        if (n >= 1L << 20 && n % (1L << 20) == 0) return (n >> 20) + " MiB";
+        if (n >= 1L << 10 && n % (1L << 10) == 0) return (n >> 10) + " KiB";
+        return n + " B";
+    }
+
+    /** Why the device list is empty, when libibverbs said (e.g. ENOSYS: the kernel has no RDMA support). */
+    public String deviceListFailure() {
+        devices();
+        return deviceListFailure;
+    }
+
+    @Override
+    public List<VerbsDevice> devices() {
+        List<VerbsDevice> d = devices;
+        if (d == null) {
+            synchronized (this) {
+                if (devices == null) {
+                    devices = readDeviceList();
+                }
+                d = devices;
+            }
+        }
+        return d;
+    }
+
+    private List<VerbsDevice> readDeviceList() {
+        if (!Libibverbs.loaded()) {
+            deviceListFailure = Libibverbs.LOAD_FAILURE;
+            return List.of();
+        }
+        MemorySegment list;
+        int count;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment num = arena.allocate(ValueLayout.JAVA_INT);
+            try {
+                list = Libibverbs.GET_DEVICE_LIST.pointer(num);
+            } catch (VerbsException e) {
+                deviceListFailure = e.getMessage() + (e.errno() == Errno.ENOSYS
+                        ? " -- the kernel has no RDMA (uverbs) support, or no RDMA device is present"
+                        : "");
+                return List.of();
+            }
+            count = num.get(ValueLayout.JAVA_INT, 0);
+        }
+        // The array stays allocated for the life of the process: IbvDevice keeps pointers into it,
+        // and ibv_open_device needs them. It is a few pointers.
+        MemorySegment array = list.reinterpret((count + 1L) * ValueLayout.ADDRESS.byteSize());
+        List<VerbsDevice> result = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            MemorySegment dev = array.getAtIndex(ValueLayout.ADDRESS, i);
+            MemorySegment namePtr = (MemorySegment) Libibverbs.GET_DEVICE_NAME.plain(dev);
+            String name = namePtr.reinterpret(256).getString(0);
+            long guid = Long.reverseBytes((long) Libibverbs.GET_DEVICE_GUID.plain(dev));
+            result.add(new IbvDevice(dev, name, guid));
+        }
+        return List.copyOf(result);
+    }
+
+    @Override
+    public String toString() {
+        return NAME;
+    }
+}

@@ -1,0 +1,104 @@
+package org.rdmashuffle.verbs.ibverbs;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.VerbsException;
+
+/**
+ * The few libc calls the provider needs: {@code poll} to wait on a completion channel or the
+ * async-event fd with a timeout (so shutdown never hangs), {@code fcntl} to make those fds
+ * non-blocking, and {@code getrlimit} for the memlock limit.
+ */
+final class Libc {
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final MethodHandle POLL = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("poll"),
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), Linker.Option.captureCallState("errno"));
+    private static final MethodHandle FCNTL = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("fcntl"),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
+            Linker.Option.firstVariadicArg(2), Linker.Option.captureCallState("errno"));
+    private static final MethodHandle GETRLIMIT = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("getrlimit"),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), Linker.Option.captureCallState("errno"));
+
+    /** struct pollfd { int fd; short events; short revents; }. */
+    private static final StructLayout POLLFD = MemoryLayout.structLayout(
+            JAVA_INT.withName("fd"), JAVA_SHORT.withName("events"), JAVA_SHORT.withName("revents"));
+    private static final short POLLIN = 1;
+    private static final int F_GETFL = 3;
+    private static final int F_SETFL = 4;
+    private static final int O_NONBLOCK = 04000;
+    private static final int RLIMIT_MEMLOCK = 8;
+    /** RLIM_INFINITY. */
+    static final long UNLIMITED = -1L;
+
+    private Libc() {
+    }
+
+    /** Waits up to {@code timeoutMillis} for {@code fd} to become readable; true if it did. */
+    static boolean awaitReadable(int fd, int timeoutMillis) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            MemorySegment pfd = arena.allocate(POLLFD);
+            pfd.set(JAVA_INT, 0, fd);
+            pfd.set(JAVA_SHORT, 4, POLLIN);
+            int rc = (int) POLL.invokeExact(state, pfd, 1L, timeoutMillis);
+            if (rc < 0) {
+                int errno = (int) ERRNO.get(state, 0L);
+                if (errno == Errno.EINTR) {
+                    return false;
+                }
+                throw new VerbsException("poll(fd " + fd + ")", errno, null);
+            }
+            return rc > 0;
+        } catch (VerbsException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new VerbsException("poll", "downcall failed: " + t);
+        }
+    }
+
+    /** Sets O_NONBLOCK on {@code fd}, so a read after a spurious wakeup returns EAGAIN instead of blocking. */
+    static void setNonBlocking(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            int flags = (int) FCNTL.invokeExact(state, fd, F_GETFL, 0);
+            if (flags < 0 || (int) FCNTL.invokeExact(state, fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+                throw new VerbsException("fcntl(fd " + fd + ", O_NONBLOCK)", (int) ERRNO.get(state, 0L), null);
+            }
+        } catch (VerbsException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new VerbsException("fcntl", "downcall failed: " + t);
+        }
+    }
+
+    /** The soft memlock limit in bytes, or {@link #UNLIMITED}. */
+    static long memlockLimit() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            MemorySegment rlimit = arena.allocate(16, 8);
+            if ((int) GETRLIMIT.invokeExact(state, RLIMIT_MEMLOCK, rlimit) != 0) {
+                throw new VerbsException("getrlimit(RLIMIT_MEMLOCK)", (int) ERRNO.get(state, 0L), null);
+            }
+            return rlimit.get(JAVA_LONG, 0);
+        } catch (VerbsException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new VerbsException("getrlimit", "downcall failed: " + t);
+        }
+    }
+}

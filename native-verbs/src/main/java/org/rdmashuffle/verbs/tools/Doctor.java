@@ -1,0 +1,106 @@
+package org.rdmashuffle.verbs.tools;
+
+import java.io.PrintStream;
+import java.util.HexFormat;
+
+import org.rdmashuffle.verbs.DeviceAttributes;
+import org.rdmashuffle.verbs.GidEntry;
+import org.rdmashuffle.verbs.PortAttributes;
+import org.rdmashuffle.verbs.Verbs;
+import org.rdmashuffle.verbs.VerbsContext;
+import org.rdmashuffle.verbs.VerbsDevice;
+import org.rdmashuffle.verbs.VerbsException;
+import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
+
+/**
+ * {@code java -jar rdma-shuffle-native-verbs.jar [provider]}: what an operator needs to debug a
+ * fabric before blaming the shuffle -- devices, ports, link layer, MTU, GIDs and their types,
+ * on-demand paging, queue limits, the memlock limit, and which provider the plugin would choose
+ * and why. Exits 0 when a provider is usable, 1 otherwise.
+ */
+public final class Doctor {
+    private final PrintStream out;
+
+    private Doctor(PrintStream out) {
+        this.out = out;
+    }
+
+    public static void main(String[] args) {
+        String choice = args.length > 0 ? args[0] : Verbs.AUTO;
+        System.exit(new Doctor(System.out).report(choice) ? 0 : 1);
+    }
+
+    private boolean report(String choice) {
+        IbverbsProvider ibv = IbverbsProvider.instance();
+        out.println("rdma-shuffle doctor");
+        out.println("java: " + Runtime.version() + " (" + System.getProperty("java.vm.vendor") + ")");
+        long memlock = ibv.memlockLimitBytes();
+        out.println("memlock limit (ulimit -l): " + IbverbsProvider.bytes(memlock));
+        out.println();
+        out.println("ibverbs provider (libibverbs.so.1)");
+        if (ibv.devices().isEmpty()) {
+            out.println("  devices: none -- " + (ibv.deviceListFailure() != null ? ibv.deviceListFailure()
+                    : "libibverbs lists no device"));
+        }
+        for (VerbsDevice d : ibv.devices()) {
+            device(d);
+        }
+        out.println("  availability: " + (ibv.isAvailable() ? "usable -- " + ibv.availability().cause()
+                : "unavailable -- " + ibv.unavailabilityCause()));
+        out.println();
+        Verbs.Selection s = Verbs.select(choice);
+        out.println("provider choice (" + choice + "): " + (s.provider() != null ? s.provider().name() : "none"));
+        out.println("  why: " + s.reason());
+        return s.provider() != null;
+    }
+
+    private void device(VerbsDevice d) {
+        out.println("  device " + d.name() + "  node GUID " + guid(d.guid()));
+        try (VerbsContext ctx = d.open()) {
+            DeviceAttributes a = ctx.queryDevice();
+            out.printf("    firmware %s, vendor 0x%x part %d hw %d%n", a.firmwareVersion(), a.vendorId(), a.vendorPartId(),
+                    a.hardwareVersion());
+            out.printf("    max QP %d, max QP WR %d, max SGE %d (RDMA read %d), max CQ %d x %d entries%n",
+                    a.maxQp(), a.maxQpWr(), a.maxSge(), a.maxSgeRd(), a.maxCq(), a.maxCqe());
+            out.printf("    max SRQ %d, max SRQ WR %d, max SRQ SGE %d, max MR %d, max MR size %s%n",
+                    a.maxSrq(), a.maxSrqWr(), a.maxSrqSge(), a.maxMr(), Long.toUnsignedString(a.maxMrSize()));
+            out.printf("    outstanding RDMA reads per QP %d (initiator %d), atomics %s%n",
+                    a.maxQpRdAtomic(), a.maxQpInitRdAtomic(), a.atomicCapability());
+            out.printf("    on-demand paging: %s (general caps 0x%x, RC caps 0x%x)%n",
+                    a.supportsOnDemandPaging() ? "yes" : "no", a.odpGeneralCaps(), a.odpRcCaps());
+            for (int p = 1; p <= a.physicalPortCount(); p++) {
+                port(ctx, ctx.queryPort(p));
+            }
+        } catch (VerbsException e) {
+            out.println("    cannot query: " + e.getMessage());
+        }
+    }
+
+    private void port(VerbsContext ctx, PortAttributes p) {
+        out.printf("    port %d: %s (%s), link layer %s, MTU active %d / max %d, LID %d, width %d speed %d%n",
+                p.portNumber(), p.state(), p.physicalStateName(), p.linkLayer(), p.activeMtu().bytes(),
+                p.maxMtu().bytes(), p.lid(), p.activeWidth(), p.activeSpeed());
+        int shown = 0;
+        for (int i = 0; i < p.gidTableLength(); i++) {
+            GidEntry g;
+            try {
+                g = ctx.queryGid(p.portNumber(), i);
+            } catch (VerbsException e) {
+                out.println("      GID[" + i + "]: " + e.getMessage());
+                continue;
+            }
+            if (g != null) {
+                out.printf("      GID[%d] %-40s %s%s%n", i, g.gid(), g.type(), g.gid().isIpv4Mapped() ? " (IPv4)" : "");
+                shown++;
+            }
+        }
+        if (shown == 0) {
+            out.println("      no GIDs");
+        }
+    }
+
+    private static String guid(long guid) {
+        String hex = HexFormat.of().toHexDigits(guid);
+        return hex.substring(0, 4) + ":" + hex.substring(4, 8) + ":" + hex.substring(8, 12) + ":" + hex.substring(12);
+    }
+}

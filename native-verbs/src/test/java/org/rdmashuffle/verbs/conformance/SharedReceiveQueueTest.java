@@ -1,0 +1,103 @@
+package org.rdmashuffle.verbs.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import org.junit.jupiter.api.Test;
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.AsyncEvent;
+import org.rdmashuffle.verbs.CompletionQueue;
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.QueuePair;
+import org.rdmashuffle.verbs.QueuePairConfig;
+import org.rdmashuffle.verbs.ReceiveWorkRequests;
+import org.rdmashuffle.verbs.SendFlags;
+import org.rdmashuffle.verbs.SendWorkRequests;
+import org.rdmashuffle.verbs.SharedReceiveQueue;
+import org.rdmashuffle.verbs.SharedReceiveQueueAttributes;
+import org.rdmashuffle.verbs.WorkCompletionStatus;
+import org.rdmashuffle.verbs.WorkRequestOpcode;
+
+/**
+ * A shared receive queue as the engine uses it: a pool of registered buffers posted once, consumed
+ * by sends arriving on several QPs, and a low-water limit that raises an async event.
+ */
+class SharedReceiveQueueTest {
+    private static final int POOL = 16;
+    private static final int BUFFER = 256;
+
+    @Test
+    void pooledReceivesServeSeveralQueuePairsAndTheLimitFires() {
+        try (Loopback l = Loopback.open();
+             CompletionQueue srqCq = l.context.createCompletionQueue(64, null, 0);
+             SharedReceiveQueue srq = l.pd.createSharedReceiveQueue(POOL, 1, 0);
+             MemoryRegion pool = l.pd.allocateAndRegister((long) POOL * BUFFER, Access.LOCAL_WRITE);
+             MemoryRegion src = l.pd.allocateAndRegister(BUFFER, Access.LOCAL_WRITE);
+             ReceiveWorkRequests recv = ReceiveWorkRequests.allocate(POOL, 1);
+             SendWorkRequests send = SendWorkRequests.allocate(1, 1)) {
+            SharedReceiveQueueAttributes attrs = srq.query();
+            assertTrue(attrs.maxWr() >= POOL, attrs::toString);
+
+            for (int i = 0; i < POOL; i++) {
+                recv.set(i, 1000 + i, pool, (long) i * BUFFER, BUFFER);
+            }
+            srq.postReceive(recv, POOL);
+            srq.armLimit(POOL - 2);
+            assertEquals(POOL - 2, srq.query().limit());
+
+            // Two receiving QPs share the SRQ; two senders (on one CQ) talk to them.
+            QueuePairConfig onSrq = QueuePairConfig.of(srqCq, 8, 0, 1).withSharedReceiveQueue(srq);
+            try (QueuePair r1 = l.pd.createQueuePair(onSrq);
+                 QueuePair r2 = l.pd.createQueuePair(onSrq);
+                 QueuePair s1 = l.pd.createQueuePair(QueuePairConfig.of(l.cqA, 8, 1, 1));
+                 QueuePair s2 = l.pd.createQueuePair(QueuePairConfig.of(l.cqA, 8, 1, 1))) {
+                r1.connect(s1.localEndpoint(l.options), l.options);
+                s1.connect(r1.localEndpoint(l.options), l.options);
+                r2.connect(s2.localEndpoint(l.options), l.options);
+                s2.connect(r2.localEndpoint(l.options), l.options);
+                assertSame(srq, r1.sharedReceiveQueue());
+
+                for (int i = 0; i < 4; i++) {
+                    send.get(0).reset().wrId(i).opcode(WorkRequestOpcode.SEND).flags(SendFlags.SIGNALED)
+                            .sge(0, src, 0, 32 + i).sgeCount(1);
+                    (i % 2 == 0 ? s1 : s2).postSend(send, 1);
+                }
+                VerbsTestSupport.awaitCompletions(l.cqA, 4);
+                List<VerbsTestSupport.Completion> received = VerbsTestSupport.awaitCompletions(srqCq, 4);
+                Set<Long> buffers = new HashSet<>();
+                Set<Integer> qps = new HashSet<>();
+                for (VerbsTestSupport.Completion c : received) {
+                    assertEquals(WorkCompletionStatus.SUCCESS, c.status());
+                    assertTrue(c.wrId() >= 1000 && c.wrId() < 1000 + POOL, "wr_id " + c.wrId());
+                    buffers.add(c.wrId());
+                    qps.add(c.qpNumber());
+                }
+                assertEquals(4, buffers.size(), "each message took its own pooled buffer");
+                assertEquals(Set.of(r1.qpNumber(), r2.qpNumber()), qps);
+
+                AsyncEvent event = awaitEvent(l, AsyncEvent.Type.SRQ_LIMIT_REACHED);
+                assertSame(srq, event.source());
+                assertEquals(0, srq.query().limit(), "the limit disarms once it fired");
+            }
+        }
+    }
+
+    private static AsyncEvent awaitEvent(Loopback l, AsyncEvent.Type type) {
+        long deadline = System.nanoTime() + VerbsTestSupport.TIMEOUT.toNanos();
+        while (System.nanoTime() < deadline) {
+            AsyncEvent e = l.context.awaitAsyncEvent(Duration.ofMillis(500));
+            if (e != null && e.type() == type) {
+                return e;
+            }
+        }
+        assertNotNull(null, "no " + type + " event within " + VerbsTestSupport.TIMEOUT);
+        return null;
+    }
+}
