@@ -48,7 +48,11 @@ ${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.timeoutSecond
 if ((bench)); then
   guest_cmd+="
 echo '--- RDMA_READ bandwidth: perftest ib_read_bw vs rdma-shuffle, same rxe0, same boot'
-bash '$here/read-bandwidth.sh' '$root/benchmarks/target/classes:$root/native-verbs/target/classes' '$reports'"
+bash '$here/read-bandwidth.sh' '$root/benchmarks/target/classes:$root/native-verbs/target/classes' '$reports'
+echo '--- JMH: build + post + reap a 16-WR RDMA_READ chain, heap allocation per post (gc.alloc.rate.norm)'
+java -jar '$root/benchmarks/target/benchmarks.jar' ReadChainPostBenchmark -f 1 -wi 5 -w 2s -i 5 -r 2s -prof gc \
+  -jvmArgsAppend '-Xmx512m --enable-native-access=ALL-UNNAMED' -rf json -rff '$reports/jmh-read-chain.json' \
+  | grep -E '^(Benchmark|ReadChainPostBenchmark)'"
 fi
 
 rc=0

@@ -21,13 +21,13 @@ perftest() { # size iterations -> Gb/s
 }
 
 ours() { # size iterations -> Gb/s
-  java -Xmx512m --enable-native-access=ALL-UNNAMED -cp "$cp" org.rdmashuffle.benchmarks.verbs.ReadBandwidth "$1" "$2" 128 16 \
+  java -Xmx512m -XX:+UseSerialGC --enable-native-access=ALL-UNNAMED -cp "$cp" org.rdmashuffle.benchmarks.verbs.ReadBandwidth "$1" "$2" 128 16 \
     | sed -n 's/.*Gb\/s=\([0-9.]*\).*/\1/p'
 }
 
 for spec in 65536:1024 1048576:128; do
   size=${spec%%:*} n=${spec##*:}
-  for round in 1 2; do
+  for round in 1 2 3; do
     p=$(perftest "$size" "$n") o=$(ours "$size" "$n")
     echo "$size,$n,$round,$p,$o" >>"$csv"
     echo "RDMA_READ $size B x $n, round $round: ib_read_bw $p Gb/s, rdma-shuffle $o Gb/s"

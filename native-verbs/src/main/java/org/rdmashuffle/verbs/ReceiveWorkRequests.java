@@ -12,7 +12,7 @@ import org.rdmashuffle.verbs.ffi.ibv_sge;
  * with SGE slots), for {@code ibv_post_recv} and {@code ibv_post_srq_recv}. Like
  * {@link SendWorkRequests}, filled in place and posted without heap allocation. Not thread-safe.
  */
-public final class ReceiveWorkRequests implements AutoCloseable {
+public final class ReceiveWorkRequests implements WorkRequestChain, AutoCloseable {
     static final long WR_BYTES = ibv_recv_wr.layout().byteSize();
     private static final long SGE_BYTES = ibv_sge.layout().byteSize();
     private static final long WR_ID = ibv_recv_wr.wr_id$offset();
@@ -111,6 +111,7 @@ public final class ReceiveWorkRequests implements AutoCloseable {
     }
 
     /** For providers: terminates the chain after {@code count} and returns the first request's address. */
+    @Override
     public long beginPost(int count) {
         if (count < 1 || count > capacity) {
             throw new IllegalArgumentException("cannot post " + count + " receives from a chain of " + capacity);
@@ -120,6 +121,7 @@ public final class ReceiveWorkRequests implements AutoCloseable {
     }
 
     /** For providers: relinks the request after the last one posted. */
+    @Override
     public void endPost(int count) {
         if (count < capacity) {
             memory.set(ValueLayout.JAVA_LONG, (count - 1) * WR_BYTES + NEXT, memory.address() + count * WR_BYTES);
@@ -127,11 +129,13 @@ public final class ReceiveWorkRequests implements AutoCloseable {
     }
 
     /** For providers: where {@code post_recv} writes {@code bad_wr}. */
+    @Override
     public MemorySegment badRequestSlot() {
         return badRequestSlot;
     }
 
     /** For providers: index of the request at {@code wrAddress}, or -1. */
+    @Override
     public int indexOf(long wrAddress) {
         long offset = wrAddress - memory.address();
         if (offset < 0 || offset % WR_BYTES != 0 || offset / WR_BYTES >= capacity) {
@@ -140,6 +144,7 @@ public final class ReceiveWorkRequests implements AutoCloseable {
         return (int) (offset / WR_BYTES);
     }
 
+    @Override
     public MemorySegment memory() {
         return memory;
     }
@@ -157,6 +162,11 @@ public final class ReceiveWorkRequests implements AutoCloseable {
             throw new IndexOutOfBoundsException("SGE slot " + slot + " of a request with " + maxSge + " slots");
         }
         return sgeBase + ((long) index * maxSge + slot) * SGE_BYTES;
+    }
+
+    @Override
+    public long wrIdAt(int index) {
+        return wrId(index);
     }
 
     @Override

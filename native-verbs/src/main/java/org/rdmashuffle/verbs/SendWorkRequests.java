@@ -17,7 +17,7 @@ import org.rdmashuffle.verbs.ffi.ibv_sge;
  * <p>Not thread-safe: one thread fills and posts a chain at a time. Owns its native memory;
  * {@link #close()} frees it.
  */
-public final class SendWorkRequests implements AutoCloseable {
+public final class SendWorkRequests implements WorkRequestChain, AutoCloseable {
     static final long WR_BYTES = ibv_send_wr.layout().byteSize();
     static final long SGE_BYTES = ibv_sge.layout().byteSize();
     private static final long NEXT = ibv_send_wr.next$offset();
@@ -74,6 +74,7 @@ public final class SendWorkRequests implements AutoCloseable {
      * For providers: terminates the chain after {@code count} requests and returns the address of
      * the first. Must be paired with {@link #endPost(int)}.
      */
+    @Override
     public long beginPost(int count) {
         checkCount(count);
         memory.set(ValueLayout.JAVA_LONG, (count - 1) * WR_BYTES + NEXT, 0L);
@@ -81,6 +82,7 @@ public final class SendWorkRequests implements AutoCloseable {
     }
 
     /** For providers: relinks the request after the last one posted. */
+    @Override
     public void endPost(int count) {
         if (count < requests.length) {
             memory.set(ValueLayout.JAVA_LONG, (count - 1) * WR_BYTES + NEXT, memory.address() + count * WR_BYTES);
@@ -88,11 +90,13 @@ public final class SendWorkRequests implements AutoCloseable {
     }
 
     /** For providers: where {@code post_send} writes {@code bad_wr}. */
+    @Override
     public MemorySegment badRequestSlot() {
         return badRequestSlot;
     }
 
     /** For providers: the index of the request at native address {@code wrAddress}, or -1. */
+    @Override
     public int indexOf(long wrAddress) {
         long offset = wrAddress - memory.address();
         if (offset < 0 || offset % WR_BYTES != 0 || offset / WR_BYTES >= requests.length) {
@@ -102,6 +106,7 @@ public final class SendWorkRequests implements AutoCloseable {
     }
 
     /** The native memory of the chain (requests, SGEs, bad_wr slot), for providers that decode it. */
+    @Override
     public MemorySegment memory() {
         return memory;
     }
@@ -110,6 +115,11 @@ public final class SendWorkRequests implements AutoCloseable {
         if (count < 1 || count > requests.length) {
             throw new IllegalArgumentException("cannot post " + count + " requests from a chain of " + requests.length);
         }
+    }
+
+    @Override
+    public long wrIdAt(int index) {
+        return requests[index].wrId();
     }
 
     @Override

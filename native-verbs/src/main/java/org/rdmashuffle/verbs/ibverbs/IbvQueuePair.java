@@ -12,7 +12,6 @@ import org.rdmashuffle.verbs.Gid;
 import org.rdmashuffle.verbs.GidEntry;
 import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.PortAttributes;
-import org.rdmashuffle.verbs.PostException;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairAttributes;
 import org.rdmashuffle.verbs.QueuePairCapabilities;
@@ -234,19 +233,7 @@ final class IbvQueuePair implements QueuePair {
 
     @Override
     public void postSend(SendWorkRequests requests, int count) {
-        requests.beginPost(count);
-        int rc;
-        try {
-            rc = (int) Libibverbs.POST.invokeExact(postSendFn, qp, requests.memory(), requests.badRequestSlot());
-        } catch (Throwable t) {
-            throw new VerbsException("ibv_post_send", "downcall failed: " + t);
-        } finally {
-            requests.endPost(count);
-        }
-        if (rc != 0) {
-            int bad = requests.indexOf(requests.badRequestSlot().get(ValueLayout.JAVA_LONG, 0));
-            throw new PostException("ibv_post_send", Math.abs(rc), bad, bad < 0 ? -1 : requests.get(bad).wrId(), count);
-        }
+        WorkRequestPosts.post("ibv_post_send", postSendFn, qp, requests, count);
     }
 
     @Override
@@ -254,19 +241,7 @@ final class IbvQueuePair implements QueuePair {
         if (srq != null) {
             throw new IllegalStateException("QP " + qpNumber + " takes its receives from an SRQ: post them there");
         }
-        requests.beginPost(count);
-        int rc;
-        try {
-            rc = (int) Libibverbs.POST.invokeExact(postRecvFn, qp, requests.memory(), requests.badRequestSlot());
-        } catch (Throwable t) {
-            throw new VerbsException("ibv_post_recv", "downcall failed: " + t);
-        } finally {
-            requests.endPost(count);
-        }
-        if (rc != 0) {
-            int bad = requests.indexOf(requests.badRequestSlot().get(ValueLayout.JAVA_LONG, 0));
-            throw new PostException("ibv_post_recv", Math.abs(rc), bad, bad < 0 ? -1 : requests.wrId(bad), count);
-        }
+        WorkRequestPosts.post("ibv_post_recv", postRecvFn, qp, requests, count);
     }
 
     @Override

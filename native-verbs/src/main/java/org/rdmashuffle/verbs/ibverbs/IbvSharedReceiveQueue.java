@@ -2,10 +2,8 @@ package org.rdmashuffle.verbs.ibverbs;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import org.rdmashuffle.verbs.PostException;
 import org.rdmashuffle.verbs.ReceiveWorkRequests;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.SharedReceiveQueueAttributes;
@@ -47,19 +45,7 @@ final class IbvSharedReceiveQueue implements SharedReceiveQueue {
 
     @Override
     public void postReceive(ReceiveWorkRequests requests, int count) {
-        requests.beginPost(count);
-        int rc;
-        try {
-            rc = (int) Libibverbs.POST.invokeExact(postFn, srq, requests.memory(), requests.badRequestSlot());
-        } catch (Throwable t) {
-            throw new VerbsException("ibv_post_srq_recv", "downcall failed: " + t);
-        } finally {
-            requests.endPost(count);
-        }
-        if (rc != 0) {
-            int bad = requests.indexOf(requests.badRequestSlot().get(ValueLayout.JAVA_LONG, 0));
-            throw new PostException("ibv_post_srq_recv", Math.abs(rc), bad, bad < 0 ? -1 : requests.wrId(bad), count);
-        }
+        WorkRequestPosts.post("ibv_post_srq_recv", postFn, srq, requests, count);
     }
 
     @Override
