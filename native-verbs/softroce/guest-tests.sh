@@ -42,6 +42,8 @@ cp="$root/native-verbs/target/test-classes:$root/native-verbs/target/classes:$(c
 # C1 only: the guest emulates the CPU, and C2 compiles would dominate a short run.
 jvm=(java -Xmx768m -XX:TieredStopAtLevel=1 --enable-native-access=ALL-UNNAMED)
 guest_cmd="set -e; ulimit -l unlimited
+echo '--- doctor'
+${jvm[*]} -cp '$root/native-verbs/target/classes' org.rdmashuffle.verbs.tools.Doctor
 ${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.timeoutSeconds=120 \
   -cp '$cp' org.junit.platform.console.ConsoleLauncher execute \
   --select-package org.rdmashuffle.verbs --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"

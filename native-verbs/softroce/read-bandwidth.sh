@@ -25,7 +25,7 @@ ours() { # size iterations -> Gb/s
     | sed -n 's/.*Gb\/s=\([0-9.]*\).*/\1/p'
 }
 
-for spec in 65536:1024 1048576:128; do
+for spec in 65536:4096 1048576:512; do
   size=${spec%%:*} n=${spec##*:}
   for round in 1 2 3; do
     p=$(perftest "$size" "$n") o=$(ours "$size" "$n")

@@ -27,7 +27,12 @@ public final class Doctor {
 
     public static void main(String[] args) {
         String choice = args.length > 0 ? args[0] : Verbs.AUTO;
-        System.exit(new Doctor(System.out).report(choice) ? 0 : 1);
+        System.exit(report(choice, System.out) ? 0 : 1);
+    }
+
+    /** Prints the report for provider {@code choice}; true when a provider is usable. */
+    public static boolean report(String choice, PrintStream out) {
+        return new Doctor(out).report(choice);
     }
 
     private boolean report(String choice) {
