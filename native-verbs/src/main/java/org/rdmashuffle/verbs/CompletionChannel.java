@@ -16,7 +16,7 @@ public interface CompletionChannel extends AutoCloseable {
      */
     CompletionQueue awaitEvent(Duration timeout);
 
-    /** The file descriptor, for callers that multiplex it. */
+    /** The file descriptor, for callers that multiplex it; -1 when the provider has none (software). */
     int fd();
 
     @Override

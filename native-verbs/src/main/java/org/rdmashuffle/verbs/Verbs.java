@@ -4,23 +4,28 @@ import java.util.List;
 import java.util.Locale;
 
 import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
+import org.rdmashuffle.verbs.software.SoftwareProvider;
 
 /**
  * Entry point: the providers in this build and the choice between them.
  *
- * <p>{@code auto} takes the libibverbs provider when a device with an active port is usable and
- * says why not otherwise; {@code ibverbs} insists on it. (The software provider, for machines
- * without RDMA hardware, joins this list when it is built.)
+ * <ul>
+ *   <li>{@code auto} (default): the libibverbs provider when a device with an active port is
+ *       usable, otherwise the software provider; one log line says which and why.
+ *   <li>{@code ibverbs}: the libibverbs provider, or an error naming why it cannot run.
+ *   <li>{@code software}: always the software provider (RC over TCP).
+ * </ul>
  */
 public final class Verbs {
     public static final String AUTO = "auto";
+    private static final System.Logger LOG = System.getLogger(Verbs.class.getName());
 
     private Verbs() {
     }
 
     /** Every provider in this build, in order of preference. */
     public static List<VerbsProvider> providers() {
-        return List.of(IbverbsProvider.instance());
+        return List.of(IbverbsProvider.instance(), SoftwareProvider.instance());
     }
 
     /** The outcome of choosing a provider: the provider, or null with the reason none could be used. */
@@ -33,7 +38,15 @@ public final class Verbs {
         }
     }
 
-    /** Chooses a provider by name ({@code auto}, {@code ibverbs}); never throws for an unusable one. */
+    /** Chooses a provider and logs the choice and its reason once, at INFO. */
+    public static Selection choose(String choice) {
+        Selection s = select(choice);
+        LOG.log(s.provider() != null ? System.Logger.Level.INFO : System.Logger.Level.WARNING,
+                "rdma-shuffle verbs provider: " + (s.provider() != null ? s.provider().name() : "none") + " -- " + s.reason());
+        return s;
+    }
+
+    /** Chooses a provider by name ({@code auto}, {@code ibverbs}, {@code software}) without logging; never throws. */
     public static Selection select(String choice) {
         String wanted = choice == null ? AUTO : choice.trim().toLowerCase(Locale.ROOT);
         if (wanted.equals(AUTO)) {
@@ -41,12 +54,12 @@ public final class Verbs {
             for (VerbsProvider p : providers()) {
                 Availability a = p.availability();
                 if (a.available()) {
-                    return new Selection(p, "auto: " + p.name() + " is usable (" + a.cause() + ")");
+                    return new Selection(p, "auto: " + p.name() + " is usable (" + a.cause() + ")"
+                            + (why.isEmpty() ? "" : "; not " + why));
                 }
-                why.append(p.name()).append(": ").append(a.cause()).append("; ");
+                why.append(p.name()).append(": ").append(a.cause());
             }
-            return new Selection(null, "auto: no provider is usable here -- " + why
-                    + "no software provider is part of this build yet");
+            return new Selection(null, "auto: no provider is usable here -- " + why);
         }
         for (VerbsProvider p : providers()) {
             if (p.name().equals(wanted)) {

@@ -101,6 +101,23 @@ public final class WorkCompletions implements AutoCloseable {
         return memory.get(ValueLayout.JAVA_INT, offset(i) + WC_FLAGS);
     }
 
+    /**
+     * For providers that produce completions in Java: writes entry {@code i} as {@code ibv_poll_cq}
+     * would ({@code immediate} in host order; stored in network order).
+     */
+    public void set(int i, long wrId, int status, int opcode, int vendorError, int byteLength, int immediate,
+                    int qpNumber, int flags) {
+        long o = offset(i);
+        memory.set(ValueLayout.JAVA_LONG, o + WR_ID, wrId);
+        memory.set(ValueLayout.JAVA_INT, o + STATUS, status);
+        memory.set(ValueLayout.JAVA_INT, o + OPCODE, opcode);
+        memory.set(ValueLayout.JAVA_INT, o + VENDOR_ERR, vendorError);
+        memory.set(ValueLayout.JAVA_INT, o + BYTE_LEN, byteLength);
+        memory.set(BE_INT, o + IMM, immediate);
+        memory.set(ValueLayout.JAVA_INT, o + QP_NUM, qpNumber);
+        memory.set(ValueLayout.JAVA_INT, o + WC_FLAGS, flags);
+    }
+
     /** An exception describing entry {@code i} as a failed completion (status name, vendor error). */
     public WorkCompletionException failure(int i) {
         return new WorkCompletionException(status(i), vendorError(i), wrId(i), qpNumber(i));

@@ -11,12 +11,13 @@ import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.VerbsDevice;
 import org.rdmashuffle.verbs.VerbsException;
 import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
+import org.rdmashuffle.verbs.software.SoftwareProvider;
 
 /**
  * {@code java -jar rdma-shuffle-native-verbs.jar [provider]}: what an operator needs to debug a
  * fabric before blaming the shuffle -- devices, ports, link layer, MTU, GIDs and their types,
- * on-demand paging, queue limits, the memlock limit, and which provider the plugin would choose
- * and why. Exits 0 when a provider is usable, 1 otherwise.
+ * on-demand paging, queue limits, the memlock limit, the software provider, and which provider
+ * the plugin would choose and why. Exits 0 when a provider is usable, 1 otherwise.
  */
 public final class Doctor {
     private final PrintStream out;
@@ -52,6 +53,11 @@ public final class Doctor {
         }
         out.println("  availability: " + (ibv.isAvailable() ? "usable -- " + ibv.availability().cause()
                 : "unavailable -- " + ibv.unavailabilityCause()));
+        out.println();
+        SoftwareProvider soft = SoftwareProvider.instance();
+        out.println("software provider (RC over TCP, no RDMA hardware needed)");
+        out.println("  availability: " + (soft.isAvailable() ? "usable -- " + soft.availability().cause()
+                : "unavailable -- " + soft.unavailabilityCause()));
         out.println();
         Verbs.Selection s = Verbs.select(choice);
         out.println("provider choice (" + choice + "): " + (s.provider() != null ? s.provider().name() : "none"));

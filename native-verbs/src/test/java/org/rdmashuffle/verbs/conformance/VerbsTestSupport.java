@@ -23,6 +23,7 @@ import org.rdmashuffle.verbs.WorkCompletionOpcode;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 import org.rdmashuffle.verbs.WorkCompletions;
 import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
+import org.rdmashuffle.verbs.software.SoftwareProvider;
 
 /**
  * What every conformance test needs: the provider under test, a device with an active port, and
@@ -45,6 +46,7 @@ public final class VerbsTestSupport {
         String name = System.getProperty(PROVIDER_PROPERTY, IbverbsProvider.NAME);
         return switch (name) {
             case IbverbsProvider.NAME -> IbverbsProvider.instance();
+            case SoftwareProvider.NAME -> SoftwareProvider.instance();
             default -> throw new IllegalArgumentException("unknown provider in -D" + PROVIDER_PROPERTY + ": " + name);
         };
     }
@@ -66,7 +68,8 @@ public final class VerbsTestSupport {
     /** The device to test: {@code SOFTROCE_DEVICE} / {@code -Drdmashuffle.test.device}, else the first with an active port. */
     public static Target target() {
         VerbsProvider provider = requireAvailable();
-        String wanted = System.getProperty("rdmashuffle.test.device", System.getenv("SOFTROCE_DEVICE"));
+        String wanted = System.getProperty("rdmashuffle.test.device",
+                provider instanceof IbverbsProvider ? System.getenv("SOFTROCE_DEVICE") : null);
         for (VerbsDevice d : provider.devices()) {
             if (wanted != null && !wanted.equals(d.name())) {
                 continue;
@@ -86,7 +89,8 @@ public final class VerbsTestSupport {
 
     /** GID index: {@code SOFTROCE_GID_INDEX} or a RoCE v2 IPv4-mapped entry; -1 (LID) on InfiniBand. */
     private static int gidIndex(VerbsContext ctx, PortAttributes port) {
-        String forced = System.getProperty("rdmashuffle.test.gidIndex", System.getenv("SOFTROCE_GID_INDEX"));
+        String forced = System.getProperty("rdmashuffle.test.gidIndex",
+                ctx.device().name().startsWith("rxe") ? System.getenv("SOFTROCE_GID_INDEX") : null);
         if (forced != null) {
             return Integer.parseInt(forced);
         }

@@ -1,0 +1,257 @@
+package org.rdmashuffle.benchmarks.verbs;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+import java.util.Locale;
+
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.CompletionQueue;
+import org.rdmashuffle.verbs.ConnectOptions;
+import org.rdmashuffle.verbs.Gid;
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.Mtu;
+import org.rdmashuffle.verbs.ProtectionDomain;
+import org.rdmashuffle.verbs.QueuePair;
+import org.rdmashuffle.verbs.QueuePairConfig;
+import org.rdmashuffle.verbs.QueuePairEndpoint;
+import org.rdmashuffle.verbs.SendFlags;
+import org.rdmashuffle.verbs.SendWorkRequests;
+import org.rdmashuffle.verbs.VerbsContext;
+import org.rdmashuffle.verbs.WorkCompletions;
+import org.rdmashuffle.verbs.software.SoftwareProvider;
+
+/**
+ * The software provider's RDMA_READ throughput between two JVMs on loopback, against a plain Java
+ * socket copy of the same bytes, alternated in one run:
+ * <ul>
+ *   <li>rdma: this JVM reads {@code SIZE}-byte blocks from a region registered in a child JVM, 16
+ *       reads in flight (chains of 4, last signaled);
+ *   <li>socket: this JVM asks the child for the same blocks over a plain SocketChannel (an 8-byte
+ *       request each, 16 in flight) and the child writes them from the same native memory.
+ * </ul>
+ * Prints MB/s (10^6 bytes) per round, the ratio rdma/socket, and heap bytes allocated per read in
+ * this JVM. {@code java -cp benchmarks.jar ...SoftwareReadVsSocket [SIZE...]}.
+ */
+public final class SoftwareReadVsSocket {
+    private static final long VOLUME = 1L << 30;
+    private static final int REGION = 64 << 20;
+    private static final int IN_FLIGHT = 16;
+    private static final int CHAIN = 4;
+    private static final ConnectOptions OPTIONS = ConnectOptions.defaults(1, 0, Mtu.MTU_4096);
+
+    private SoftwareReadVsSocket() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("serve")) {
+            serve();
+            return;
+        }
+        int[] sizes = args.length > 0 ? java.util.Arrays.stream(args).mapToInt(Integer::parseInt).toArray() : new int[] {65536, 1 << 20};
+        Process child = new ProcessBuilder(ProcessHandle.current().info().command().orElse("java"),
+                "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-cp", System.getProperty("java.class.path"),
+                SoftwareReadVsSocket.class.getName(), "serve").redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        try (BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.US_ASCII));
+             PrintStream toChild = new PrintStream(child.getOutputStream(), true, StandardCharsets.US_ASCII);
+             SoftwareProvider provider = new SoftwareProvider(SoftwareProvider.Config.loopback());
+             VerbsContext ctx = provider.devices().getFirst().open()) {
+            String[] served = fromChild.readLine().split(" ");
+            QueuePairEndpoint remote = endpoint(served);
+            long remoteAddress = Long.parseLong(served[6]);
+            int rkey = Integer.parseInt(served[7]);
+            int socketPort = Integer.parseInt(served[8]);
+            try (ProtectionDomain pd = ctx.allocateProtectionDomain();
+                 CompletionQueue cq = ctx.createCompletionQueue(IN_FLIGHT * 2, null, 0);
+                 QueuePair qp = pd.createQueuePair(QueuePairConfig.of(cq, IN_FLIGHT * 2, 1, 1));
+                 MemoryRegion local = pd.allocateAndRegister((long) IN_FLIGHT * (1 << 20), Access.LOCAL_WRITE);
+                 SocketChannel socket = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), socketPort))) {
+                socket.socket().setTcpNoDelay(true);
+                toChild.println(line(qp.localEndpoint(OPTIONS)));
+                qp.connect(remote, OPTIONS);
+                if (!fromChild.readLine().equals("connected")) {
+                    throw new IllegalStateException("child did not connect");
+                }
+                for (int size : sizes) {
+                    double rdma = 0;
+                    double plain = 0;
+                    long allocated = 0;
+                    long reads = 0;
+                    rdmaRound(qp, cq, local, remoteAddress, rkey, size, 2 * VOLUME); // warm-up: let the JIT compile both paths
+                    socketRound(socket, local, size, 2 * VOLUME);
+                    for (int round = 1; round <= 3; round++) {
+                        double s = socketRound(socket, local, size, VOLUME);
+                        long before = allocatedBytes();
+                        double r = rdmaRound(qp, cq, local, remoteAddress, rkey, size, VOLUME);
+                        allocated += allocatedBytes() - before;
+                        reads += VOLUME / size;
+                        System.out.printf(Locale.ROOT, "size %d round %d: socket copy %.0f MB/s, software RDMA_READ %.0f MB/s%n",
+                                size, round, s, r);
+                        rdma += r;
+                        plain += s;
+                    }
+                    System.out.printf(Locale.ROOT, "size %d: ratio software RDMA_READ / socket copy %.2f; heap allocated %.0f B per read (this JVM, all threads)%n",
+                            size, rdma / plain, (double) allocated / reads);
+                }
+            }
+            toChild.close();
+            child.waitFor();
+        } finally {
+            child.destroy();
+        }
+    }
+
+    /** Keeps IN_FLIGHT reads of {@code size} in flight until {@code volume} bytes were read; MB/s. */
+    private static double rdmaRound(QueuePair qp, CompletionQueue cq, MemoryRegion local, long remote, int rkey, int size,
+                                    long volume) {
+        int chains = IN_FLIGHT / CHAIN;
+        long span = REGION - (long) size * CHAIN;
+        SendWorkRequests[] chain = new SendWorkRequests[chains];
+        for (int c = 0; c < chains; c++) {
+            chain[c] = SendWorkRequests.allocate(CHAIN, 1);
+        }
+        long total = volume / ((long) size * CHAIN);
+        long posted = 0;
+        long done = 0;
+        long start = System.nanoTime();
+        try (WorkCompletions wc = WorkCompletions.allocate(chains)) {
+            for (int c = 0; c < chains && posted < total; c++) {
+                post(qp, chain[c], c, local, remote, rkey, size, (posted++ * size * CHAIN) % span);
+            }
+            while (done < total) {
+                int n = cq.poll(wc);
+                for (int i = 0; i < n; i++) {
+                    if (!wc.isSuccess(i)) {
+                        throw wc.failure(i);
+                    }
+                    done++;
+                    if (posted < total) {
+                        int c = (int) wc.wrId(i);
+                        post(qp, chain[c], c, local, remote, rkey, size, (posted++ * size * CHAIN) % span);
+                    }
+                }
+                if (n == 0) {
+                    // The provider's own threads do the transfer: on a 2-core machine a spinning poller would starve them.
+                    Thread.yield();
+                }
+            }
+        } finally {
+            for (SendWorkRequests c : chain) {
+                c.close();
+            }
+        }
+        return total * size * CHAIN / ((System.nanoTime() - start) / 1e3);
+    }
+
+    private static void post(QueuePair qp, SendWorkRequests chain, int slot, MemoryRegion local, long remote, int rkey,
+                             int size, long offset) {
+        for (int i = 0; i < CHAIN; i++) {
+            long localOffset = ((long) slot * CHAIN + i) * size % local.length();
+            chain.get(i).rdmaRead(slot, i == CHAIN - 1 ? SendFlags.SIGNALED : 0, local, localOffset, size,
+                    remote + offset + (long) i * size, rkey);
+        }
+        qp.postSend(chain, CHAIN);
+    }
+
+    /** The same blocks over a plain socket: IN_FLIGHT 8-byte requests outstanding, each answered with SIZE bytes. */
+    private static double socketRound(SocketChannel socket, MemoryRegion local, int size, long volume) throws IOException {
+        long total = volume / size;
+        ByteBuffer request = ByteBuffer.allocateDirect(8 * IN_FLIGHT);
+        ByteBuffer into = local.segment().asSlice(0, size).asByteBuffer();
+        long sent = 0;
+        long received = 0;
+        long start = System.nanoTime();
+        while (received < total) {
+            request.clear();
+            while (sent < total && sent - received < IN_FLIGHT) {
+                // One word per request: size in the high half, offset in the low half.
+                request.putLong(((long) size << 32) | ((sent++ * size) % (REGION - size)));
+            }
+            request.flip();
+            while (request.hasRemaining()) {
+                socket.write(request);
+            }
+            into.clear();
+            while (into.hasRemaining()) {
+                if (socket.read(into) < 0) {
+                    throw new IOException("child closed the socket");
+                }
+            }
+            received++;
+        }
+        return total * (double) size / ((System.nanoTime() - start) / 1e3);
+    }
+
+    private static long allocatedBytes() {
+        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getTotalThreadAllocatedBytes();
+    }
+
+    /** Child: registers REGION bytes, serves RDMA reads through its provider and plain-socket requests by hand. */
+    private static void serve() throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        try (SoftwareProvider provider = new SoftwareProvider(SoftwareProvider.Config.loopback());
+             VerbsContext ctx = provider.devices().getFirst().open();
+             ProtectionDomain pd = ctx.allocateProtectionDomain();
+             CompletionQueue cq = ctx.createCompletionQueue(4, null, 0);
+             QueuePair qp = pd.createQueuePair(QueuePairConfig.of(cq, 4, 1, 1));
+             MemoryRegion region = pd.allocateAndRegister(REGION, Access.LOCAL_WRITE | Access.REMOTE_READ);
+             ServerSocketChannel server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            for (long i = 0; i < REGION; i += 8) {
+                region.segment().set(java.lang.foreign.ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L);
+            }
+            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+            System.out.println(line(qp.localEndpoint(OPTIONS)) + " " + region.address() + " " + region.rkey() + " " + port);
+            qp.connect(endpoint(in.readLine().split(" ")), OPTIONS);
+            Thread socketServer = Thread.ofPlatform().daemon().start(() -> serveSocket(server, region));
+            System.out.println("connected");
+            while (in.readLine() != null) {
+                // parent keeps stdin open until it is done
+            }
+            server.close();
+            socketServer.join(2000);
+        }
+    }
+
+    private static void serveSocket(ServerSocketChannel server, MemoryRegion region) {
+        try (SocketChannel s = server.accept()) {
+            s.socket().setTcpNoDelay(true);
+            ByteBuffer request = ByteBuffer.allocateDirect(8);
+            while (true) {
+                request.clear();
+                while (request.hasRemaining()) {
+                    if (s.read(request) < 0) {
+                        return;
+                    }
+                }
+                long word = request.getLong(0);
+                int size = (int) (word >>> 32);
+                long offset = word & 0xFFFFFFFFL;
+                ByteBuffer out = region.segment().asSlice(offset, size).asByteBuffer();
+                while (out.hasRemaining()) {
+                    s.write(out);
+                }
+            }
+        } catch (IOException e) {
+            // parent went away
+        }
+    }
+
+    private static String line(QueuePairEndpoint e) {
+        return e.qpNumber() + " " + e.psn() + " " + HexFormat.of().formatHex(e.gid().bytes()) + " " + e.lid() + " "
+                + e.mtu().name() + " " + e.admissionToken();
+    }
+
+    private static QueuePairEndpoint endpoint(String[] f) {
+        return new QueuePairEndpoint(Integer.parseInt(f[0]), Integer.parseInt(f[1]), Gid.of(HexFormat.of().parseHex(f[2])),
+                Integer.parseInt(f[3]), Mtu.valueOf(f[4]), f[5]);
+    }
+}

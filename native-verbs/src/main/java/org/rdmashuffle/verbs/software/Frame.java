@@ -1,0 +1,130 @@
+package org.rdmashuffle.verbs.software;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+
+/**
+ * The software provider's wire format: every message is a fixed 48-byte header, followed for
+ * WRITE, SEND and successful READ responses by {@code length} payload bytes. Both ends of a
+ * connection are requesters and responders at once, as both QPs of an RC pair are.
+ *
+ * <pre>
+ *  0 type      1 flags (bit 0 immediate, bit 1 solicited)   2..3 unused   4 status
+ *  8 sequence (the requester's, echoed in the response)
+ * 16 remote address   24 rkey   28 length
+ * 32 a: immediate (host order) | compare/add operand | old value (atomic response)
+ * 40 b: swap operand
+ * </pre>
+ */
+final class Frame {
+    static final int HEADER = 48;
+
+    // Requests (requester → responder).
+    static final byte READ = 1;
+    static final byte WRITE = 2;
+    static final byte SEND = 3;
+    static final byte COMPARE_SWAP = 4;
+    static final byte FETCH_ADD = 5;
+    /** A request that only asks for an ACK: keeps a locally failed WR in order with the others. */
+    static final byte NOP = 6;
+    // Responses (responder → requester).
+    static final byte READ_RESPONSE = 11;
+    static final byte ACK = 12;
+    static final byte ATOMIC_RESPONSE = 13;
+
+    static final int FLAG_IMMEDIATE = 1;
+    static final int FLAG_SOLICITED = 2;
+
+    /** Connection hello: magic, version. */
+    static final int HELLO_MAGIC = 0x52534831; // "RSH1"
+    static final int MAX_TOKEN = 256;
+
+    byte type;
+    int flags;
+    int status;
+    long sequence;
+    long address;
+    int rkey;
+    int length;
+    long a;
+    long b;
+
+    private Frame() {
+    }
+
+    static Frame request(byte type, long sequence) {
+        Frame f = new Frame();
+        f.type = type;
+        f.sequence = sequence;
+        return f;
+    }
+
+    static Frame response(byte type, long sequence, int status) {
+        Frame f = request(type, sequence);
+        f.status = status;
+        return f;
+    }
+
+    ByteBuffer encode() {
+        ByteBuffer h = ByteBuffer.allocate(HEADER);
+        h.put(0, type).put(1, (byte) flags).putInt(4, status).putLong(8, sequence).putLong(16, address)
+                .putInt(24, rkey).putInt(28, length).putLong(32, a).putLong(40, b);
+        return h;
+    }
+
+    /** Reads one header; null at a clean end of stream before any byte of it. */
+    static Frame read(SocketChannel channel, ByteBuffer header) throws IOException {
+        header.clear();
+        if (!readFully(channel, header, true)) {
+            return null;
+        }
+        Frame f = new Frame();
+        f.type = header.get(0);
+        f.flags = header.get(1);
+        f.status = header.getInt(4);
+        f.sequence = header.getLong(8);
+        f.address = header.getLong(16);
+        f.rkey = header.getInt(24);
+        f.length = header.getInt(28);
+        f.a = header.getLong(32);
+        f.b = header.getLong(40);
+        if (f.length < 0) {
+            throw new IOException("malformed frame: negative length " + f.length + " (type " + f.type + ")");
+        }
+        return f;
+    }
+
+    /** Fills {@code buffer}; false only when the stream ended before the first byte and that is allowed. */
+    static boolean readFully(SocketChannel channel, ByteBuffer buffer, boolean endAllowed) throws IOException {
+        boolean first = true;
+        while (buffer.hasRemaining()) {
+            int n = channel.read(buffer);
+            if (n < 0) {
+                if (first && endAllowed) {
+                    return false;
+                }
+                throw new EOFException("connection closed with " + buffer.remaining() + " bytes of a message missing");
+            }
+            first = false;
+        }
+        return true;
+    }
+
+    /** Reads and drops {@code length} payload bytes, keeping the stream in step after a refused request. */
+    static void discard(SocketChannel channel, long length, ByteBuffer scratch) throws IOException {
+        long left = length;
+        while (left > 0) {
+            scratch.clear().limit((int) Math.min(scratch.capacity(), left));
+            readFully(channel, scratch, false);
+            left -= scratch.position();
+        }
+    }
+
+    static void writeFully(SocketChannel channel, ByteBuffer buffer) throws IOException {
+        while (buffer.hasRemaining()) {
+            channel.write(buffer);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+package org.rdmashuffle.verbs.software;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.rdmashuffle.verbs.MemoryRegion;
+
+/** Registered memory of the software provider: a segment, its keys, and the PD it belongs to. */
+final class SoftMemoryRegion implements MemoryRegion {
+    final SoftProtectionDomain pd;
+    private final MemorySegment memory;
+    private final int key;
+    private final int access;
+    private final Arena owned;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    SoftMemoryRegion(SoftProtectionDomain pd, MemorySegment memory, int key, int access, Arena owned) {
+        this.pd = pd;
+        this.memory = memory;
+        this.key = key;
+        this.access = access;
+        this.owned = owned;
+    }
+
+    @Override
+    public MemorySegment segment() {
+        return memory;
+    }
+
+    /** One unpredictable key serves as both lkey and rkey, as on many HCAs. */
+    @Override
+    public int lkey() {
+        return key;
+    }
+
+    @Override
+    public int rkey() {
+        return key;
+    }
+
+    @Override
+    public int access() {
+        return access;
+    }
+
+    /** The slice {@code [address, address + length)} if it lies inside this region, else null. */
+    MemorySegment slice(long address, long length) {
+        long offset = address - memory.address();
+        if (offset < 0 || length < 0 || offset > memory.byteSize() - length) {
+            return null;
+        }
+        return memory.asSlice(offset, length);
+    }
+
+    boolean isClosed() {
+        return closed.get();
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            pd.context.deregister(this);
+            if (owned != null) {
+                closeWhenIdle(owned);
+            }
+        }
+    }
+
+    /**
+     * A remote access already admitted may still be copying this memory to or from a socket; the
+     * arena refuses to close while it does. New accesses are refused (the key is gone), so wait briefly.
+     */
+    private static void closeWhenIdle(Arena arena) {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (true) {
+            try {
+                arena.close();
+                return;
+            } catch (IllegalStateException inUse) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("memory region still in use by a transfer after 10 s", inUse);
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "MemoryRegion[" + memory.byteSize() + " bytes, key " + key + "]";
+    }
+}

@@ -1,0 +1,102 @@
+package org.rdmashuffle.verbs.software;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.ProtectionDomain;
+import org.rdmashuffle.verbs.QueuePair;
+import org.rdmashuffle.verbs.QueuePairConfig;
+import org.rdmashuffle.verbs.SharedReceiveQueue;
+import org.rdmashuffle.verbs.VerbsContext;
+import org.rdmashuffle.verbs.VerbsException;
+
+/** A protection domain: regions, SRQs and QPs of one PD may be used together, and only together. */
+final class SoftProtectionDomain implements ProtectionDomain {
+    final SoftContext context;
+
+    SoftProtectionDomain(SoftContext context) {
+        this.context = context;
+    }
+
+    @Override
+    public VerbsContext context() {
+        return context;
+    }
+
+    @Override
+    public MemoryRegion register(MemorySegment memory, int access) {
+        return register(memory, access, null);
+    }
+
+    private MemoryRegion register(MemorySegment memory, int access, Arena owned) {
+        context.ensureOpen();
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("only native memory can be registered, not a heap segment");
+        }
+        if (memory.byteSize() == 0) {
+            throw new IllegalArgumentException("cannot register an empty segment");
+        }
+        if ((access & Access.ON_DEMAND) != 0) {
+            throw new VerbsException("ibv_reg_mr", Errno.EOPNOTSUPP, context.device.name()
+                    + " has no on-demand paging for RC reads (the software provider never pins memory anyway); register without ON_DEMAND");
+        }
+        if ((access & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0 && (access & Access.LOCAL_WRITE) == 0) {
+            throw new VerbsException("ibv_reg_mr", Errno.EINVAL, "remote write or atomic access needs LOCAL_WRITE too");
+        }
+        return context.register(this, memory, access, owned);
+    }
+
+    @Override
+    public MemoryRegion allocateAndRegister(long bytes, int access) {
+        Arena arena = Arena.ofShared();
+        try {
+            return register(arena.allocate(bytes, 4096), access, arena);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /** Maps read-only unless writes are allowed; remote reads are served from the mapping itself. */
+    @Override
+    public MemoryRegion registerFile(FileChannel file, long offset, long length, int access) {
+        boolean writable = (access & (Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0;
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment mapped = file.map(writable ? FileChannel.MapMode.READ_WRITE : FileChannel.MapMode.READ_ONLY,
+                    offset, length, arena);
+            return register(mapped, access, arena);
+        } catch (IOException e) {
+            arena.close();
+            throw new UncheckedIOException("mapping " + length + " bytes at offset " + offset + " for registration failed", e);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit) {
+        context.ensureOpen();
+        if (maxWr < 1 || maxWr > 1 << 20 || maxSge < 1 || maxSge > SoftContext.MAX_SGE) {
+            throw new VerbsException("ibv_create_srq", Errno.EINVAL, "max_wr " + maxWr + ", max_sge " + maxSge);
+        }
+        return new SoftSharedReceiveQueue(this, maxWr, maxSge, limit);
+    }
+
+    @Override
+    public QueuePair createQueuePair(QueuePairConfig config) {
+        context.ensureOpen();
+        return context.device.createQueuePair(this, config);
+    }
+
+    @Override
+    public void close() {
+    }
+}

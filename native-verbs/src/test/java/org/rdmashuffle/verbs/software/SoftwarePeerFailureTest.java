@@ -1,0 +1,79 @@
+package org.rdmashuffle.verbs.software;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.QueuePairEndpoint;
+import org.rdmashuffle.verbs.QueuePairState;
+import org.rdmashuffle.verbs.SendFlags;
+import org.rdmashuffle.verbs.SendWorkRequests;
+import org.rdmashuffle.verbs.WorkCompletionStatus;
+import org.rdmashuffle.verbs.WorkRequestOpcode;
+import org.rdmashuffle.verbs.conformance.VerbsTestSupport;
+
+/** What a requester sees when its peer dies or speaks garbage: errors and flushes, never a hang or a crash. */
+class SoftwarePeerFailureTest {
+
+    @Test
+    void peerKilledWithRequestsOutstandingFlushesThem() {
+        try (SoftwarePair pair = new SoftwarePair().connect(SoftwarePair.OPTIONS);
+             MemoryRegion src = pair.requesterPd.allocateAndRegister(4096, Access.LOCAL_WRITE);
+             SendWorkRequests chain = SendWorkRequests.allocate(3, 1)) {
+            // No receive is posted at the responder and rnr_retry is 7 (forever): the sends stay outstanding.
+            for (int i = 0; i < 3; i++) {
+                chain.get(i).reset().wrId(70 + i).opcode(WorkRequestOpcode.SEND).flags(i == 2 ? SendFlags.SIGNALED : 0)
+                        .sge(0, src, 0, 64).sgeCount(1);
+            }
+            pair.requester.postSend(chain, 3);
+            pair.responderHost.close(); // the peer dies
+            List<VerbsTestSupport.Completion> done = VerbsTestSupport.awaitCompletions(pair.requesterCq, 3);
+            assertEquals(List.of(70L, 71L, 72L), done.stream().map(VerbsTestSupport.Completion::wrId).toList(),
+                    "errors complete every request, signaled or not, in order");
+            assertEquals(WorkCompletionStatus.RETRY_EXC_ERR, done.get(0).status());
+            assertEquals(WorkCompletionStatus.WR_FLUSH_ERR, done.get(1).status());
+            assertEquals(WorkCompletionStatus.WR_FLUSH_ERR, done.get(2).status());
+            assertEquals(QueuePairState.ERR, pair.requester.query().state());
+        }
+    }
+
+    @Test
+    void malformedFrameMovesTheQueuePairToErrorAndClosesTheConnection() throws IOException {
+        try (SoftwarePair pair = new SoftwarePair()) {
+            QueuePairEndpoint target = pair.responder.localEndpoint(SoftwarePair.OPTIONS);
+            pair.responder.modifyToInit(SoftwarePair.OPTIONS);
+            try (Socket s = new Socket(InetAddress.getLoopbackAddress(), target.lid())) {
+                s.setSoTimeout(10_000);
+                DataOutputStream out = new DataOutputStream(s.getOutputStream());
+                byte[] token = target.admissionToken().getBytes(StandardCharsets.US_ASCII);
+                out.writeInt(0x52534831);
+                out.writeInt(1);
+                out.writeInt(target.qpNumber());
+                out.writeInt(token.length);
+                out.write(token);
+                out.flush();
+                DataInputStream in = new DataInputStream(s.getInputStream());
+                assertEquals(0, in.readInt(), "admitted with the issued token");
+                byte[] frame = new byte[48];
+                frame[0] = 99; // no such frame type
+                out.write(frame);
+                out.flush();
+                assertEquals(-1, in.read(), "the QP hangs up on a malformed frame");
+            }
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (pair.responder.query().state() != QueuePairState.ERR && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertEquals(QueuePairState.ERR, pair.responder.query().state());
+        }
+    }
+}
