@@ -54,7 +54,11 @@ bash '$here/read-bandwidth.sh' '$root/benchmarks/target/classes:$root/native-ver
 echo '--- JMH: build + post + reap a 16-WR RDMA_READ chain, heap allocation per post (gc.alloc.rate.norm)'
 java -jar '$root/benchmarks/target/benchmarks.jar' ReadChainPostBenchmark -f 1 -wi 5 -w 2s -i 5 -r 2s -prof gc \
   -jvmArgsAppend '-Xmx512m --enable-native-access=ALL-UNNAMED' -rf json -rff '$reports/jmh-read-chain.json' \
-  | grep -E '^(Benchmark|ReadChainPostBenchmark)'"
+  | grep -E '^(Benchmark|ReadChainPostBenchmark)'
+echo '--- JMH: CPU per posted RDMA_READ WR, ibv_post_send vs ibv_wr_* builder, same QP (ns/WR, B/WR)'
+java -jar '$root/benchmarks/target/benchmarks.jar' PostPathBenchmark -f 1 -wi 3 -w 2s -i 5 -r 2s -prof gc \
+  -jvmArgsAppend '-Xmx512m --enable-native-access=ALL-UNNAMED' -rf json -rff '$reports/jmh-post-path.json' \
+  | grep -E '^(Benchmark|PostPathBenchmark)' | grep -vE 'gc.(count|time|alloc.rate )'"
 fi
 
 rc=0

@@ -37,6 +37,12 @@ public interface QueuePair extends AutoCloseable {
      */
     void postSend(SendWorkRequests requests, int count);
 
+    /**
+     * The extended post path of a QP created with {@link QueuePairConfig#withSendOps(int)}; made
+     * once per QP. Throws {@link IllegalStateException} for a QP created without send ops.
+     */
+    WorkRequestBuilder workRequestBuilder();
+
     /** Posts receive requests to this QP's own receive queue ({@code ibv_post_recv}). */
     void postReceive(ReceiveWorkRequests requests, int count);
 

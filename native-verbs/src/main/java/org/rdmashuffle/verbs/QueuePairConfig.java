@@ -3,8 +3,11 @@ package org.rdmashuffle.verbs;
 import java.util.Objects;
 
 /**
- * How to create an RC queue pair ({@code struct ibv_qp_init_attr}). With an SRQ, {@code maxRecvWr}
- * and {@code maxRecvSge} are ignored.
+ * How to create an RC queue pair ({@code struct ibv_qp_init_attr}, or {@code ibv_qp_init_attr_ex}
+ * when {@code sendOps} is set). With an SRQ, {@code maxRecvWr} and {@code maxRecvSge} are ignored.
+ *
+ * @param sendOps {@link SendOps} the QP will post through {@link QueuePair#workRequestBuilder()};
+ *     0 for a QP that posts only through {@link QueuePair#postSend}
  */
 public record QueuePairConfig(
         CompletionQueue sendCompletionQueue,
@@ -15,7 +18,15 @@ public record QueuePairConfig(
         int maxSendSge,
         int maxRecvSge,
         int maxInlineData,
-        boolean signalAll) {
+        boolean signalAll,
+        int sendOps) {
+
+    public QueuePairConfig(CompletionQueue sendCompletionQueue, CompletionQueue receiveCompletionQueue,
+                           SharedReceiveQueue sharedReceiveQueue, int maxSendWr, int maxRecvWr, int maxSendSge,
+                           int maxRecvSge, int maxInlineData, boolean signalAll) {
+        this(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr, maxRecvWr, maxSendSge,
+                maxRecvSge, maxInlineData, signalAll, 0);
+    }
 
     public QueuePairConfig {
         Objects.requireNonNull(sendCompletionQueue, "sendCompletionQueue");
@@ -32,16 +43,22 @@ public record QueuePairConfig(
 
     public QueuePairConfig withSharedReceiveQueue(SharedReceiveQueue srq) {
         return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, srq, maxSendWr, maxRecvWr,
-                maxSendSge, maxRecvSge, maxInlineData, signalAll);
+                maxSendSge, maxRecvSge, maxInlineData, signalAll, sendOps);
     }
 
     public QueuePairConfig withMaxInlineData(int bytes) {
         return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr,
-                maxRecvWr, maxSendSge, maxRecvSge, bytes, signalAll);
+                maxRecvWr, maxSendSge, maxRecvSge, bytes, signalAll, sendOps);
+    }
+
+    /** Creates the QP for the extended post path, able to post {@code ops} ({@link SendOps}). */
+    public QueuePairConfig withSendOps(int ops) {
+        return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr,
+                maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, signalAll, ops);
     }
 
     public QueuePairConfig withSignalAll(boolean all) {
         return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr,
-                maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, all);
+                maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, all, sendOps);
     }
 }

@@ -53,14 +53,7 @@ public class ReadChainPostBenchmark {
                     bench.source.address() + offset, bench.source.rkey());
         }
         bench.requester.postSend(chain, chainLength);
-        int n;
-        do {
-            n = bench.cq.poll(completions);
-        } while (n == 0);
-        if (!completions.isSuccess(0)) {
-            throw completions.failure(0);
-        }
-        return n;
+        return bench.awaitCompletion(completions);
     }
 
     @TearDown(Level.Trial)

@@ -9,6 +9,7 @@ import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
+import org.rdmashuffle.verbs.SendOps;
 import org.rdmashuffle.verbs.Verbs;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.VerbsDevice;
@@ -43,13 +44,26 @@ final class VerbsBench implements AutoCloseable {
         pd = context.allocateProtectionDomain();
         cq = context.createCompletionQueue(sendDepth, null, 0);
         responderCq = context.createCompletionQueue(4, null, 0);
-        requester = pd.createQueuePair(QueuePairConfig.of(cq, sendDepth, 1, 1));
+        // Created for both post paths: ibv_post_send works on an extended QP too, so both are measured on one QP.
+        requester = pd.createQueuePair(QueuePairConfig.of(cq, sendDepth, 1, 1).withSendOps(SendOps.ALL_BUILDER_OPS));
         responder = pd.createQueuePair(QueuePairConfig.of(responderCq, 4, 1, 1));
         requester.connect(responder.localEndpoint(options), options);
         responder.connect(requester.localEndpoint(options), options);
         source = pd.allocateAndRegister(bytes, Access.LOCAL_WRITE | Access.REMOTE_READ);
         destination = pd.allocateAndRegister(bytes, Access.LOCAL_WRITE);
         source.segment().fill((byte) 0x5A);
+    }
+
+    /** Spins until at least one completion arrives; throws for an error completion. */
+    int awaitCompletion(org.rdmashuffle.verbs.WorkCompletions completions) {
+        int n;
+        do {
+            n = cq.poll(completions);
+        } while (n == 0);
+        if (!completions.isSuccess(0)) {
+            throw completions.failure(0);
+        }
+        return n;
     }
 
     @Override

@@ -851,6 +851,132 @@ public class Verbs extends Verbs$shared {
     public static int IBV_QPT_RC() {
         return IBV_QPT_RC;
     }
+    private static final int IBV_QP_INIT_ATTR_PD = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_init_attr_mask.IBV_QP_INIT_ATTR_PD = 1
+     * }
+     */
+    public static int IBV_QP_INIT_ATTR_PD() {
+        return IBV_QP_INIT_ATTR_PD;
+    }
+    private static final int IBV_QP_INIT_ATTR_SEND_OPS_FLAGS = (int)64L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_init_attr_mask.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS = 64
+     * }
+     */
+    public static int IBV_QP_INIT_ATTR_SEND_OPS_FLAGS() {
+        return IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    }
+    private static final int IBV_QP_EX_WITH_RDMA_WRITE = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_RDMA_WRITE = 1
+     * }
+     */
+    public static int IBV_QP_EX_WITH_RDMA_WRITE() {
+        return IBV_QP_EX_WITH_RDMA_WRITE;
+    }
+    private static final int IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM = 2
+     * }
+     */
+    public static int IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM() {
+        return IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    }
+    private static final int IBV_QP_EX_WITH_SEND = (int)4L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_SEND = 4
+     * }
+     */
+    public static int IBV_QP_EX_WITH_SEND() {
+        return IBV_QP_EX_WITH_SEND;
+    }
+    private static final int IBV_QP_EX_WITH_SEND_WITH_IMM = (int)8L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_SEND_WITH_IMM = 8
+     * }
+     */
+    public static int IBV_QP_EX_WITH_SEND_WITH_IMM() {
+        return IBV_QP_EX_WITH_SEND_WITH_IMM;
+    }
+    private static final int IBV_QP_EX_WITH_RDMA_READ = (int)16L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_RDMA_READ = 16
+     * }
+     */
+    public static int IBV_QP_EX_WITH_RDMA_READ() {
+        return IBV_QP_EX_WITH_RDMA_READ;
+    }
+    private static final int IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP = (int)32L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP = 32
+     * }
+     */
+    public static int IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP() {
+        return IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+    }
+    private static final int IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD = (int)64L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD = 64
+     * }
+     */
+    public static int IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD() {
+        return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+    }
+    private static final int IBV_QP_EX_WITH_LOCAL_INV = (int)128L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_LOCAL_INV = 128
+     * }
+     */
+    public static int IBV_QP_EX_WITH_LOCAL_INV() {
+        return IBV_QP_EX_WITH_LOCAL_INV;
+    }
+    private static final int IBV_QP_EX_WITH_BIND_MW = (int)256L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_BIND_MW = 256
+     * }
+     */
+    public static int IBV_QP_EX_WITH_BIND_MW() {
+        return IBV_QP_EX_WITH_BIND_MW;
+    }
+    private static final int IBV_QP_EX_WITH_SEND_WITH_INV = (int)512L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_SEND_WITH_INV = 512
+     * }
+     */
+    public static int IBV_QP_EX_WITH_SEND_WITH_INV() {
+        return IBV_QP_EX_WITH_SEND_WITH_INV;
+    }
+    private static final int IBV_QP_EX_WITH_TSO = (int)1024L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_TSO = 1024
+     * }
+     */
+    public static int IBV_QP_EX_WITH_TSO() {
+        return IBV_QP_EX_WITH_TSO;
+    }
+    private static final int IBV_QP_EX_WITH_ATOMIC_WRITE = (int)4096L;
+    /**
+     * {@snippet lang=c :
+     * enum ibv_qp_create_send_ops_flags.IBV_QP_EX_WITH_ATOMIC_WRITE = 4096
+     * }
+     */
+    public static int IBV_QP_EX_WITH_ATOMIC_WRITE() {
+        return IBV_QP_EX_WITH_ATOMIC_WRITE;
+    }
     private static final int IBV_QP_STATE = (int)1L;
     /**
      * {@snippet lang=c :

@@ -62,7 +62,7 @@ final class IbvContext implements VerbsContext {
     }
 
     /** verbs.h's verbs_get_ctx_op(): the extended context when it implements {@code op}, else null. */
-    private MemorySegment verbsContextWith(long opOffset) {
+    MemorySegment verbsContextWith(long opOffset) {
         if (ibv_context.abi_compat(context).address() != VERBS_ABI_IS_EXTENDED) {
             return null;
         }

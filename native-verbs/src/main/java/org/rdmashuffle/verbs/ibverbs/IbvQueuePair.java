@@ -22,6 +22,9 @@ import org.rdmashuffle.verbs.ReceiveWorkRequests;
 import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.VerbsException;
+import org.rdmashuffle.verbs.WorkRequestBuilder;
+import org.rdmashuffle.verbs.SendOps;
+import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.ffi.Verbs;
 import org.rdmashuffle.verbs.ffi.ibv_ah_attr;
 import org.rdmashuffle.verbs.ffi.ibv_global_route;
@@ -29,6 +32,8 @@ import org.rdmashuffle.verbs.ffi.ibv_qp;
 import org.rdmashuffle.verbs.ffi.ibv_qp_attr;
 import org.rdmashuffle.verbs.ffi.ibv_qp_cap;
 import org.rdmashuffle.verbs.ffi.ibv_qp_init_attr;
+import org.rdmashuffle.verbs.ffi.ibv_qp_init_attr_ex;
+import org.rdmashuffle.verbs.ffi.verbs_context;
 
 /**
  * {@code struct ibv_qp *} of type RC. Sends and receives are posted through
@@ -47,6 +52,7 @@ final class IbvQueuePair implements QueuePair {
     private final SharedReceiveQueue srq;
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
+    private final IbvWorkRequestBuilder builder;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private IbvQueuePair(IbvContext context, MemorySegment qp, QueuePairCapabilities capabilities, QueuePairConfig config) {
@@ -60,11 +66,22 @@ final class IbvQueuePair implements QueuePair {
         this.srq = config.sharedReceiveQueue();
         this.postSendFn = context.ops.postSend();
         this.postRecvFn = context.ops.postRecv();
+        this.builder = config.sendOps() == 0 ? null
+                : new IbvWorkRequestBuilder(qpNumber, (MemorySegment) Libibverbs.QP_TO_QP_EX.plain(this.qp));
+    }
+
+    @Override
+    public WorkRequestBuilder workRequestBuilder() {
+        if (builder == null) {
+            throw new IllegalStateException("QP " + qpNumber + " was created without send ops: use QueuePairConfig.withSendOps");
+        }
+        return builder;
     }
 
     static IbvQueuePair create(IbvProtectionDomain pd, QueuePairConfig config) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+            // ibv_qp_init_attr_ex begins with the fields of ibv_qp_init_attr, so one buffer serves both calls.
+            MemorySegment init = arena.allocate(ibv_qp_init_attr_ex.layout());
             ibv_qp_init_attr.send_cq(init, ((IbvCompletionQueue) config.sendCompletionQueue()).cq);
             ibv_qp_init_attr.recv_cq(init, ((IbvCompletionQueue) config.receiveCompletionQueue()).cq);
             if (config.sharedReceiveQueue() != null) {
@@ -78,13 +95,42 @@ final class IbvQueuePair implements QueuePair {
             ibv_qp_cap.max_inline_data(cap, config.maxInlineData());
             ibv_qp_init_attr.qp_type(init, Verbs.IBV_QPT_RC());
             ibv_qp_init_attr.sq_sig_all(init, config.signalAll() ? 1 : 0);
-            MemorySegment qp = Libibverbs.CREATE_QP.pointer(pd.pd, init);
-            // ibv_create_qp writes the granted capabilities back into init_attr.cap.
+            MemorySegment qp = config.sendOps() == 0 ? Libibverbs.CREATE_QP.pointer(pd.pd, init)
+                    : createExtended(pd, init, config.sendOps(), arena);
+            // The create call writes the granted capabilities back into init_attr.cap.
             QueuePairCapabilities granted = capabilities(cap);
             IbvQueuePair result = new IbvQueuePair(pd.context, qp, granted, config);
             pd.context.objects.put(qp.address(), result);
             return result;
         }
+    }
+
+    /**
+     * verbs.h's inline ibv_create_qp_ex(): through the extended context's create_qp_ex op, with
+     * IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS. A device that cannot post one of the
+     * operations refuses the QP, and the error names them.
+     */
+    private static MemorySegment createExtended(IbvProtectionDomain pd, MemorySegment init, int sendOps, Arena arena) {
+        String call = "ibv_create_qp_ex";
+        MemorySegment op = pd.context.verbsContextWith(verbs_context.create_qp_ex$offset());
+        if (op == null) {
+            throw new VerbsException(call, Errno.EOPNOTSUPP, pd.context.device().name() + " has no extended QPs");
+        }
+        ibv_qp_init_attr_ex.comp_mask(init, Verbs.IBV_QP_INIT_ATTR_PD() | Verbs.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS());
+        ibv_qp_init_attr_ex.pd(init, pd.pd);
+        ibv_qp_init_attr_ex.send_ops_flags(init, Integer.toUnsignedLong(sendOps));
+        MemorySegment state = Libibverbs.allocateCaptureState(arena);
+        MemorySegment qp;
+        try {
+            qp = (MemorySegment) Libibverbs.VCTX_CREATE_QP_EX.invokeExact(op, state, pd.context.context, init);
+        } catch (Throwable t) {
+            throw new VerbsException(call, "downcall failed: " + t);
+        }
+        if (qp.equals(MemorySegment.NULL)) {
+            throw new VerbsException(call, Libibverbs.errno(state), "RC QP with send ops " + SendOps.describe(sendOps)
+                    + " on " + pd.context.device().name());
+        }
+        return qp;
     }
 
     private static QueuePairCapabilities capabilities(MemorySegment cap) {

@@ -103,6 +103,18 @@ final class Libibverbs {
     static final Fn QUERY_QP = fn("ibv_query_qp", true,
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS));
     static final Fn DESTROY_QP = fn("ibv_destroy_qp", true, FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    static final Fn QP_TO_QP_EX = fn("ibv_qp_to_qp_ex", false, FunctionDescriptor.of(ADDRESS, ADDRESS));
+    /** struct ibv_qp *(*create_qp_ex)(struct ibv_context *, struct ibv_qp_init_attr_ex *) in verbs_context; captures errno. */
+    static final MethodHandle VCTX_CREATE_QP_EX = LINKER.downcallHandle(FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS),
+            CAPTURE_ERRNO);
+
+    static int errno(MemorySegment captureState) {
+        return (int) ERRNO.get(captureState, 0L);
+    }
+
+    static MemorySegment allocateCaptureState(Arena arena) {
+        return arena.allocate(CAPTURE);
+    }
 
     // Function-pointer signatures of the inline verbs in ibv_context.ops. critical(): these calls
     // never block, so they skip the Java-to-native thread-state transition.

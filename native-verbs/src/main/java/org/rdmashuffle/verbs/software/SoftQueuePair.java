@@ -36,6 +36,8 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
 import org.rdmashuffle.verbs.QueuePairState;
 import org.rdmashuffle.verbs.ReceiveWorkRequests;
 import org.rdmashuffle.verbs.SendFlags;
+import org.rdmashuffle.verbs.SendOps;
+import org.rdmashuffle.verbs.WorkRequestBuilder;
 import org.rdmashuffle.verbs.SendWorkRequest;
 import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
@@ -74,6 +76,7 @@ final class SoftQueuePair implements QueuePair {
     private final SoftSharedReceiveQueue srq;
     private final boolean signalAll;
     private final LinkedBlockingDeque<Receive> receives = new LinkedBlockingDeque<>();
+    private final SoftWorkRequestBuilder builder;
 
     /** Guards the requester state: pending requests, sequence numbers and the state itself. */
     private final Object lock = new Object();
@@ -129,6 +132,13 @@ final class SoftQueuePair implements QueuePair {
         this.recvCq = (SoftCompletionQueue) config.receiveCompletionQueue();
         this.srq = (SoftSharedReceiveQueue) config.sharedReceiveQueue();
         this.signalAll = config.signalAll();
+        if ((config.sendOps() & ~SendOps.ALL_BUILDER_OPS) != 0) {
+            throw new VerbsException("ibv_create_qp_ex", Errno.EOPNOTSUPP, "RC QP with send ops "
+                    + SendOps.describe(config.sendOps()) + " on " + device.name() + ": it supports "
+                    + SendOps.describe(SendOps.ALL_BUILDER_OPS));
+        }
+        this.builder = config.sendOps() == 0 ? null : new SoftWorkRequestBuilder(this, config.sendOps(),
+                config.maxSendWr(), config.maxSendSge(), Math.max(config.maxInlineData(), 0));
     }
 
     String issuedToken() {
@@ -415,27 +425,60 @@ final class SoftQueuePair implements QueuePair {
         synchronized (lock) {
             for (int i = 0; i < count; i++) {
                 SendWorkRequest wr = requests.get(i);
-                WorkRequestOpcode op = WorkRequestOpcode.of(wr.opcodeCode());
-                int errno = 0;
-                if (state == QueuePairState.RESET || state == QueuePairState.INIT || state == QueuePairState.RTR) {
-                    errno = Errno.EINVAL;
-                } else if (op == null || wr.sgeCount() > capabilities.maxSendSge()) {
-                    errno = Errno.EINVAL;
-                } else if (pending.size() >= capabilities.maxSendWr()) {
-                    errno = Errno.ENOMEM;
-                } else if ((wr.flags() & SendFlags.INLINE) != 0 && totalLength(wr) > capabilities.maxInlineData()) {
-                    errno = Errno.EINVAL;
-                }
+                int errno = refusal(wr, pending.size());
                 if (errno != 0) {
                     throw new PostException("ibv_post_send", errno, i, wr.wrId(), count);
                 }
-                if (state == QueuePairState.ERR) {
-                    sendCq.push(wr.wrId(), WorkCompletionStatus.WR_FLUSH_ERR.code(), 0, 0, 0, qpNumber, 0, true);
-                    continue;
-                }
-                issue(wr, op);
+                post(wr);
             }
         }
+    }
+
+    /** The extended path's complete: every request valid, or none posted; returns the errno (0 = posted). */
+    int postAllOrNothing(SendWorkRequests requests, int count) {
+        synchronized (lock) {
+            for (int i = 0; i < count; i++) {
+                int errno = refusal(requests.get(i), pending.size() + i);
+                if (errno != 0) {
+                    return errno;
+                }
+            }
+            for (int i = 0; i < count; i++) {
+                post(requests.get(i));
+            }
+            return 0;
+        }
+    }
+
+    /** Why a post of {@code wr} would be refused, as an errno; 0 when it is accepted. */
+    private int refusal(SendWorkRequest wr, int outstanding) {
+        WorkRequestOpcode op = WorkRequestOpcode.of(wr.opcodeCode());
+        if (state == QueuePairState.RESET || state == QueuePairState.INIT || state == QueuePairState.RTR) {
+            return Errno.EINVAL;
+        } else if (op == null || wr.sgeCount() > capabilities.maxSendSge()) {
+            return Errno.EINVAL;
+        } else if (outstanding >= capabilities.maxSendWr()) {
+            return Errno.ENOMEM;
+        } else if ((wr.flags() & SendFlags.INLINE) != 0 && totalLength(wr) > capabilities.maxInlineData()) {
+            return Errno.EINVAL;
+        }
+        return 0;
+    }
+
+    private void post(SendWorkRequest wr) {
+        if (state == QueuePairState.ERR) {
+            sendCq.push(wr.wrId(), WorkCompletionStatus.WR_FLUSH_ERR.code(), 0, 0, 0, qpNumber, 0, true);
+        } else {
+            issue(wr, WorkRequestOpcode.of(wr.opcodeCode()));
+        }
+    }
+
+    @Override
+    public WorkRequestBuilder workRequestBuilder() {
+        if (builder == null) {
+            throw new IllegalStateException("QP " + qpNumber + " was created without send ops: use QueuePairConfig.withSendOps");
+        }
+        return builder;
     }
 
     private static long totalLength(SendWorkRequest wr) {
@@ -648,8 +691,7 @@ final class SoftQueuePair implements QueuePair {
                 } else {
                     Frame r = Frame.response(Frame.READ_RESPONSE, f.sequence, 0);
                     r.length = f.length;
-                    // Straight from the registered memory (a file mapping, for map outputs): no copy here.
-                    send(r.encode(), source.asByteBuffer());
+                    send(r.encode(), readPayload(f.rkey, source));
                 }
             }
             case Frame.WRITE -> {
@@ -731,6 +773,20 @@ final class SoftQueuePair implements QueuePair {
             }
             Thread.sleep(1);
         }
+    }
+
+    /**
+     * The bytes of a read response. From a region peers cannot write (map outputs: REMOTE_READ
+     * only), straight from the registered memory -- a file mapping -- with no copy. From a region
+     * peers may write, a copy taken now: the response waits in the writer's queue, and a WRITE or
+     * atomic that arrives after the READ must not change what the READ returns (RC ordering).
+     */
+    private ByteBuffer readPayload(int rkey, MemorySegment source) {
+        SoftMemoryRegion mr = pd.context.region(rkey, pd);
+        if (mr != null && (mr.access() & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) == 0) {
+            return source.asByteBuffer();
+        }
+        return ByteBuffer.wrap(source.toArray(ValueLayout.JAVA_BYTE));
     }
 
     /** The registered memory a remote access names, if its key, bounds and access allow it; else null. */
@@ -821,6 +877,9 @@ final class SoftQueuePair implements QueuePair {
         closeQuietly(channel);
         join(r);
         join(w);
+        if (builder != null) {
+            builder.close();
+        }
         device.forget(this);
     }
 

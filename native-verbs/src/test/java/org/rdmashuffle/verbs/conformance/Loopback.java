@@ -23,14 +23,21 @@ public final class Loopback implements AutoCloseable {
     public final ConnectOptions options;
 
     private Loopback(VerbsTestSupport.Target target, int maxSendWr, int maxSge, int maxInline, ConnectOptions options) {
+        this(target, maxSendWr, maxSge, maxInline, options, 0);
+    }
+
+    private Loopback(VerbsTestSupport.Target target, int maxSendWr, int maxSge, int maxInline, ConnectOptions options,
+                     int sendOps) {
         this.target = target;
         this.options = options;
         this.context = target.device().open();
         this.pd = context.allocateProtectionDomain();
         this.cqA = context.createCompletionQueue(maxSendWr * 2, null, 0);
         this.cqB = context.createCompletionQueue(maxSendWr * 2, null, 0);
-        this.a = pd.createQueuePair(QueuePairConfig.of(cqA, maxSendWr, maxSendWr, maxSge).withMaxInlineData(maxInline));
-        this.b = pd.createQueuePair(QueuePairConfig.of(cqB, maxSendWr, maxSendWr, maxSge).withMaxInlineData(maxInline));
+        this.a = pd.createQueuePair(QueuePairConfig.of(cqA, maxSendWr, maxSendWr, maxSge).withMaxInlineData(maxInline)
+                .withSendOps(sendOps));
+        this.b = pd.createQueuePair(QueuePairConfig.of(cqB, maxSendWr, maxSendWr, maxSge).withMaxInlineData(maxInline)
+                .withSendOps(sendOps));
         a.connect(b.localEndpoint(options), options);
         b.connect(a.localEndpoint(options), options);
     }
@@ -43,6 +50,12 @@ public final class Loopback implements AutoCloseable {
     public static Loopback open(int maxSendWr, int maxSge, int maxInline) {
         VerbsTestSupport.Target t = VerbsTestSupport.target();
         return new Loopback(t, maxSendWr, maxSge, maxInline, t.connectOptions());
+    }
+
+    /** QPs created for the extended post path ({@code ibv_wr_*}) with every builder operation. */
+    public static Loopback openExtended(int maxSendWr, int maxSge, int maxInline) {
+        VerbsTestSupport.Target t = VerbsTestSupport.target();
+        return new Loopback(t, maxSendWr, maxSge, maxInline, t.connectOptions(), org.rdmashuffle.verbs.SendOps.ALL_BUILDER_OPS);
     }
 
     /** With few retries, so a QP that hits a remote error fails fast instead of retrying for seconds. */

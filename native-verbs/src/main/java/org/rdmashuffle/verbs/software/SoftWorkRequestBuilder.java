@@ -1,0 +1,249 @@
+package org.rdmashuffle.verbs.software;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.ScatterGatherList;
+import org.rdmashuffle.verbs.SendFlags;
+import org.rdmashuffle.verbs.SendOps;
+import org.rdmashuffle.verbs.SendWorkRequest;
+import org.rdmashuffle.verbs.SendWorkRequests;
+import org.rdmashuffle.verbs.VerbsException;
+import org.rdmashuffle.verbs.WorkRequestBuilder;
+import org.rdmashuffle.verbs.WorkRequestOpcode;
+
+/**
+ * The extended post path on the software provider, with libibverbs' semantics: start takes the
+ * QP's lock, the builder calls fill a private chain (inline data is copied at once), complete
+ * posts all of it or — if any request is invalid — none of it and reports the errno, abort drops it.
+ */
+final class SoftWorkRequestBuilder implements WorkRequestBuilder {
+    private final SoftQueuePair qp;
+    private final int sendOps;
+    private final int maxSge;
+    private final int maxInline;
+    private final ReentrantLock region = new ReentrantLock();
+    private final Arena arena = Arena.ofShared();
+    private final SendWorkRequests chain;
+    private final MemorySegment inlineStaging;
+    private long wrId;
+    private int flags;
+    private int count;
+    private int errno;
+    private SendWorkRequest current;
+
+    SoftWorkRequestBuilder(SoftQueuePair qp, int sendOps, int capacity, int maxSge, int maxInline) {
+        this.qp = qp;
+        this.sendOps = sendOps;
+        this.maxSge = maxSge;
+        this.maxInline = maxInline;
+        // One slot more than granted, so an over-long SGE list is recorded and refused at complete.
+        this.chain = SendWorkRequests.allocate(capacity, maxSge + 1);
+        this.inlineStaging = arena.allocate((long) capacity * Math.max(1, maxInline), 8);
+    }
+
+    @Override
+    public void start() {
+        region.lock();
+        count = 0;
+        errno = 0;
+        current = null;
+    }
+
+    @Override
+    public WorkRequestBuilder wrId(long id) {
+        wrId = id;
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder flags(int sendFlags) {
+        flags = sendFlags;
+        return this;
+    }
+
+    private SendWorkRequest next(WorkRequestOpcode op, int requiredOp) {
+        if (!region.isHeldByCurrentThread()) {
+            throw new IllegalStateException("ibv_wr_* call outside ibv_wr_start ... ibv_wr_complete");
+        }
+        if ((sendOps & requiredOp) == 0) {
+            fail(Errno.EOPNOTSUPP);
+        }
+        if (count == chain.capacity()) {
+            fail(Errno.ENOMEM);
+            current = null;
+            return null;
+        }
+        current = chain.get(count++).reset().wrId(wrId).flags(flags).opcode(op);
+        return current;
+    }
+
+    private void fail(int e) {
+        if (errno == 0) {
+            errno = e;
+        }
+    }
+
+    @Override
+    public WorkRequestBuilder rdmaRead(int rkey, long remoteAddress) {
+        SendWorkRequest r = next(WorkRequestOpcode.RDMA_READ, SendOps.RDMA_READ);
+        if (r != null) {
+            r.remote(remoteAddress, rkey);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder rdmaWrite(int rkey, long remoteAddress) {
+        SendWorkRequest r = next(WorkRequestOpcode.RDMA_WRITE, SendOps.RDMA_WRITE);
+        if (r != null) {
+            r.remote(remoteAddress, rkey);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder rdmaWriteWithImmediate(int rkey, long remoteAddress, int immediate) {
+        SendWorkRequest r = next(WorkRequestOpcode.RDMA_WRITE_WITH_IMM, SendOps.RDMA_WRITE_WITH_IMM);
+        if (r != null) {
+            r.remote(remoteAddress, rkey).immediate(immediate);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder send() {
+        next(WorkRequestOpcode.SEND, SendOps.SEND);
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder sendWithImmediate(int immediate) {
+        SendWorkRequest r = next(WorkRequestOpcode.SEND_WITH_IMM, SendOps.SEND_WITH_IMM);
+        if (r != null) {
+            r.immediate(immediate);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder compareAndSwap(int rkey, long remoteAddress, long compare, long swap) {
+        SendWorkRequest r = next(WorkRequestOpcode.ATOMIC_CMP_AND_SWP, SendOps.ATOMIC_CMP_AND_SWP);
+        if (r != null) {
+            r.compareAndSwap(remoteAddress, rkey, compare, swap);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder fetchAndAdd(int rkey, long remoteAddress, long add) {
+        SendWorkRequest r = next(WorkRequestOpcode.ATOMIC_FETCH_AND_ADD, SendOps.ATOMIC_FETCH_AND_ADD);
+        if (r != null) {
+            r.fetchAndAdd(remoteAddress, rkey, add);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder sge(int lkey, long address, int length) {
+        if (current != null) {
+            current.sge(0, address, length, lkey).sgeCount(1);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder sgeList(ScatterGatherList list, int n) {
+        if (current == null) {
+            return this;
+        }
+        if (n > maxSge) {
+            fail(Errno.EINVAL);
+            return this;
+        }
+        for (int i = 0; i < n; i++) {
+            current.sge(i, list.address(i), list.length(i), list.lkey(i));
+        }
+        current.sgeCount(n);
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder inlineData(long address, int length) {
+        if (current == null) {
+            return this;
+        }
+        if (length > maxInline) {
+            fail(Errno.EINVAL);
+            return this;
+        }
+        MemorySegment slot = stage(MemorySegment.ofAddress(address).reinterpret(length), 0);
+        current.flags(current.flags() | SendFlags.INLINE).sge(0, slot.address(), length, 0).sgeCount(1);
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder inlineDataList(ScatterGatherList list, int n) {
+        if (current == null) {
+            return this;
+        }
+        long total = 0;
+        for (int i = 0; i < n; i++) {
+            total += Integer.toUnsignedLong(list.length(i));
+        }
+        if (total > maxInline) {
+            fail(Errno.EINVAL);
+            return this;
+        }
+        long offset = 0;
+        for (int i = 0; i < n; i++) {
+            int length = list.length(i);
+            stage(MemorySegment.ofAddress(list.address(i)).reinterpret(length), offset);
+            offset += length;
+        }
+        MemorySegment staged = inlineStaging.asSlice((long) (count - 1) * Math.max(1, maxInline), Math.max(1, total));
+        current.flags(current.flags() | SendFlags.INLINE).sge(0, staged.address(), (int) total, 0).sgeCount(1);
+        return this;
+    }
+
+    /** Inline data is copied now, as libibverbs copies it into the WQE when the setter is called. */
+    private MemorySegment stage(MemorySegment source, long offset) {
+        MemorySegment slot = inlineStaging.asSlice((long) (count - 1) * Math.max(1, maxInline) + offset, source.byteSize());
+        slot.copyFrom(source);
+        return slot;
+    }
+
+    @Override
+    public void complete() {
+        requireRegion("ibv_wr_complete");
+        try {
+            int e = errno != 0 ? errno : (count == 0 ? 0 : qp.postAllOrNothing(chain, count));
+            if (e != 0) {
+                throw new VerbsException("ibv_wr_complete", e, "QP " + qp.qpNumber() + ": nothing since ibv_wr_start was posted");
+            }
+        } finally {
+            count = 0;
+            region.unlock();
+        }
+    }
+
+    @Override
+    public void abort() {
+        requireRegion("ibv_wr_abort");
+        count = 0;
+        region.unlock();
+    }
+
+    private void requireRegion(String call) {
+        if (!region.isHeldByCurrentThread()) {
+            throw new IllegalStateException(call + " without ibv_wr_start on this thread");
+        }
+    }
+
+    void close() {
+        chain.close();
+        arena.close();
+    }
+}
