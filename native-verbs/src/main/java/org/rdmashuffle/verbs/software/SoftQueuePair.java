@@ -808,7 +808,7 @@ final class SoftQueuePair implements QueuePair {
     private Receive takeReceive(int rnrRetry) throws InterruptedException {
         long wait = rnrRetry >= 7 ? Long.MAX_VALUE : (rnrRetry + 1L) * RNR_DELAY_NANOS;
         long deadline = wait == Long.MAX_VALUE ? Long.MAX_VALUE : System.nanoTime() + wait;
-        while (!closing) {
+        while (!closing && state != QueuePairState.ERR) {
             long slice = Math.min(TimeUnit.MILLISECONDS.toNanos(100), Math.max(0, deadline - System.nanoTime()));
             Receive r = srq != null ? srq.take(slice) : receives.poll(slice, TimeUnit.NANOSECONDS);
             if (r != null || System.nanoTime() >= deadline) {
