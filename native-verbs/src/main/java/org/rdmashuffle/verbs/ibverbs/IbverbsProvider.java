@@ -63,13 +63,9 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
     private Availability probe() {
         try {
             if (!Libibverbs.loaded()) {
-                return Availability.unavailable(Libibverbs.LOAD_FAILURE);
+                return assess(Libibverbs.LOAD_FAILURE, null, 0, List.of(), null, 0, 0);
             }
             List<VerbsDevice> list = devices();
-            if (list.isEmpty()) {
-                return Availability.unavailable(deviceListFailure != null ? deviceListFailure
-                        : "libibverbs lists no RDMA device (no HCA, or no provider library for it: install ibverbs-providers)");
-            }
             List<String> seen = new ArrayList<>();
             String active = null;
             for (VerbsDevice d : list) {
@@ -89,20 +85,37 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                     break;
                 }
             }
-            if (active == null) {
-                return Availability.unavailable("no active port: " + String.join(", ", seen));
-            }
-            long memlock = memlockLimitBytes();
-            long min = Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK);
-            if (memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, min) < 0) {
-                return Availability.unavailable("memlock limit is " + bytes(memlock) + ", below the " + bytes(min)
-                        + " needed to register memory: raise it (ulimit -l, LimitMEMLOCK= in systemd, "
-                        + "/etc/security/limits.conf, or --ulimit memlock=-1 for containers)");
-            }
-            return Availability.ok(active);
+            return assess(null, deviceListFailure, list.size(), seen, active, memlockLimitBytes(),
+                    Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK));
         } catch (RuntimeException | LinkageError e) {
             return Availability.unavailable("probing libibverbs failed: " + e);
         }
+    }
+
+    /**
+     * The verdict from what the probe found, in the order an operator fixes things: the library,
+     * a device, an active port, the memlock limit. Separate from the probe so every cause is tested.
+     *
+     * @param memlock the soft memlock limit in bytes, -1 for unlimited
+     */
+    static Availability assess(String loadFailure, String deviceListFailure, int devices, List<String> portsSeen,
+                               String activePort, long memlock, long minMemlock) {
+        if (loadFailure != null) {
+            return Availability.unavailable(loadFailure);
+        }
+        if (devices == 0) {
+            return Availability.unavailable(deviceListFailure != null ? deviceListFailure
+                    : "libibverbs lists no RDMA device (no HCA, or no provider library for it: install ibverbs-providers)");
+        }
+        if (activePort == null) {
+            return Availability.unavailable("no active port: " + String.join(", ", portsSeen));
+        }
+        if (memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, minMemlock) < 0) {
+            return Availability.unavailable("memlock limit is " + bytes(memlock) + ", below the " + bytes(minMemlock)
+                    + " needed to register memory: raise it (ulimit -l, LimitMEMLOCK= in systemd, "
+                    + "/etc/security/limits.conf, or --ulimit memlock=-1 for containers)");
+        }
+        return Availability.ok(activePort);
     }
 
     /** The soft RLIMIT_MEMLOCK in bytes, or -1 for unlimited. */

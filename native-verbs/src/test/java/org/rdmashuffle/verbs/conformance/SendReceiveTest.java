@@ -62,6 +62,21 @@ class SendReceiveTest {
     }
 
     @Test
+    void sendWithoutAPostedReceiveRetriesThenFailsWithReceiverNotReady() {
+        try (Loopback l = Loopback.openFailFast(); // rnr_retry 1: give up after one retry
+             MemoryRegion src = l.pd.allocateAndRegister(4096, Access.LOCAL_WRITE);
+             SendWorkRequests send = SendWorkRequests.allocate(1, 1)) {
+            send.get(0).reset().wrId(9).opcode(WorkRequestOpcode.SEND).flags(SendFlags.SIGNALED)
+                    .sge(0, src, 0, 64).sgeCount(1);
+            l.a.postSend(send, 1);
+            VerbsTestSupport.Completion c = VerbsTestSupport.awaitCompletions(l.cqA, 1).getFirst();
+            assertEquals(9, c.wrId());
+            assertEquals(WorkCompletionStatus.RNR_RETRY_EXC_ERR, c.status(), c::toString);
+            assertEquals(org.rdmashuffle.verbs.QueuePairState.ERR, l.a.query().state());
+        }
+    }
+
+    @Test
     void messageLargerThanTheReceiveBufferFailsBothSides() {
         try (Loopback l = Loopback.openFailFast();
              MemoryRegion src = l.pd.allocateAndRegister(4096, Access.LOCAL_WRITE);
