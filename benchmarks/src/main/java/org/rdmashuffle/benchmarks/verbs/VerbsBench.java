@@ -3,6 +3,7 @@ package org.rdmashuffle.benchmarks.verbs;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
+import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.PortAttributes;
@@ -40,7 +41,12 @@ final class VerbsBench implements AutoCloseable {
                 System.getenv().getOrDefault("SOFTROCE_GID_INDEX", "0")));
         context = device.open();
         PortAttributes port = context.queryPort(1);
-        ConnectOptions options = ConnectOptions.defaults(1, gidIndex, Mtu.min(Mtu.MTU_4096, port.activeMtu()));
+        // As perftest does: as many outstanding RDMA_READs as the device allows (16 is ConnectOptions' default).
+        DeviceAttributes attrs = context.queryDevice();
+        int reads = Math.min(attrs.maxQpInitRdAtomic(), attrs.maxQpRdAtomic());
+        ConnectOptions base = ConnectOptions.defaults(1, gidIndex, Mtu.min(Mtu.MTU_4096, port.activeMtu()));
+        ConnectOptions options = new ConnectOptions(base.portNumber(), base.gidIndex(), base.mtu(), base.remoteAccess(),
+                reads, reads, base.minRnrTimer(), base.timeout(), base.retryCount(), base.rnrRetry());
         pd = context.allocateProtectionDomain();
         cq = context.createCompletionQueue(sendDepth, null, 0);
         responderCq = context.createCompletionQueue(4, null, 0);

@@ -83,7 +83,8 @@ public final class SoftwareProvider implements VerbsProvider, AutoCloseable {
     /** Always available: it needs nothing but a TCP port. */
     @Override
     public Availability availability() {
-        return Availability.ok("RC queue pairs over TCP, listening on " + device.listener().address());
+        java.net.InetSocketAddress a = device.listener().address();
+        return Availability.ok("RC queue pairs over TCP, listening on " + a.getAddress().getHostAddress() + ":" + a.getPort());
     }
 
     @Override
