@@ -1,7 +1,9 @@
 /**
  * The engine-neutral RDMA shuffle engine: registered map outputs, metadata over SRQ, batched
- * RDMA_READ chains and the completion-queue poller. Spark and Hadoop adapters sit on top of it.
+ * RDMA_READ chains and the completion-queue poller. Spark and Hadoop adapters sit on it.
  *
- * <p>Not built yet: this module holds only its place in the build (see the shuffle-core issue).
+ * <p>In progress (see the shuffle-core issue): {@link org.rdmashuffle.core.server.MapOutputRegistry}
+ * (map outputs registered over their files, within a memory limit) is built; the control plane,
+ * metadata protocol, fetcher and poller are not yet.
  */
 package org.rdmashuffle.core;
