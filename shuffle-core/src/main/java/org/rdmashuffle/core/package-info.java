@@ -3,7 +3,8 @@
  * RDMA_READ chains and the completion-queue poller. Spark and Hadoop adapters sit on it.
  *
  * <p>In progress (see the shuffle-core issue): {@link org.rdmashuffle.core.server.MapOutputRegistry}
- * (map outputs registered over their files, within a memory limit) is built; the control plane,
- * metadata protocol, fetcher and poller are not yet.
+ * (map outputs registered over their files, within a memory limit) and the metadata messages with
+ * their bounded, validating codec ({@link org.rdmashuffle.core.protocol.MessageCodec}) are built;
+ * the control plane, the SRQ receive pool, the fetcher and the poller are not yet.
  */
 package org.rdmashuffle.core;

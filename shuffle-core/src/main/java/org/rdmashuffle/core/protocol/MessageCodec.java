@@ -1,0 +1,212 @@
+package org.rdmashuffle.core.protocol;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+import com.esotericsoftware.kryo.Kryo;
+import com.esotericsoftware.kryo.KryoException;
+import com.esotericsoftware.kryo.Serializer;
+import com.esotericsoftware.kryo.io.Input;
+import com.esotericsoftware.kryo.io.Output;
+
+import org.rdmashuffle.core.server.BlockDescriptor;
+
+/**
+ * Encodes and decodes {@link Message}s with Kryo into registered receive buffers. Every message is
+ * bounded ({@code maxMessageBytes}, and counts within it) and validated on the way in: a malformed,
+ * oversized or unknown message is a {@link MalformedMessageException} naming what was wrong, never a
+ * crash or a read outside the received bytes. Only the classes registered here can be decoded, each
+ * with a hand-written serializer (records' final fields are not for reflection). Not thread-safe:
+ * one codec per thread.
+ */
+public final class MessageCodec {
+    /** The most descriptors or map ids one message may carry. */
+    public static final int MAX_ITEMS = 1 << 16;
+    private static final int MAX_REASON_CHARS = 4096;
+
+    private final int maxMessageBytes;
+    private final Kryo kryo = new Kryo();
+    private final byte[] scratch;
+    private final Output output;
+    private final Input input = new Input();
+
+    public MessageCodec(int maxMessageBytes) {
+        if (maxMessageBytes < 64) {
+            throw new IllegalArgumentException("messages need at least 64 bytes: " + maxMessageBytes);
+        }
+        this.maxMessageBytes = maxMessageBytes;
+        this.scratch = new byte[maxMessageBytes];
+        this.output = new Output(scratch);
+        kryo.setRegistrationRequired(true);
+        kryo.setReferences(false);
+        kryo.register(Message.FetchRequest.class, new FetchRequestSerializer(), FETCH_REQUEST);
+        kryo.register(Message.FetchResponse.class, new FetchResponseSerializer(), FETCH_RESPONSE);
+        kryo.register(Message.ErrorResponse.class, new ErrorResponseSerializer(), ERROR_RESPONSE);
+    }
+
+    // Our own type tag, not Kryo's class ids: Kryo pre-registers String and the primitives, and a
+    // forged class id naming String would make it allocate whatever length the sender claims.
+    private static final int FETCH_REQUEST = 10;
+    private static final int FETCH_RESPONSE = 11;
+    private static final int ERROR_RESPONSE = 12;
+
+    private static Class<? extends Message> typeOf(int tag) {
+        return switch (tag) {
+            case FETCH_REQUEST -> Message.FetchRequest.class;
+            case FETCH_RESPONSE -> Message.FetchResponse.class;
+            case ERROR_RESPONSE -> Message.ErrorResponse.class;
+            default -> null;
+        };
+    }
+
+    private static int tagOf(Message m) {
+        return switch (m) {
+            case Message.FetchRequest r -> FETCH_REQUEST;
+            case Message.FetchResponse r -> FETCH_RESPONSE;
+            case Message.ErrorResponse r -> ERROR_RESPONSE;
+        };
+    }
+
+    public int maxMessageBytes() {
+        return maxMessageBytes;
+    }
+
+    /** Writes {@code message} at the start of {@code buffer} and returns its length; refuses one over the bound. */
+    public int encode(Message message, MemorySegment buffer) {
+        output.setBuffer(scratch, Math.min(maxMessageBytes, (int) Math.min(Integer.MAX_VALUE, buffer.byteSize())));
+        try {
+            output.writeByte(tagOf(message));
+            kryo.writeObject(output, message);
+        } catch (KryoException e) {
+            throw new IllegalArgumentException(message + " does not fit in " + output.getBuffer().length
+                    + " bytes (the message size bound)", e);
+        }
+        int length = output.position();
+        MemorySegment.copy(scratch, 0, buffer, ValueLayout.JAVA_BYTE, 0, length);
+        return length;
+    }
+
+    /** Reads the message in the first {@code length} bytes of {@code buffer}, validating it. */
+    public Message decode(MemorySegment buffer, int length) {
+        if (length <= 0 || length > maxMessageBytes || length > buffer.byteSize()) {
+            throw new MalformedMessageException("message of " + length + " bytes (bound " + maxMessageBytes + ", buffer "
+                    + buffer.byteSize() + ")");
+        }
+        MemorySegment.copy(buffer, ValueLayout.JAVA_BYTE, 0, scratch, 0, length);
+        input.setBuffer(scratch, 0, length);
+        Class<? extends Message> type = typeOf(scratch[0]);
+        if (type == null) {
+            throw new MalformedMessageException("unknown message type " + scratch[0]);
+        }
+        input.setPosition(1);
+        Message decoded;
+        try {
+            decoded = kryo.readObject(input, type);
+        } catch (KryoException | IllegalArgumentException | IndexOutOfBoundsException | NegativeArraySizeException e) {
+            throw new MalformedMessageException("undecodable message of " + length + " bytes: " + e.getMessage(), e);
+        }
+        if (input.position() != length) {
+            throw new MalformedMessageException("message of " + length + " bytes has " + (length - input.position())
+                    + " trailing bytes");
+        }
+        return decoded;
+    }
+
+    /** A sender-given count, bounded before anything is allocated for it: each item takes at least one byte. */
+    private static int count(Input in, String what) {
+        int n = in.readVarInt(true);
+        if (n < 0 || n > MAX_ITEMS || n > in.limit() - in.position()) {
+            throw new MalformedMessageException(what + " count " + n + " outside 0.." + Math.min(MAX_ITEMS, in.limit() - in.position()));
+        }
+        return n;
+    }
+
+    private static final class FetchRequestSerializer extends Serializer<Message.FetchRequest> {
+        @Override
+        public void write(Kryo kryo, Output out, Message.FetchRequest r) {
+            out.writeVarLong(r.requestId(), true);
+            out.writeVarInt(r.shuffleId(), true);
+            long[] maps = r.mapIds();
+            out.writeVarInt(maps.length, true);
+            for (long m : maps) {
+                out.writeVarLong(m, true);
+            }
+            out.writeVarInt(r.startPartition(), true);
+            out.writeVarInt(r.endPartition(), true);
+        }
+
+        @Override
+        public Message.FetchRequest read(Kryo kryo, Input in, Class<Message.FetchRequest> type) {
+            long id = in.readVarLong(true);
+            int shuffle = in.readVarInt(true);
+            long[] maps = new long[count(in, "map id")];
+            for (int i = 0; i < maps.length; i++) {
+                maps[i] = in.readVarLong(true);
+            }
+            int start = in.readVarInt(true);
+            int end = in.readVarInt(true);
+            if (shuffle < 0 || start < 0 || end <= start) {
+                throw new MalformedMessageException("fetch request " + id + ": shuffle " + shuffle + ", partitions ["
+                        + start + ", " + end + ")");
+            }
+            return new Message.FetchRequest(id, shuffle, maps, start, end);
+        }
+    }
+
+    private static final class FetchResponseSerializer extends Serializer<Message.FetchResponse> {
+        @Override
+        public void write(Kryo kryo, Output out, Message.FetchResponse r) {
+            out.writeVarLong(r.requestId(), true);
+            out.writeVarInt(r.blocks().size(), true);
+            for (BlockDescriptor b : r.blocks()) {
+                out.writeVarInt(b.shuffleId(), true);
+                out.writeVarLong(b.mapId(), true);
+                out.writeVarInt(b.startPartition(), true);
+                out.writeVarInt(b.endPartition(), true);
+                out.writeLong(b.address());
+                out.writeVarLong(b.length(), true);
+                out.writeInt(b.rkey());
+            }
+        }
+
+        @Override
+        public Message.FetchResponse read(Kryo kryo, Input in, Class<Message.FetchResponse> type) {
+            long id = in.readVarLong(true);
+            int n = count(in, "block");
+            List<BlockDescriptor> blocks = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                BlockDescriptor b = new BlockDescriptor(in.readVarInt(true), in.readVarLong(true), in.readVarInt(true),
+                        in.readVarInt(true), in.readLong(), in.readVarLong(true), in.readInt());
+                if (b.shuffleId() < 0 || b.startPartition() < 0 || b.endPartition() <= b.startPartition() || b.length() < 0) {
+                    throw new MalformedMessageException("fetch response " + id + ": invalid block " + b);
+                }
+                blocks.add(b);
+            }
+            return new Message.FetchResponse(id, blocks);
+        }
+    }
+
+    private static final class ErrorResponseSerializer extends Serializer<Message.ErrorResponse> {
+        @Override
+        public void write(Kryo kryo, Output out, Message.ErrorResponse r) {
+            out.writeVarLong(r.requestId(), true);
+            String reason = r.reason().length() > MAX_REASON_CHARS ? r.reason().substring(0, MAX_REASON_CHARS) : r.reason();
+            byte[] utf8 = reason.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            out.writeVarInt(utf8.length, true);
+            out.writeBytes(utf8);
+        }
+
+        @Override
+        public Message.ErrorResponse read(Kryo kryo, Input in, Class<Message.ErrorResponse> type) {
+            long id = in.readVarLong(true);
+            // Bounded before allocating: Kryo's own readString would size its buffer from the sender's length.
+            int bytes = in.readVarInt(true);
+            if (bytes < 0 || bytes > 4 * MAX_REASON_CHARS || bytes > in.limit() - in.position()) {
+                throw new MalformedMessageException("error response " + id + ": reason of " + bytes + " bytes");
+            }
+            return new Message.ErrorResponse(id, new String(in.readBytes(bytes), java.nio.charset.StandardCharsets.UTF_8));
+        }
+    }
+}

@@ -1,0 +1,122 @@
+package org.rdmashuffle.core.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.rdmashuffle.core.server.BlockDescriptor;
+
+/** Metadata messages round-trip; malformed, oversized and hostile bytes are refused by name, never crash. */
+class MessageCodecTest {
+    private final Arena arena = Arena.ofConfined();
+    private final MemorySegment buffer = arena.allocate(4096);
+    private final MessageCodec codec = new MessageCodec(4096);
+
+    @AfterEach
+    void free() {
+        arena.close();
+    }
+
+    @Test
+    void everyMessageRoundTrips() {
+        List<Message> messages = List.of(
+                new Message.FetchRequest(7, 3, new long[] {0, 5, 1L << 40}, 2, 9),
+                new Message.FetchResponse(7, List.of(new BlockDescriptor(3, 5, 2, 9, 0x7f00_1234_5000L, 12345, -17),
+                        new BlockDescriptor(3, 6, 2, 9, 0, 0, 0))),
+                new Message.ErrorResponse(8, "no map output 4 of shuffle 3 is registered here (ünïcode ok)"));
+        for (Message m : messages) {
+            int n = codec.encode(m, buffer);
+            assertEquals(m, codec.decode(buffer, n));
+        }
+    }
+
+    @Test
+    void aMessageOverTheBoundIsNotSent() {
+        List<BlockDescriptor> many = new ArrayList<>();
+        for (int i = 0; i < 400; i++) {
+            many.add(new BlockDescriptor(1, i, 0, 1, 1L << 45, 1L << 30, i));
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> codec.encode(new Message.FetchResponse(1, many), buffer));
+        assertTrue(e.getMessage().contains("does not fit in 4096 bytes"), e.getMessage());
+    }
+
+    @Test
+    void lengthsOutsideTheBoundOrTheBufferAreRefused() {
+        assertTrue(assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, 0)).getMessage().contains("0 bytes"));
+        assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, 4097));
+        MessageCodec small = new MessageCodec(8192);
+        assertTrue(assertThrows(MalformedMessageException.class, () -> small.decode(buffer, 5000)).getMessage()
+                .contains("buffer 4096"));
+    }
+
+    @Test
+    void truncatedAndTrailingBytesAreRefused() {
+        int n = codec.encode(new Message.FetchRequest(1, 2, new long[] {3, 4, 5}, 0, 1), buffer);
+        MalformedMessageException cut = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n - 2));
+        assertTrue(cut.getMessage().startsWith("undecodable message"), cut.getMessage());
+        MalformedMessageException trailing = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n + 3));
+        assertTrue(trailing.getMessage().contains("3 trailing bytes"), trailing.getMessage());
+    }
+
+    @Test
+    void unknownTypesAndInvalidFieldsAreRefused() {
+        buffer.set(ValueLayout.JAVA_BYTE, 0, (byte) 99); // a type no one defined
+        assertEquals("unknown message type 99", assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, 8)).getMessage());
+        buffer.set(ValueLayout.JAVA_BYTE, 0, (byte) 3); // Kryo's own id for String: not reachable
+        assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, 8));
+        int n = codec.encode(new Message.FetchRequest(1, 2, new long[] {3}, 4, 5), buffer);
+        MessageCodec loose = new MessageCodec(4096);
+        // Forge an empty partition range [4, 4): rewrite the last varint (end partition) to 4.
+        buffer.set(ValueLayout.JAVA_BYTE, n - 1, (byte) 4);
+        MalformedMessageException e = assertThrows(MalformedMessageException.class, () -> loose.decode(buffer, n));
+        assertTrue(e.getMessage().contains("partitions [4, 4)"), e.getMessage());
+    }
+
+    @Test
+    void hostileCountsAndLengthsDoNotAllocate() {
+        // A response claiming 2^31-1 descriptors, and an error claiming a 2 GB reason: refused before allocating.
+        int n = codec.encode(new Message.FetchResponse(1, List.of()), buffer);
+        buffer.set(ValueLayout.JAVA_BYTE, n - 1, (byte) 0xFF);
+        for (int i = 0; i < 4; i++) {
+            buffer.set(ValueLayout.JAVA_BYTE, n + i, i < 3 ? (byte) 0xFF : (byte) 0x07);
+        }
+        MalformedMessageException count = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n + 4));
+        assertTrue(count.getMessage().contains("block count"), count.getMessage());
+        int m = codec.encode(new Message.ErrorResponse(2, ""), buffer);
+        buffer.set(ValueLayout.JAVA_BYTE, m - 1, (byte) 0xFF);
+        for (int i = 0; i < 4; i++) {
+            buffer.set(ValueLayout.JAVA_BYTE, m + i, i < 3 ? (byte) 0xFF : (byte) 0x07);
+        }
+        MalformedMessageException reason = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, m + 4));
+        assertTrue(reason.getMessage().contains("reason of"), reason.getMessage());
+    }
+
+    @Test
+    void randomBytesNeverEscapeAsAnythingButMalformed() {
+        Random random = new Random(42);
+        byte[] noise = new byte[256];
+        int decoded = 0;
+        for (int i = 0; i < 5000; i++) {
+            random.nextBytes(noise);
+            int length = 1 + random.nextInt(noise.length);
+            MemorySegment.copy(noise, 0, buffer, ValueLayout.JAVA_BYTE, 0, length);
+            try {
+                codec.decode(buffer, length);
+                decoded++;
+            } catch (MalformedMessageException expected) {
+                // the only failure allowed
+            }
+        }
+        assertTrue(decoded < 5000, "noise should rarely decode");
+    }
+}
