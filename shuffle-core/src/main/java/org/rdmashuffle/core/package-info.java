@@ -4,7 +4,8 @@
  *
  * <p>In progress (see the shuffle-core issue): {@link org.rdmashuffle.core.server.MapOutputRegistry}
  * (map outputs registered over their files, within a memory limit) and the metadata messages with
- * their bounded, validating codec ({@link org.rdmashuffle.core.protocol.MessageCodec}) are built;
- * the control plane, the SRQ receive pool, the fetcher and the poller are not yet.
+ * their bounded, validating codec ({@link org.rdmashuffle.core.protocol.MessageCodec}), and the SRQ's
+ * registered receive buffers ({@link org.rdmashuffle.core.transport.ReceivePool}) are built; the
+ * control plane, the fetcher and the poller are not yet.
  */
 package org.rdmashuffle.core;
