@@ -5,7 +5,8 @@
  * <p>In progress (see the shuffle-core issue): {@link org.rdmashuffle.core.server.MapOutputRegistry}
  * (map outputs registered over their files, within a memory limit) and the metadata messages with
  * their bounded, validating codec ({@link org.rdmashuffle.core.protocol.MessageCodec}), and the SRQ's
- * registered receive buffers ({@link org.rdmashuffle.core.transport.ReceivePool}) are built; the
- * control plane, the fetcher and the poller are not yet.
+ * registered receive buffers ({@link org.rdmashuffle.core.transport.ReceivePool}), and the
+ * control plane's handshake ({@link org.rdmashuffle.core.control.ChallengeResponse}) are built; the
+ * Netty control plane around it, the fetcher and the poller are not yet.
  */
 package org.rdmashuffle.core;
