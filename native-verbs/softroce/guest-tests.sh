@@ -26,27 +26,28 @@ done
 # shellcheck source=../../bin/jdk.sh
 source "$root/bin/jdk.sh"
 cd "$root"
-modules=native-verbs
-((bench)) && modules=native-verbs,benchmarks
+modules=native-verbs,shuffle-core
+((bench)) && modules=native-verbs,shuffle-core,benchmarks
 echo "softroce tests: building on the host ($modules)"
 mvn -B -q -DskipTests -pl "$modules" -am install >/dev/null
-mvn -B -q -pl native-verbs dependency:build-classpath -Dmdep.includeScope=test \
-  -Dmdep.outputFile="$root/native-verbs/target/test-classpath.txt" >/dev/null
+mvn -B -q -pl shuffle-core dependency:build-classpath -Dmdep.includeScope=test \
+  -Dmdep.outputFile="$root/shuffle-core/target/test-classpath.txt" >/dev/null
 if ((bench)); then
   mvn -B -q -pl benchmarks dependency:build-classpath -Dmdep.includeScope=runtime \
     -Dmdep.outputFile="$root/benchmarks/target/classpath.txt" >/dev/null
 fi
 
 rm -rf "$reports" && mkdir -p "$reports"
-cp="$root/native-verbs/target/test-classes:$root/native-verbs/target/classes:$(cat "$root/native-verbs/target/test-classpath.txt")"
+# One JVM runs both modules' tests: the verbs conformance suite and the engine's tests, all on rxe0.
+cp="$root/native-verbs/target/test-classes:$root/shuffle-core/target/test-classes:$root/shuffle-core/target/classes:$(cat "$root/shuffle-core/target/test-classpath.txt")"
 # C1 only: the guest emulates the CPU, and C2 compiles would dominate a short run.
 jvm=(java -Xmx768m -XX:TieredStopAtLevel=1 --enable-native-access=ALL-UNNAMED)
 guest_cmd="set -e; ulimit -l unlimited
 echo '--- doctor'
 ${jvm[*]} -cp '$root/native-verbs/target/classes' org.rdmashuffle.verbs.tools.Doctor
-${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.timeoutSeconds=120 \
+${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.provider=ibverbs -Drdmashuffle.test.timeoutSeconds=120 \
   -cp '$cp' org.junit.platform.console.ConsoleLauncher execute \
-  --select-package org.rdmashuffle.verbs --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
+  --select-package org.rdmashuffle.verbs --select-package org.rdmashuffle.core --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
 if ((bench)); then
   guest_cmd+="
 echo '--- RDMA_READ bandwidth: perftest ib_read_bw vs rdma-shuffle, same rxe0, same boot'

@@ -20,7 +20,6 @@ import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.MemoryRegion;
-import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
@@ -28,7 +27,7 @@ import org.rdmashuffle.verbs.SendFlags;
 import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.WorkCompletions;
-import org.rdmashuffle.verbs.software.SoftwareProvider;
+import org.rdmashuffle.core.TestDevice;
 
 /** Map outputs registered over their files, described as blocks a peer can read, within a memory limit. */
 class MapOutputRegistryTest {
@@ -36,23 +35,22 @@ class MapOutputRegistryTest {
 
     @TempDir
     Path dir;
-    private SoftwareProvider provider;
+    private TestDevice device;
     private VerbsContext context;
     private ProtectionDomain pd;
     private final AtomicLong now = new AtomicLong(100 * SECOND);
 
     @BeforeEach
     void open() {
-        provider = new SoftwareProvider(SoftwareProvider.Config.loopback());
-        context = provider.devices().getFirst().open();
+        device = TestDevice.open();
+        context = device.context;
         pd = context.allocateProtectionDomain();
     }
 
     @AfterEach
     void close() {
         pd.close();
-        context.close();
-        provider.close();
+        device.close();
     }
 
     private Path dataFile(String name, int bytes) throws IOException {
@@ -74,7 +72,7 @@ class MapOutputRegistryTest {
              SendWorkRequests chain = SendWorkRequests.allocate(1, 1);
              WorkCompletions wc = WorkCompletions.allocate(1)) {
             registry.register(1, 7, file, new long[] {0, 1000, 1000, 6000, 10_000});
-            ConnectOptions o = ConnectOptions.defaults(1, 0, Mtu.MTU_4096);
+            ConnectOptions o = device.options;
             reducer.connect(server.localEndpoint(o), o);
             server.connect(reducer.localEndpoint(o), o);
 

@@ -15,7 +15,6 @@ import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.MemoryRegion;
-import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
@@ -26,11 +25,11 @@ import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 import org.rdmashuffle.verbs.WorkCompletions;
 import org.rdmashuffle.verbs.WorkRequestOpcode;
-import org.rdmashuffle.verbs.software.SoftwareProvider;
+import org.rdmashuffle.core.TestDevice;
 
 /** A small pool serves many more messages than it has buffers by reposting; an exhausted pool makes senders fail with RNR. */
 class ReceivePoolTest {
-    private SoftwareProvider provider;
+    private TestDevice device;
     private VerbsContext context;
     private ProtectionDomain pd;
     private CompletionQueue sendCq;
@@ -42,8 +41,8 @@ class ReceivePoolTest {
 
     @BeforeEach
     void open() {
-        provider = new SoftwareProvider(SoftwareProvider.Config.loopback());
-        context = provider.devices().getFirst().open();
+        device = TestDevice.open();
+        context = device.context;
         pd = context.allocateProtectionDomain();
         sendCq = context.createCompletionQueue(64, null, 0);
         recvCq = context.createCompletionQueue(64, null, 0);
@@ -52,7 +51,7 @@ class ReceivePoolTest {
     }
 
     private void connect(int rnrRetry) {
-        ConnectOptions o = ConnectOptions.defaults(1, 0, Mtu.MTU_4096).withRnrRetry(rnrRetry);
+        ConnectOptions o = device.options.withRnrRetry(rnrRetry);
         sender = pd.createQueuePair(QueuePairConfig.of(sendCq, 32, 1, 1));
         receiver = pd.createQueuePair(new QueuePairConfig(sendCq, recvCq, srq, 4, 0, 1, 1, 0, false));
         sender.connect(receiver.localEndpoint(o), o);
@@ -68,8 +67,7 @@ class ReceivePoolTest {
         srq.close();
         source.close();
         pd.close();
-        context.close();
-        provider.close();
+        device.close();
     }
 
     @Test
