@@ -6,7 +6,8 @@
  * (map outputs registered over their files, within a memory limit) and the metadata messages with
  * their bounded, validating codec ({@link org.rdmashuffle.core.protocol.MessageCodec}), and the SRQ's
  * registered receive buffers ({@link org.rdmashuffle.core.transport.ReceivePool}), and the
- * control plane's handshake ({@link org.rdmashuffle.core.control.ChallengeResponse}) are built; the
- * Netty control plane around it, the fetcher and the poller are not yet.
+ * authenticated control plane ({@link org.rdmashuffle.core.control.ControlServer},
+ * {@link org.rdmashuffle.core.control.ControlClient}) are built; the QP endpoint exchange over it,
+ * connection reuse and reconnect, the fetcher and the poller are not yet.
  */
 package org.rdmashuffle.core;

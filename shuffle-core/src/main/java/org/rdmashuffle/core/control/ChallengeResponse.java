@@ -126,6 +126,19 @@ public final class ChallengeResponse {
         }
     }
 
+    /** The application id a HELLO names, to look up that application's secret before answering it. */
+    public static String appIdOf(byte[] hello) {
+        if (hello == null || hello.length < 2 + NONCE) {
+            throw new AuthenticationException("malformed hello");
+        }
+        int idLength = ((hello[0] & 0xFF) << 8) | (hello[1] & 0xFF);
+        if (idLength > MAX_APP_ID || hello.length != 2 + idLength + NONCE) {
+            throw new AuthenticationException("malformed hello: application id of " + idLength + " bytes in "
+                    + hello.length + " bytes");
+        }
+        return new String(hello, 2, idLength, StandardCharsets.UTF_8);
+    }
+
     private static byte[] nonce() {
         byte[] n = new byte[NONCE];
         RANDOM.nextBytes(n);

@@ -1,0 +1,169 @@
+package org.rdmashuffle.core.control;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.handler.codec.LengthFieldPrepender;
+import io.netty.util.concurrent.DefaultThreadFactory;
+
+/**
+ * A connection to a peer's {@link ControlServer}: connects, authenticates (or, with no secret,
+ * announces itself unauthenticated), then serves blocking {@link #call}s one at a time. Every wait
+ * is bounded; a dead peer fails the call with an {@link IOException} naming the peer. Owns its
+ * event-loop thread (a daemon); {@link #close()} is bounded.
+ */
+public final class ControlClient implements AutoCloseable {
+    private record Frame(byte kind, byte type, byte[] payload) {
+    }
+
+    private static final Frame CLOSED = new Frame((byte) 0, (byte) 0, new byte[0]);
+
+    private final InetSocketAddress peer;
+    private final EventLoopGroup group;
+    private final Channel channel;
+    private final LinkedBlockingQueue<Frame> inbox = new LinkedBlockingQueue<>();
+
+    private ControlClient(InetSocketAddress peer, int maxFrameBytes, Duration timeout) throws IOException {
+        this.peer = peer;
+        group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rdma-control-client", true),
+                NioIoHandler.newFactory());
+        try {
+            channel = new Bootstrap().group(group).channel(NioSocketChannel.class)
+                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()))
+                    .handler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, 4, 0, 4),
+                                    new LengthFieldPrepender(4), new SimpleChannelInboundHandler<ByteBuf>() {
+                                        @Override
+                                        protected void channelRead0(ChannelHandlerContext ctx, ByteBuf f) {
+                                            if (f.readableBytes() < 2) {
+                                                ctx.close();
+                                                return;
+                                            }
+                                            byte kind = f.readByte();
+                                            byte type = f.readByte();
+                                            byte[] payload = new byte[f.readableBytes()];
+                                            f.readBytes(payload);
+                                            inbox.add(new Frame(kind, type, payload));
+                                        }
+
+                                        @Override
+                                        public void channelInactive(ChannelHandlerContext ctx) {
+                                            inbox.add(CLOSED);
+                                        }
+
+                                        @Override
+                                        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                                            ctx.close();
+                                        }
+                                    });
+                        }
+                    }).connect(peer).syncUninterruptibly().channel();
+        } catch (RuntimeException e) {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            throw new IOException("cannot reach the control plane of " + peer + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Connects and authenticates for {@code appId} with {@code secret} (null: authentication off).
+     *
+     * @throws AuthenticationException the peer refused us, or does not know the secret itself
+     */
+    public static ControlClient connect(InetSocketAddress peer, byte[] secret, String appId, int maxFrameBytes,
+                                        Duration timeout) throws IOException {
+        ControlClient c = new ControlClient(peer, maxFrameBytes, timeout);
+        try {
+            if (secret == null) {
+                c.send(ControlFrame.HELLO_UNAUTHENTICATED, (byte) 0, appId.getBytes(StandardCharsets.UTF_8));
+            } else {
+                ChallengeResponse.Client auth = new ChallengeResponse.Client(secret, appId);
+                c.send(ControlFrame.HELLO, (byte) 0, auth.hello());
+                Frame challenge = c.await(timeout, "the challenge");
+                if (challenge.kind() != ControlFrame.CHALLENGE) {
+                    throw new AuthenticationException(peer + " refused the handshake for application " + appId);
+                }
+                c.send(ControlFrame.RESPONSE, (byte) 0, auth.respond(challenge.payload()));
+            }
+            Frame ok = c.await(timeout, "the handshake's result");
+            if (ok.kind() != ControlFrame.AUTH_OK) {
+                throw new AuthenticationException(peer + " refused authentication for application " + appId);
+            }
+            return c;
+        } catch (IOException | RuntimeException e) {
+            c.close();
+            if (e instanceof IOException io && io.getMessage().contains("closed the connection")) {
+                throw new AuthenticationException(peer + " closed the connection during the handshake for application "
+                        + appId + " (wrong secret, unknown application, or authentication mode mismatch)");
+            }
+            throw e;
+        }
+    }
+
+    /** Sends a request and waits for its reply; a handler error on the peer becomes an IOException with its message. */
+    public synchronized byte[] call(byte type, byte[] payload, Duration timeout) throws IOException {
+        send(ControlFrame.REQUEST, type, payload);
+        Frame reply = await(timeout, "the reply to request type " + type);
+        if (reply.kind() == ControlFrame.ERROR) {
+            throw new IOException(peer + " failed request type " + type + ": " + new String(reply.payload(), StandardCharsets.UTF_8));
+        }
+        if (reply.kind() != ControlFrame.REPLY || reply.type() != type) {
+            throw new IOException(peer + " sent frame kind " + reply.kind() + " type " + reply.type() + " to request type " + type);
+        }
+        return reply.payload();
+    }
+
+    public boolean isOpen() {
+        return channel.isActive();
+    }
+
+    private void send(byte kind, byte type, byte[] payload) throws IOException {
+        if (!channel.isActive()) {
+            throw new IOException("the control connection to " + peer + " is closed");
+        }
+        channel.writeAndFlush(Unpooled.buffer(2 + payload.length).writeByte(kind).writeByte(type).writeBytes(payload));
+    }
+
+    private Frame await(Duration timeout, String what) throws IOException {
+        Frame f;
+        try {
+            f = inbox.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted waiting for " + what + " from " + peer, e);
+        }
+        if (f == null) {
+            throw new IOException("no " + what + " from " + peer + " within " + timeout);
+        }
+        if (f == CLOSED) {
+            inbox.add(CLOSED); // later calls see it too
+            throw new IOException(peer + " closed the connection while waiting for " + what);
+        }
+        return f;
+    }
+
+    @Override
+    public void close() {
+        channel.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(3, TimeUnit.SECONDS);
+    }
+}

@@ -1,0 +1,174 @@
+package org.rdmashuffle.core.control;
+
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.handler.codec.LengthFieldPrepender;
+import io.netty.util.concurrent.DefaultThreadFactory;
+
+/**
+ * One control-plane endpoint per process: a Netty server on which peers authenticate
+ * ({@link ChallengeResponse} with their application's secret) before any request reaches the
+ * {@link ControlHandler}. Nothing — no rkey, no QP endpoint or admission token — is handed to a
+ * connection that has not authenticated. With authentication off (no secrets) it says so once in
+ * the log. Threads are daemons; {@link #close()} is bounded.
+ */
+public final class ControlServer implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(ControlServer.class.getName());
+    private static final AtomicBoolean WARNED_UNAUTHENTICATED = new AtomicBoolean();
+
+    private final EventLoopGroup group;
+    private final Channel channel;
+    /** Accepted connections, closed with the server so peers see it at once. */
+    private final ChannelGroup connections;
+
+    /**
+     * @param secrets the shared secret of an application id, null for an unknown application; a null
+     *     function turns authentication off
+     * @param maxFrameBytes frames over this size close the connection
+     */
+    public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes) {
+        if (secrets == null && WARNED_UNAUTHENTICATED.compareAndSet(false, true)) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: authentication is OFF -- any peer that can "
+                    + "reach " + bind + " may fetch shuffle data (enable spark.authenticate)");
+        }
+        group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rdma-control-server", true),
+                NioIoHandler.newFactory());
+        connections = new DefaultChannelGroup("rdma-control-connections", group.next());
+        try {
+            channel = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            connections.add(ch);
+                            ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, 4, 0, 4),
+                                    new LengthFieldPrepender(4), new Session(secrets, handler));
+                        }
+                    }).bind(bind).syncUninterruptibly().channel();
+        } catch (RuntimeException e) {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            throw e;
+        }
+    }
+
+    public InetSocketAddress address() {
+        return (InetSocketAddress) channel.localAddress();
+    }
+
+    /** One connection: handshake first, then requests. */
+    private static final class Session extends SimpleChannelInboundHandler<ByteBuf> {
+        private final Function<String, byte[]> secrets;
+        private final ControlHandler handler;
+        private ChallengeResponse.Server auth;
+        private String appId;
+
+        Session(Function<String, byte[]> secrets, ControlHandler handler) {
+            this.secrets = secrets;
+            this.handler = handler;
+        }
+
+        @Override
+        protected void channelRead0(ChannelHandlerContext ctx, ByteBuf frame) {
+            if (frame.readableBytes() < 2) {
+                refuse(ctx, "malformed frame");
+                return;
+            }
+            byte kind = frame.readByte();
+            byte type = frame.readByte();
+            byte[] payload = new byte[frame.readableBytes()];
+            frame.readBytes(payload);
+            try {
+                switch (kind) {
+                    case ControlFrame.HELLO -> {
+                        if (secrets == null || auth != null || appId != null) {
+                            refuse(ctx, secrets == null ? "authentication is off here" : "second hello");
+                            return;
+                        }
+                        String app = ChallengeResponse.appIdOf(payload);
+                        byte[] secret = secrets.apply(app);
+                        if (secret == null) {
+                            refuse(ctx, "unknown application " + app);
+                            return;
+                        }
+                        auth = new ChallengeResponse.Server(secret);
+                        send(ctx, ControlFrame.CHALLENGE, (byte) 0, auth.challenge(payload));
+                    }
+                    case ControlFrame.RESPONSE -> {
+                        if (auth == null) {
+                            refuse(ctx, "response before hello");
+                            return;
+                        }
+                        auth.verify(payload);
+                        appId = auth.appId();
+                        send(ctx, ControlFrame.AUTH_OK, (byte) 0, new byte[0]);
+                    }
+                    case ControlFrame.HELLO_UNAUTHENTICATED -> {
+                        if (secrets != null || appId != null) {
+                            refuse(ctx, "authentication is required");
+                            return;
+                        }
+                        appId = new String(payload, StandardCharsets.UTF_8);
+                        send(ctx, ControlFrame.AUTH_OK, (byte) 0, new byte[0]);
+                    }
+                    case ControlFrame.REQUEST -> {
+                        if (appId == null) {
+                            refuse(ctx, "request before authentication");
+                            return;
+                        }
+                        byte[] reply;
+                        try {
+                            reply = handler.handle(appId, type, payload);
+                        } catch (Exception e) {
+                            send(ctx, ControlFrame.ERROR, type, String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8));
+                            return;
+                        }
+                        send(ctx, ControlFrame.REPLY, type, reply);
+                    }
+                    default -> refuse(ctx, "unknown frame kind " + kind);
+                }
+            } catch (AuthenticationException e) {
+                refuse(ctx, e.getMessage());
+            }
+        }
+
+        private static void refuse(ChannelHandlerContext ctx, String why) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
+            ctx.close();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            refuse(ctx, String.valueOf(cause.getMessage())); // e.g. a frame over the size bound
+        }
+    }
+
+    static void send(ChannelHandlerContext ctx, byte kind, byte type, byte[] payload) {
+        ByteBuf out = Unpooled.buffer(2 + payload.length).writeByte(kind).writeByte(type).writeBytes(payload);
+        ctx.writeAndFlush(out);
+    }
+
+    @Override
+    public void close() {
+        channel.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
+        connections.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(3, TimeUnit.SECONDS);
+    }
+}

@@ -1,0 +1,116 @@
+package org.rdmashuffle.core.control;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+
+/** The control plane hands nothing to a peer that has not authenticated, and never hangs on one. */
+class ControlPlaneTest {
+    private static final InetSocketAddress ANY = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+    private static final byte[] SECRET = "app-secret-for-the-control-plane".getBytes(StandardCharsets.UTF_8);
+    private static final Duration TIMEOUT = Duration.ofSeconds(10);
+    private static final int MAX_FRAME = 64 << 10;
+
+    private final AtomicInteger handled = new AtomicInteger();
+
+    private ControlServer server(Map<String, byte[]> secrets) {
+        return new ControlServer(ANY, secrets == null ? null : secrets::get, (app, type, payload) -> {
+            handled.incrementAndGet();
+            if (type == 9) {
+                throw new IllegalStateException("no map output 7 of shuffle 1 is registered here");
+            }
+            return (app + ":" + new String(payload, StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8);
+        }, MAX_FRAME);
+    }
+
+    @Test
+    void anAuthenticatedPeerGetsReplies() throws IOException {
+        try (ControlServer s = server(Map.of("app-1", SECRET));
+             ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
+            assertArrayEquals("app-1:endpoint?".getBytes(StandardCharsets.UTF_8),
+                    c.call((byte) 1, "endpoint?".getBytes(StandardCharsets.UTF_8), TIMEOUT));
+            IOException e = assertThrows(IOException.class, () -> c.call((byte) 9, new byte[0], TIMEOUT));
+            assertTrue(e.getMessage().contains("no map output 7 of shuffle 1"), e.getMessage());
+            assertTrue(c.isOpen(), "a handler error does not drop the connection");
+        }
+    }
+
+    @Test
+    void aWrongSecretIsRefusedAndTheHandlerNeverRuns() {
+        try (ControlServer s = server(Map.of("app-1", SECRET))) {
+            byte[] wrong = "not-the-secret-of-this-application".getBytes(StandardCharsets.UTF_8);
+            assertThrows(AuthenticationException.class, () -> ControlClient.connect(s.address(), wrong, "app-1", MAX_FRAME, TIMEOUT));
+            assertThrows(AuthenticationException.class, () -> ControlClient.connect(s.address(), SECRET, "app-2", MAX_FRAME, TIMEOUT));
+            assertThrows(AuthenticationException.class, () -> ControlClient.connect(s.address(), null, "app-1", MAX_FRAME, TIMEOUT),
+                    "an unauthenticated hello is refused when authentication is on");
+            assertEquals(0, handled.get());
+        }
+    }
+
+    @Test
+    void aRequestBeforeAuthenticatingClosesTheConnection() throws IOException {
+        try (ControlServer s = server(Map.of("app-1", SECRET));
+             Socket raw = new Socket(s.address().getAddress(), s.address().getPort())) {
+            raw.setSoTimeout(10_000);
+            DataOutputStream out = new DataOutputStream(raw.getOutputStream());
+            out.writeInt(2 + 5);
+            out.writeByte(ControlFrame.REQUEST);
+            out.writeByte(1);
+            out.write("rkey?".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            assertEquals(-1, new DataInputStream(raw.getInputStream()).read(), "closed without a reply");
+            assertEquals(0, handled.get());
+        }
+    }
+
+    @Test
+    void anOversizedFrameClosesTheConnection() throws IOException {
+        try (ControlServer s = server(Map.of("app-1", SECRET));
+             Socket raw = new Socket(s.address().getAddress(), s.address().getPort())) {
+            raw.setSoTimeout(10_000);
+            DataOutputStream out = new DataOutputStream(raw.getOutputStream());
+            out.writeInt(Integer.MAX_VALUE); // claims 2 GiB
+            out.write(new byte[1024]);
+            out.flush();
+            assertEquals(-1, new DataInputStream(raw.getInputStream()).read());
+        }
+    }
+
+    @Test
+    void withAuthenticationOffPeersAnnounceThemselves() throws IOException {
+        try (ControlServer s = server(null);
+             ControlClient c = ControlClient.connect(s.address(), null, "app-9", MAX_FRAME, TIMEOUT)) {
+            assertArrayEquals("app-9:x".getBytes(StandardCharsets.UTF_8), c.call((byte) 1, new byte[] {'x'}, TIMEOUT));
+            assertThrows(AuthenticationException.class, () -> ControlClient.connect(s.address(), SECRET, "app-9", MAX_FRAME, TIMEOUT),
+                    "a client that insists on authentication learns the server does not authenticate");
+        }
+    }
+
+    @Test
+    void aDeadPeerFailsTheCallWithinTheTimeout() throws IOException {
+        ControlServer s = server(Map.of("app-1", SECRET));
+        try (ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
+            s.close();
+            long start = System.nanoTime();
+            IOException e = assertThrows(IOException.class, () -> c.call((byte) 1, new byte[0], TIMEOUT));
+            assertTrue(System.nanoTime() - start < TIMEOUT.toNanos() + 5_000_000_000L, "bounded");
+            assertTrue(e.getMessage().contains(s.address().toString()) || e.getMessage().contains("closed"), e.getMessage());
+            assertFalse(c.isOpen());
+        }
+    }
+}
