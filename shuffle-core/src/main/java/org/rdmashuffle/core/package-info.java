@@ -7,7 +7,7 @@
  * their bounded, validating codec ({@link org.rdmashuffle.core.protocol.MessageCodec}), and the SRQ's
  * registered receive buffers ({@link org.rdmashuffle.core.transport.ReceivePool}), and the
  * authenticated control plane ({@link org.rdmashuffle.core.control.ControlServer},
- * {@link org.rdmashuffle.core.control.ControlClient}) are built; the QP endpoint exchange over it,
- * connection reuse and reconnect, the fetcher and the poller are not yet.
+ * {@link org.rdmashuffle.core.control.ControlClientPool}) are built; the QP endpoint exchange over
+ * it, the fetcher and the poller are not yet.
  */
 package org.rdmashuffle.core;

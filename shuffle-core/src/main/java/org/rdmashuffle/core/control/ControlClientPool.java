@@ -1,0 +1,82 @@
+package org.rdmashuffle.core.control;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Control connections to peers, one per peer, reused across calls. A connection found dropped is
+ * replaced before the call; a call that fails because its connection dropped is retried once on a
+ * new one (control requests are idempotent: endpoint exchange and metadata lookups). An error the
+ * peer answered with, or a failed authentication, is not retried.
+ */
+public final class ControlClientPool implements AutoCloseable {
+    private final byte[] secret;
+    private final String appId;
+    private final int maxFrameBytes;
+    private final Duration timeout;
+    private final Map<InetSocketAddress, ControlClient> clients = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    /** @param secret the application's shared secret, or null with authentication off */
+    public ControlClientPool(byte[] secret, String appId, int maxFrameBytes, Duration timeout) {
+        this.secret = secret == null ? null : secret.clone();
+        this.appId = appId;
+        this.maxFrameBytes = maxFrameBytes;
+        this.timeout = timeout;
+    }
+
+    public byte[] call(InetSocketAddress peer, byte type, byte[] payload) throws IOException {
+        ControlClient client = client(peer);
+        try {
+            return client.call(type, payload, timeout);
+        } catch (IOException e) {
+            if (client.isOpen()) {
+                throw e; // the peer answered: not a connection problem
+            }
+            evict(peer, client);
+            return client(peer).call(type, payload, timeout);
+        }
+    }
+
+    private ControlClient client(InetSocketAddress peer) throws IOException {
+        if (closed) {
+            throw new IllegalStateException("control client pool is closed");
+        }
+        ControlClient c = clients.get(peer);
+        if (c != null && c.isOpen()) {
+            return c;
+        }
+        if (c != null) {
+            evict(peer, c);
+        }
+        synchronized (this) {
+            c = clients.get(peer);
+            if (c == null || !c.isOpen()) {
+                c = ControlClient.connect(peer, secret, appId, maxFrameBytes, timeout);
+                clients.put(peer, c);
+            }
+            return c;
+        }
+    }
+
+    private void evict(InetSocketAddress peer, ControlClient c) {
+        if (clients.remove(peer, c)) {
+            c.close();
+        }
+    }
+
+    /** Live connections: one per peer at most. */
+    public int openConnections() {
+        return (int) clients.values().stream().filter(ControlClient::isOpen).count();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        clients.values().forEach(ControlClient::close);
+        clients.clear();
+    }
+}
