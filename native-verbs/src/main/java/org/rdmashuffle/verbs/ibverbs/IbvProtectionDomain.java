@@ -1,7 +1,5 @@
 package org.rdmashuffle.verbs.ibverbs;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
@@ -12,6 +10,7 @@ import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.ProtectionDomain;
+import org.rdmashuffle.verbs.ProviderSupport;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
@@ -20,8 +19,6 @@ import org.rdmashuffle.verbs.VerbsException;
 
 /** {@code struct ibv_pd *}. */
 final class IbvProtectionDomain implements ProtectionDomain {
-    private static final long PAGE = 4096;
-
     final IbvContext context;
     final MemorySegment pd;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -44,12 +41,7 @@ final class IbvProtectionDomain implements ProtectionDomain {
     /** Registers {@code memory}; the region closes {@code owned} (may be null) after deregistering. */
     private MemoryRegion register(MemorySegment memory, int access, Arena owned) {
         ensureOpen();
-        if (!memory.isNative()) {
-            throw new IllegalArgumentException("only native memory can be registered, not a heap segment");
-        }
-        if (memory.byteSize() == 0) {
-            throw new IllegalArgumentException("cannot register an empty segment");
-        }
+        ProviderSupport.checkRegistrable(memory);
         if ((access & Access.ON_DEMAND) != 0) {
             DeviceAttributes attrs = context.queryDevice();
             if (!attrs.supportsOnDemandPaging()) {
@@ -76,13 +68,7 @@ final class IbvProtectionDomain implements ProtectionDomain {
 
     @Override
     public MemoryRegion allocateAndRegister(long bytes, int access) {
-        Arena arena = Arena.ofShared();
-        try {
-            return register(arena.allocate(bytes, PAGE), access, arena);
-        } catch (RuntimeException e) {
-            arena.close();
-            throw e;
-        }
+        return ProviderSupport.allocateAndRegister(bytes, (memory, owner) -> register(memory, access, owner));
     }
 
     /**
@@ -93,14 +79,11 @@ final class IbvProtectionDomain implements ProtectionDomain {
      */
     @Override
     public MemoryRegion registerFile(FileChannel file, long offset, long length, int access) {
-        boolean writable = (access & (Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0;
-        if (writable) {
-            return registerMapping(file, FileChannel.MapMode.READ_WRITE, offset, length, access);
-        }
+        FileChannel.MapMode mode = ProviderSupport.mapModeFor(access);
         try {
-            return registerMapping(file, FileChannel.MapMode.READ_ONLY, offset, length, access);
+            return registerMapping(file, mode, offset, length, access);
         } catch (VerbsException e) {
-            if (e.errno() != Errno.EFAULT) {
+            if (mode == FileChannel.MapMode.READ_WRITE || e.errno() != Errno.EFAULT) {
                 throw e;
             }
             try {
@@ -114,16 +97,7 @@ final class IbvProtectionDomain implements ProtectionDomain {
     }
 
     private MemoryRegion registerMapping(FileChannel file, FileChannel.MapMode mode, long offset, long length, int access) {
-        Arena arena = Arena.ofShared();
-        try {
-            return register(file.map(mode, offset, length, arena), access, arena);
-        } catch (IOException e) {
-            arena.close();
-            throw new UncheckedIOException("mapping " + length + " bytes at offset " + offset + " for registration failed", e);
-        } catch (RuntimeException e) {
-            arena.close();
-            throw e;
-        }
+        return ProviderSupport.mapAndRegister(file, mode, offset, length, (memory, owner) -> register(memory, access, owner));
     }
 
     @Override

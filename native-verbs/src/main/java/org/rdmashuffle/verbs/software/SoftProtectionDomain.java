@@ -1,7 +1,5 @@
 package org.rdmashuffle.verbs.software;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
@@ -10,6 +8,7 @@ import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.ProtectionDomain;
+import org.rdmashuffle.verbs.ProviderSupport;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
@@ -36,12 +35,7 @@ final class SoftProtectionDomain implements ProtectionDomain {
 
     private MemoryRegion register(MemorySegment memory, int access, Arena owned) {
         context.ensureOpen();
-        if (!memory.isNative()) {
-            throw new IllegalArgumentException("only native memory can be registered, not a heap segment");
-        }
-        if (memory.byteSize() == 0) {
-            throw new IllegalArgumentException("cannot register an empty segment");
-        }
+        ProviderSupport.checkRegistrable(memory);
         if ((access & Access.ON_DEMAND) != 0) {
             throw new VerbsException("ibv_reg_mr", Errno.EOPNOTSUPP, context.device.name()
                     + " has no on-demand paging for RC reads (the software provider never pins memory anyway); register without ON_DEMAND");
@@ -54,31 +48,14 @@ final class SoftProtectionDomain implements ProtectionDomain {
 
     @Override
     public MemoryRegion allocateAndRegister(long bytes, int access) {
-        Arena arena = Arena.ofShared();
-        try {
-            return register(arena.allocate(bytes, 4096), access, arena);
-        } catch (RuntimeException e) {
-            arena.close();
-            throw e;
-        }
+        return ProviderSupport.allocateAndRegister(bytes, (memory, owner) -> register(memory, access, owner));
     }
 
     /** Maps read-only unless writes are allowed; remote reads are served from the mapping itself. */
     @Override
     public MemoryRegion registerFile(FileChannel file, long offset, long length, int access) {
-        boolean writable = (access & (Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0;
-        Arena arena = Arena.ofShared();
-        try {
-            MemorySegment mapped = file.map(writable ? FileChannel.MapMode.READ_WRITE : FileChannel.MapMode.READ_ONLY,
-                    offset, length, arena);
-            return register(mapped, access, arena);
-        } catch (IOException e) {
-            arena.close();
-            throw new UncheckedIOException("mapping " + length + " bytes at offset " + offset + " for registration failed", e);
-        } catch (RuntimeException e) {
-            arena.close();
-            throw e;
-        }
+        return ProviderSupport.mapAndRegister(file, ProviderSupport.mapModeFor(access), offset, length,
+                (memory, owner) -> register(memory, access, owner));
     }
 
     @Override
