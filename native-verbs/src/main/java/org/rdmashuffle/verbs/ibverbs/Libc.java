@@ -12,7 +12,6 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 
 import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.VerbsException;
@@ -24,8 +23,6 @@ import org.rdmashuffle.verbs.VerbsException;
  */
 final class Libc {
     private static final Linker LINKER = Linker.nativeLinker();
-    private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final MethodHandle POLL = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("poll"),
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), Linker.Option.captureCallState("errno"));
     private static final MethodHandle FCNTL = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("fcntl"),
@@ -51,13 +48,13 @@ final class Libc {
     /** Waits up to {@code timeoutMillis} for {@code fd} to become readable; true if it did. */
     static boolean awaitReadable(int fd, int timeoutMillis) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CAPTURE);
+            MemorySegment state = Libibverbs.allocateCaptureState(arena);
             MemorySegment pfd = arena.allocate(POLLFD);
             pfd.set(JAVA_INT, 0, fd);
             pfd.set(JAVA_SHORT, 4, POLLIN);
             int rc = (int) POLL.invokeExact(state, pfd, 1L, timeoutMillis);
             if (rc < 0) {
-                int errno = (int) ERRNO.get(state, 0L);
+                int errno = Libibverbs.errno(state);
                 if (errno == Errno.EINTR) {
                     return false;
                 }
@@ -74,10 +71,10 @@ final class Libc {
     /** Sets O_NONBLOCK on {@code fd}, so a read after a spurious wakeup returns EAGAIN instead of blocking. */
     static void setNonBlocking(int fd) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CAPTURE);
+            MemorySegment state = Libibverbs.allocateCaptureState(arena);
             int flags = (int) FCNTL.invokeExact(state, fd, F_GETFL, 0);
             if (flags < 0 || (int) FCNTL.invokeExact(state, fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-                throw new VerbsException("fcntl(fd " + fd + ", O_NONBLOCK)", (int) ERRNO.get(state, 0L), null);
+                throw new VerbsException("fcntl(fd " + fd + ", O_NONBLOCK)", Libibverbs.errno(state), null);
             }
         } catch (VerbsException e) {
             throw e;
@@ -89,10 +86,10 @@ final class Libc {
     /** The soft memlock limit in bytes, or {@link #UNLIMITED}. */
     static long memlockLimit() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CAPTURE);
+            MemorySegment state = Libibverbs.allocateCaptureState(arena);
             MemorySegment rlimit = arena.allocate(16, 8);
             if ((int) GETRLIMIT.invokeExact(state, RLIMIT_MEMLOCK, rlimit) != 0) {
-                throw new VerbsException("getrlimit(RLIMIT_MEMLOCK)", (int) ERRNO.get(state, 0L), null);
+                throw new VerbsException("getrlimit(RLIMIT_MEMLOCK)", Libibverbs.errno(state), null);
             }
             return rlimit.get(JAVA_LONG, 0);
         } catch (VerbsException e) {

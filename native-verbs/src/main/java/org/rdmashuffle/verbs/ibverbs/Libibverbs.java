@@ -108,6 +108,7 @@ final class Libibverbs {
     static final MethodHandle VCTX_CREATE_QP_EX = LINKER.downcallHandle(FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS),
             CAPTURE_ERRNO);
 
+    /** errno as captured by a downcall made with {@code captureCallState("errno")} (this class's or {@link Libc}'s). */
     static int errno(MemorySegment captureState) {
         return (int) ERRNO.get(captureState, 0L);
     }
