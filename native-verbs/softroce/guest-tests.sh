@@ -32,10 +32,6 @@ echo "softroce tests: building on the host ($modules)"
 mvn -B -q -DskipTests -pl "$modules" -am install >/dev/null
 mvn -B -q -pl shuffle-core dependency:build-classpath -Dmdep.includeScope=test \
   -Dmdep.outputFile="$root/shuffle-core/target/test-classpath.txt" >/dev/null
-if ((bench)); then
-  mvn -B -q -pl benchmarks dependency:build-classpath -Dmdep.includeScope=runtime \
-    -Dmdep.outputFile="$root/benchmarks/target/classpath.txt" >/dev/null
-fi
 
 rm -rf "$reports" && mkdir -p "$reports"
 # One JVM runs both modules' tests: the verbs conformance suite and the engine's tests that use a
