@@ -11,7 +11,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
 import org.rdmashuffle.verbs.Errno;
@@ -68,14 +67,7 @@ class SoftwareAdmissionTest {
     private static int hello(QueuePairEndpoint target, String token) throws IOException {
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), target.lid())) {
             s.setSoTimeout(10_000);
-            DataOutputStream out = new DataOutputStream(s.getOutputStream());
-            byte[] t = token.getBytes(StandardCharsets.US_ASCII);
-            out.writeInt(0x52534831);
-            out.writeInt(4242);
-            out.writeInt(target.qpNumber());
-            out.writeInt(t.length);
-            out.write(t);
-            out.flush();
+            SoftwarePair.writeHello(new DataOutputStream(s.getOutputStream()), 4242, target.qpNumber(), token);
             DataInputStream in = new DataInputStream(s.getInputStream());
             int verdict = in.readInt();
             assertThrows(EOFException.class, in::readInt, "a refused connection is closed");

@@ -7,7 +7,6 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
@@ -54,13 +53,7 @@ class SoftwarePeerFailureTest {
             try (Socket s = new Socket(InetAddress.getLoopbackAddress(), target.lid())) {
                 s.setSoTimeout(10_000);
                 DataOutputStream out = new DataOutputStream(s.getOutputStream());
-                byte[] token = target.admissionToken().getBytes(StandardCharsets.US_ASCII);
-                out.writeInt(0x52534831);
-                out.writeInt(1);
-                out.writeInt(target.qpNumber());
-                out.writeInt(token.length);
-                out.write(token);
-                out.flush();
+                SoftwarePair.writeHello(out, 1, target.qpNumber(), target.admissionToken());
                 DataInputStream in = new DataInputStream(s.getInputStream());
                 assertEquals(0, in.readInt(), "admitted with the issued token");
                 byte[] frame = new byte[48];
