@@ -36,6 +36,15 @@ public final class ControlClient implements AutoCloseable {
 
     private static final Frame CLOSED = new Frame((byte) 0, (byte) 0, new byte[0]);
 
+    /** The peer closed the connection while we waited: during a handshake, that is its refusal. */
+    private static final class PeerClosedException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        PeerClosedException(String message) {
+            super(message);
+        }
+    }
+
     private final InetSocketAddress peer;
     private final EventLoopGroup group;
     private final Channel channel;
@@ -111,7 +120,7 @@ public final class ControlClient implements AutoCloseable {
             return c;
         } catch (IOException | RuntimeException e) {
             c.close();
-            if (e instanceof IOException io && io.getMessage().contains("closed the connection")) {
+            if (e instanceof PeerClosedException) {
                 throw new AuthenticationException(peer + " closed the connection during the handshake for application "
                         + appId + " (wrong secret, unknown application, or authentication mode mismatch)");
             }
@@ -156,7 +165,7 @@ public final class ControlClient implements AutoCloseable {
         }
         if (f == CLOSED) {
             inbox.add(CLOSED); // later calls see it too
-            throw new IOException(peer + " closed the connection while waiting for " + what);
+            throw new PeerClosedException(peer + " closed the connection while waiting for " + what);
         }
         return f;
     }
