@@ -68,6 +68,12 @@ public final class ControlClientPool implements AutoCloseable {
         }
     }
 
+    /** Whether a live, authenticated connection to {@code peer} exists now. */
+    public boolean isConnected(InetSocketAddress peer) {
+        ControlClient c = clients.get(peer);
+        return c != null && c.isOpen();
+    }
+
     /** Live connections: one per peer at most. */
     public int openConnections() {
         return (int) clients.values().stream().filter(ControlClient::isOpen).count();

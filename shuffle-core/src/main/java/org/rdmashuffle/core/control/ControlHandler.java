@@ -4,8 +4,8 @@ package org.rdmashuffle.core.control;
 @FunctionalInterface
 public interface ControlHandler {
     /**
-     * @param appId the application the peer authenticated for
+     * @param session the authenticated connection the request came on
      * @return the reply payload; an exception becomes an ERROR frame carrying its message
      */
-    byte[] handle(String appId, byte type, byte[] payload) throws Exception;
+    byte[] handle(ControlSession session, byte type, byte[] payload) throws Exception;
 }

@@ -79,6 +79,7 @@ public final class ControlServer implements AutoCloseable {
         private final ControlHandler handler;
         private ChallengeResponse.Server auth;
         private String appId;
+        private ControlSession session;
 
         Session(Function<String, byte[]> secrets, ControlHandler handler) {
             this.secrets = secrets;
@@ -135,7 +136,10 @@ public final class ControlServer implements AutoCloseable {
                         }
                         byte[] reply;
                         try {
-                            reply = handler.handle(appId, type, payload);
+                            if (session == null) {
+                                session = new ControlSession(appId, ctx.channel().remoteAddress());
+                            }
+                            reply = handler.handle(session, type, payload);
                         } catch (Exception e) {
                             send(ctx, ControlFrame.ERROR, type, String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8));
                             return;
@@ -152,6 +156,14 @@ public final class ControlServer implements AutoCloseable {
         private static void refuse(ChannelHandlerContext ctx, String why) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
             ctx.close();
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            if (session != null) {
+                session.closed();
+            }
+            ctx.fireChannelInactive();
         }
 
         @Override

@@ -3,6 +3,8 @@ package org.rdmashuffle.core.protocol;
 import java.util.List;
 import java.util.Objects;
 
+import org.rdmashuffle.core.BlockId;
+
 import org.rdmashuffle.core.server.BlockDescriptor;
 
 /**
@@ -11,47 +13,39 @@ import org.rdmashuffle.core.server.BlockDescriptor;
  */
 public sealed interface Message {
 
+    /** The request id of an error about the whole connection rather than one request; real ids start at 1. */
+    long CONNECTION_ERROR = 0;
+
     long requestId();
 
-    /** Block descriptors for partitions {@code [startPartition, endPartition)} of these map outputs. */
-    record FetchRequest(long requestId, int shuffleId, long[] mapIds, int startPartition, int endPartition) implements Message {
+    /** Block descriptors for these blocks of one shuffle, answered in one {@link FetchResponse}. */
+    record FetchRequest(long requestId, int shuffleId, List<BlockId> blocks) implements Message {
         public FetchRequest {
-            Objects.requireNonNull(mapIds, "mapIds");
-            mapIds = mapIds.clone();
-        }
-
-        @Override
-        public long[] mapIds() {
-            return mapIds.clone();
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof FetchRequest r && r.requestId == requestId && r.shuffleId == shuffleId
-                    && java.util.Arrays.equals(r.mapIds, mapIds) && r.startPartition == startPartition
-                    && r.endPartition == endPartition;
-        }
-
-        @Override
-        public int hashCode() {
-            return Long.hashCode(requestId) * 31 + java.util.Arrays.hashCode(mapIds);
+            blocks = List.copyOf(blocks);
+            for (BlockId b : blocks) {
+                if (b.shuffleId() != shuffleId) {
+                    throw new IllegalArgumentException(b + " is not a block of shuffle " + shuffleId);
+                }
+            }
         }
 
         @Override
         public String toString() {
-            return "FetchRequest[id " + requestId + ", shuffle " + shuffleId + ", " + mapIds.length + " maps, partitions ["
-                    + startPartition + ", " + endPartition + ")]";
+            return "FetchRequest[id " + requestId + ", shuffle " + shuffleId + ", " + blocks.size() + " blocks]";
         }
     }
 
-    /** The descriptors, one per requested map output, in request order. */
+    /** The descriptors, one per requested block, in request order. */
     record FetchResponse(long requestId, List<BlockDescriptor> blocks) implements Message {
         public FetchResponse {
             blocks = List.copyOf(blocks);
         }
     }
 
-    /** The request failed; {@code reason} says why, for the reducer's error. */
+    /**
+     * The request failed; {@code reason} says why, for the reducer's error. Request id {@link
+     * #CONNECTION_ERROR} speaks of the connection (e.g. a malformed message): the peer closes it next.
+     */
     record ErrorResponse(long requestId, String reason) implements Message {
         public ErrorResponse {
             Objects.requireNonNull(reason, "reason");

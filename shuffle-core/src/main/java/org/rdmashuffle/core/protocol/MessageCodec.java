@@ -11,6 +11,7 @@ import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
 
+import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.server.BlockDescriptor;
 
 /**
@@ -128,30 +129,34 @@ public final class MessageCodec {
         public void write(Kryo kryo, Output out, Message.FetchRequest r) {
             out.writeVarLong(r.requestId(), true);
             out.writeVarInt(r.shuffleId(), true);
-            long[] maps = r.mapIds();
-            out.writeVarInt(maps.length, true);
-            for (long m : maps) {
-                out.writeVarLong(m, true);
+            out.writeVarInt(r.blocks().size(), true);
+            for (BlockId b : r.blocks()) {
+                out.writeVarLong(b.mapId(), true);
+                out.writeVarInt(b.startPartition(), true);
+                out.writeVarInt(b.endPartition() - b.startPartition(), true);
             }
-            out.writeVarInt(r.startPartition(), true);
-            out.writeVarInt(r.endPartition(), true);
         }
 
         @Override
         public Message.FetchRequest read(Kryo kryo, Input in, Class<Message.FetchRequest> type) {
             long id = in.readVarLong(true);
             int shuffle = in.readVarInt(true);
-            long[] maps = new long[count(in, "map id")];
-            for (int i = 0; i < maps.length; i++) {
-                maps[i] = in.readVarLong(true);
+            if (shuffle < 0) {
+                throw new MalformedMessageException("fetch request " + id + ": shuffle " + shuffle);
             }
-            int start = in.readVarInt(true);
-            int end = in.readVarInt(true);
-            if (shuffle < 0 || start < 0 || end <= start) {
-                throw new MalformedMessageException("fetch request " + id + ": shuffle " + shuffle + ", partitions ["
-                        + start + ", " + end + ")");
+            int n = count(in, "block");
+            List<BlockId> blocks = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                long map = in.readVarLong(true);
+                int start = in.readVarInt(true);
+                int span = in.readVarInt(true);
+                if (start < 0 || span <= 0 || start + span < 0) {
+                    throw new MalformedMessageException("fetch request " + id + ": map " + map + ", partitions from " + start
+                            + " spanning " + span);
+                }
+                blocks.add(new BlockId(shuffle, map, start, start + span));
             }
-            return new Message.FetchRequest(id, shuffle, maps, start, end);
+            return new Message.FetchRequest(id, shuffle, blocks);
         }
     }
 

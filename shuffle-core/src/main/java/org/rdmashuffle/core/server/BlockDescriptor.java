@@ -9,6 +9,10 @@ package org.rdmashuffle.core.server;
 public record BlockDescriptor(int shuffleId, long mapId, int startPartition, int endPartition, long address,
                               long length, int rkey) {
 
+    public org.rdmashuffle.core.BlockId blockId() {
+        return new org.rdmashuffle.core.BlockId(shuffleId, mapId, startPartition, endPartition);
+    }
+
     public boolean isEmpty() {
         return length == 0;
     }

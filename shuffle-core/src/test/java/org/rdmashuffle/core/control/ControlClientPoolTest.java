@@ -20,7 +20,7 @@ class ControlClientPoolTest {
 
     private static ControlServer server(int port) {
         return new ControlServer(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), Map.of("app", SECRET)::get,
-                (app, type, payload) -> {
+                (session, type, payload) -> {
                     if (type == 9) {
                         throw new IllegalArgumentException("refused");
                     }

@@ -29,12 +29,12 @@ class ControlPlaneTest {
     private final AtomicInteger handled = new AtomicInteger();
 
     private ControlServer server(Map<String, byte[]> secrets) {
-        return new ControlServer(ANY, secrets == null ? null : secrets::get, (app, type, payload) -> {
+        return new ControlServer(ANY, secrets == null ? null : secrets::get, (session, type, payload) -> {
             handled.incrementAndGet();
             if (type == 9) {
                 throw new IllegalStateException("no map output 7 of shuffle 1 is registered here");
             }
-            return (app + ":" + new String(payload, StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8);
+            return (session.appId() + ":" + new String(payload, StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8);
         }, MAX_FRAME);
     }
 

@@ -13,6 +13,7 @@ import java.util.Random;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.server.BlockDescriptor;
 
 /** Metadata messages round-trip; malformed, oversized and hostile bytes are refused by name, never crash. */
@@ -29,7 +30,7 @@ class MessageCodecTest {
     @Test
     void everyMessageRoundTrips() {
         List<Message> messages = List.of(
-                new Message.FetchRequest(7, 3, new long[] {0, 5, 1L << 40}, 2, 9),
+                new Message.FetchRequest(7, 3, List.of(new BlockId(3, 0, 2, 9), new BlockId(3, 1L << 40, 0, 1))),
                 new Message.FetchResponse(7, List.of(new BlockDescriptor(3, 5, 2, 9, 0x7f00_1234_5000L, 12345, -17),
                         new BlockDescriptor(3, 6, 2, 9, 0, 0, 0))),
                 new Message.ErrorResponse(8, "no map output 4 of shuffle 3 is registered here (ünïcode ok)"));
@@ -61,7 +62,7 @@ class MessageCodecTest {
 
     @Test
     void truncatedAndTrailingBytesAreRefused() {
-        int n = codec.encode(new Message.FetchRequest(1, 2, new long[] {3, 4, 5}, 0, 1), buffer);
+        int n = codec.encode(new Message.FetchRequest(1, 2, List.of(BlockId.of(2, 3, 0), BlockId.of(2, 4, 0), BlockId.of(2, 5, 0))), buffer);
         MalformedMessageException cut = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n - 2));
         assertTrue(cut.getMessage().startsWith("undecodable message"), cut.getMessage());
         MalformedMessageException trailing = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n + 3));
@@ -74,12 +75,12 @@ class MessageCodecTest {
         assertEquals("unknown message type 99", assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, 8)).getMessage());
         buffer.set(ValueLayout.JAVA_BYTE, 0, (byte) 3); // Kryo's own id for String: not reachable
         assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, 8));
-        int n = codec.encode(new Message.FetchRequest(1, 2, new long[] {3}, 4, 5), buffer);
+        int n = codec.encode(new Message.FetchRequest(1, 2, List.of(BlockId.of(2, 3, 4))), buffer);
         MessageCodec loose = new MessageCodec(4096);
-        // Forge an empty partition range [4, 4): rewrite the last varint (end partition) to 4.
-        buffer.set(ValueLayout.JAVA_BYTE, n - 1, (byte) 4);
+        // Forge an empty partition range: rewrite the last varint (the span) to 0.
+        buffer.set(ValueLayout.JAVA_BYTE, n - 1, (byte) 0);
         MalformedMessageException e = assertThrows(MalformedMessageException.class, () -> loose.decode(buffer, n));
-        assertTrue(e.getMessage().contains("partitions [4, 4)"), e.getMessage());
+        assertTrue(e.getMessage().contains("map 3, partitions from 4 spanning 0"), e.getMessage());
     }
 
     @Test

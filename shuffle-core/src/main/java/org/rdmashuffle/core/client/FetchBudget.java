@@ -1,0 +1,85 @@
+package org.rdmashuffle.core.client;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The process-wide bound on reads in flight: bytes (so fetched data cannot outgrow memory) and
+ * chains (so a flush of every outstanding request still fits the completion queue). A single chain
+ * larger than the byte bound is let through when nothing else is in flight, as Spark does. Peers
+ * that found no room wait here and are resumed by {@link #wakeWaiters()}.
+ */
+public final class FetchBudget {
+    private final long maxBytes;
+    private final int maxChains;
+    private long bytes;
+    private int chains;
+    private long peakBytes;
+    private long requestsPosted;
+    private long blocksPosted;
+    private final Set<PeerFetcher> waiting = ConcurrentHashMap.newKeySet();
+
+    public FetchBudget(long maxBytes, int maxChains) {
+        this.maxBytes = maxBytes;
+        this.maxChains = maxChains;
+    }
+
+    synchronized boolean tryAcquire(long chainBytes) {
+        if (chains >= maxChains || (bytes > 0 && bytes + chainBytes > maxBytes)) {
+            return false;
+        }
+        bytes += chainBytes;
+        chains++;
+        peakBytes = Math.max(peakBytes, bytes);
+        return true;
+    }
+
+    synchronized void release(long chainBytes) {
+        bytes -= chainBytes;
+        chains--;
+    }
+
+    void await(PeerFetcher f) {
+        waiting.add(f);
+    }
+
+    /** Lets every waiting peer try again; call with no fetcher's lock held. */
+    public void wakeWaiters() {
+        if (waiting.isEmpty()) {
+            return;
+        }
+        List<PeerFetcher> ready = new ArrayList<>(waiting);
+        waiting.removeAll(ready);
+        ready.forEach(PeerFetcher::pump);
+    }
+
+    public synchronized long bytesInFlight() {
+        return bytes;
+    }
+
+    synchronized void posted(int requests, int blocks) {
+        requestsPosted += requests;
+        blocksPosted += blocks;
+    }
+
+    /** RDMA_READ work requests posted since start. */
+    public synchronized long readRequestsPosted() {
+        return requestsPosted;
+    }
+
+    /** Blocks those requests read: more blocks than requests means contiguous blocks were coalesced. */
+    public synchronized long blocksRead() {
+        return blocksPosted;
+    }
+
+    /** The most bytes ever in flight at once. */
+    public synchronized long peakBytesInFlight() {
+        return peakBytes;
+    }
+
+    public synchronized int chainsInFlight() {
+        return chains;
+    }
+}

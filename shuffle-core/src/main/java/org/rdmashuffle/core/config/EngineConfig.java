@@ -1,0 +1,251 @@
+package org.rdmashuffle.core.config;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * Every setting of the engine, with its default. Engine adapters read them from their own
+ * configuration under a prefix (Spark: {@code spark.shuffle.rdma.}, Hadoop: {@code
+ * rdma.shuffle.}) with {@link #fromProperties}; the keys are the {@code KEY_*} constants, and
+ * docs/configuration.md lists each one.
+ *
+ * <p>Sizes accept {@code k}, {@code m}, {@code g} suffixes; durations {@code ms}, {@code s}, {@code min}.
+ */
+public final class EngineConfig {
+    /** Which of {@code ibv_post_send} or the extended {@code ibv_wr_*} builder posts the data path's reads. */
+    public enum PostPath {
+        /** {@code ibv_wr_start/ibv_wr_rdma_read/ibv_wr_complete}: measured faster (docs/benchmarks.md). */
+        BUILDER,
+        /** A linked {@code ibv_send_wr} chain through {@code ibv_post_send}. */
+        POST_SEND
+    }
+
+    public static final String KEY_PROVIDER = "provider";
+    public static final String KEY_DEVICE = "device";
+    public static final String KEY_PORT = "port";
+    public static final String KEY_GID_INDEX = "gidIndex";
+    public static final String KEY_BIND_ADDRESS = "bindAddress";
+    public static final String KEY_CONTROL_PORT = "controlPort";
+    public static final String KEY_QPS_PER_PEER = "qpsPerPeer";
+    public static final String KEY_CHAIN_LENGTH = "chainLength";
+    public static final String KEY_MAX_BYTES_IN_FLIGHT = "maxBytesInFlight";
+    public static final String KEY_MAX_BYTES_IN_FLIGHT_PER_PEER = "maxBytesInFlightPerPeer";
+    public static final String KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER = "maxChainsInFlightPerPeer";
+    public static final String KEY_RECEIVE_BUFFERS = "srq.buffers";
+    public static final String KEY_RECEIVE_BUFFER_SIZE = "srq.bufferSize";
+    public static final String KEY_RECEIVE_LOW_WATER = "srq.lowWater";
+    public static final String KEY_SEND_BUFFERS = "sendBuffers";
+    public static final String KEY_REGISTERED_MEMORY_LIMIT = "registeredMemoryLimit";
+    public static final String KEY_FETCH_BUFFER_MEMORY = "fetchBufferMemory";
+    public static final String KEY_POLLER_THREADS = "pollerThreads";
+    public static final String KEY_BUSY_POLL = "busyPoll";
+    public static final String KEY_CONNECT_TIMEOUT = "connectTimeout";
+    public static final String KEY_FETCH_TIMEOUT = "fetchTimeout";
+    public static final String KEY_POST_PATH = "postPath";
+    public static final String KEY_MAX_SERVED_CONNECTIONS = "maxServedConnections";
+
+    String provider = "auto";
+    String device = null;
+    int port = 1;
+    int gidIndex = -1;
+    String bindAddress = "127.0.0.1";
+    int controlPort = 0;
+    int qpsPerPeer = 1;
+    int chainLength = 16;
+    long maxBytesInFlight = 64L << 20;
+    long maxBytesInFlightPerPeer = 32L << 20;
+    int maxChainsInFlightPerPeer = 8;
+    int receiveBuffers = 256;
+    int receiveBufferSize = 32 << 10;
+    int receiveLowWater = 32;
+    int sendBuffers = 128;
+    long registeredMemoryLimit = 64L << 30;
+    long fetchBufferMemory = 256L << 20;
+    int pollerThreads = 1;
+    Duration busyPoll = Duration.ofNanos(50_000);
+    Duration connectTimeout = Duration.ofSeconds(10);
+    Duration fetchTimeout = Duration.ofSeconds(120);
+    PostPath postPath = PostPath.BUILDER;
+    int maxServedConnections = 1024;
+
+    public static EngineConfig defaults() {
+        return new EngineConfig();
+    }
+
+    /**
+     * Reads every {@code prefix + KEY_*} that {@code lookup} has; the rest keep their defaults.
+     * A value that does not parse fails with the key and the value.
+     */
+    public static EngineConfig fromProperties(String prefix, Function<String, String> lookup) {
+        EngineConfig c = new EngineConfig();
+        for (String key : keys()) {
+            String v = lookup.apply(prefix + key);
+            if (v != null) {
+                try {
+                    c.set(key, v.trim());
+                } catch (RuntimeException e) {
+                    throw new IllegalArgumentException(prefix + key + "=" + v + ": " + e.getMessage(), e);
+                }
+            }
+        }
+        c.validate();
+        return c;
+    }
+
+    public static java.util.List<String> keys() {
+        return java.util.List.of(KEY_PROVIDER, KEY_DEVICE, KEY_PORT, KEY_GID_INDEX, KEY_BIND_ADDRESS, KEY_CONTROL_PORT,
+                KEY_QPS_PER_PEER, KEY_CHAIN_LENGTH, KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER,
+                KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
+                KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_BUSY_POLL,
+                KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS);
+    }
+
+    /** Sets one key (without prefix) from its text form; returns this. */
+    public EngineConfig set(String key, String v) {
+        switch (key) {
+            case KEY_PROVIDER -> provider = v.toLowerCase(Locale.ROOT);
+            case KEY_DEVICE -> device = v.isEmpty() ? null : v;
+            case KEY_PORT -> port = Integer.parseInt(v);
+            case KEY_GID_INDEX -> gidIndex = Integer.parseInt(v);
+            case KEY_BIND_ADDRESS -> bindAddress = v;
+            case KEY_CONTROL_PORT -> controlPort = Integer.parseInt(v);
+            case KEY_QPS_PER_PEER -> qpsPerPeer = Integer.parseInt(v);
+            case KEY_CHAIN_LENGTH -> chainLength = Integer.parseInt(v);
+            case KEY_MAX_BYTES_IN_FLIGHT -> maxBytesInFlight = parseBytes(v);
+            case KEY_MAX_BYTES_IN_FLIGHT_PER_PEER -> maxBytesInFlightPerPeer = parseBytes(v);
+            case KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER -> maxChainsInFlightPerPeer = Integer.parseInt(v);
+            case KEY_RECEIVE_BUFFERS -> receiveBuffers = Integer.parseInt(v);
+            case KEY_RECEIVE_BUFFER_SIZE -> receiveBufferSize = Math.toIntExact(parseBytes(v));
+            case KEY_RECEIVE_LOW_WATER -> receiveLowWater = Integer.parseInt(v);
+            case KEY_SEND_BUFFERS -> sendBuffers = Integer.parseInt(v);
+            case KEY_REGISTERED_MEMORY_LIMIT -> registeredMemoryLimit = parseBytes(v);
+            case KEY_FETCH_BUFFER_MEMORY -> fetchBufferMemory = parseBytes(v);
+            case KEY_POLLER_THREADS -> pollerThreads = Integer.parseInt(v);
+            case KEY_BUSY_POLL -> busyPoll = parseDuration(v);
+            case KEY_CONNECT_TIMEOUT -> connectTimeout = parseDuration(v);
+            case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
+            case KEY_POST_PATH -> postPath = PostPath.valueOf(v.toUpperCase(Locale.ROOT).replace('-', '_'));
+            case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = Integer.parseInt(v);
+            default -> throw new IllegalArgumentException("unknown key " + key);
+        }
+        return this;
+    }
+
+    /** Refuses settings the engine cannot run with, naming the key. */
+    public EngineConfig validate() {
+        require(qpsPerPeer >= 1 && qpsPerPeer <= 64, KEY_QPS_PER_PEER, "1..64", qpsPerPeer);
+        require(chainLength >= 1 && chainLength <= 1024, KEY_CHAIN_LENGTH, "1..1024", chainLength);
+        require(maxBytesInFlight > 0, KEY_MAX_BYTES_IN_FLIGHT, "positive", maxBytesInFlight);
+        require(maxBytesInFlightPerPeer > 0, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, "positive", maxBytesInFlightPerPeer);
+        require(maxChainsInFlightPerPeer >= 1 && maxChainsInFlightPerPeer <= 1024, KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER,
+                "1..1024", maxChainsInFlightPerPeer);
+        require(receiveBuffers >= 2, KEY_RECEIVE_BUFFERS, "at least 2", receiveBuffers);
+        require(receiveBufferSize >= 1024, KEY_RECEIVE_BUFFER_SIZE, "at least 1k", receiveBufferSize);
+        require(receiveLowWater >= 0 && receiveLowWater < receiveBuffers, KEY_RECEIVE_LOW_WATER,
+                "0.." + (receiveBuffers - 1), receiveLowWater);
+        require(sendBuffers >= 2, KEY_SEND_BUFFERS, "at least 2", sendBuffers);
+        require(registeredMemoryLimit > 0, KEY_REGISTERED_MEMORY_LIMIT, "positive", registeredMemoryLimit);
+        require(fetchBufferMemory >= (1 << 20), KEY_FETCH_BUFFER_MEMORY, "at least 1m", fetchBufferMemory);
+        require(pollerThreads >= 1 && pollerThreads <= 64, KEY_POLLER_THREADS, "1..64", pollerThreads);
+        require(!busyPoll.isNegative(), KEY_BUSY_POLL, "not negative", busyPoll);
+        require(connectTimeout.toMillis() > 0, KEY_CONNECT_TIMEOUT, "positive", connectTimeout);
+        require(fetchTimeout.toMillis() > 0, KEY_FETCH_TIMEOUT, "positive", fetchTimeout);
+        require(maxServedConnections >= 1, KEY_MAX_SERVED_CONNECTIONS, "positive", maxServedConnections);
+        return this;
+    }
+
+    private static void require(boolean ok, String key, String range, Object value) {
+        if (!ok) {
+            throw new IllegalArgumentException(key + " must be " + range + ", not " + value);
+        }
+    }
+
+    /** Every setting by key, as text: for logs and the doctor. */
+    public Map<String, String> describe() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put(KEY_PROVIDER, provider);
+        m.put(KEY_DEVICE, device == null ? "(first)" : device);
+        m.put(KEY_PORT, Integer.toString(port));
+        m.put(KEY_GID_INDEX, gidIndex < 0 ? "auto" : Integer.toString(gidIndex));
+        m.put(KEY_BIND_ADDRESS, bindAddress);
+        m.put(KEY_CONTROL_PORT, Integer.toString(controlPort));
+        m.put(KEY_QPS_PER_PEER, Integer.toString(qpsPerPeer));
+        m.put(KEY_CHAIN_LENGTH, Integer.toString(chainLength));
+        m.put(KEY_MAX_BYTES_IN_FLIGHT, Long.toString(maxBytesInFlight));
+        m.put(KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, Long.toString(maxBytesInFlightPerPeer));
+        m.put(KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, Integer.toString(maxChainsInFlightPerPeer));
+        m.put(KEY_RECEIVE_BUFFERS, Integer.toString(receiveBuffers));
+        m.put(KEY_RECEIVE_BUFFER_SIZE, Integer.toString(receiveBufferSize));
+        m.put(KEY_RECEIVE_LOW_WATER, Integer.toString(receiveLowWater));
+        m.put(KEY_SEND_BUFFERS, Integer.toString(sendBuffers));
+        m.put(KEY_REGISTERED_MEMORY_LIMIT, Long.toString(registeredMemoryLimit));
+        m.put(KEY_FETCH_BUFFER_MEMORY, Long.toString(fetchBufferMemory));
+        m.put(KEY_POLLER_THREADS, Integer.toString(pollerThreads));
+        m.put(KEY_BUSY_POLL, busyPoll.toNanos() / 1000 + "us");
+        m.put(KEY_CONNECT_TIMEOUT, connectTimeout.toMillis() + "ms");
+        m.put(KEY_FETCH_TIMEOUT, fetchTimeout.toMillis() + "ms");
+        m.put(KEY_POST_PATH, postPath.name().toLowerCase(Locale.ROOT));
+        m.put(KEY_MAX_SERVED_CONNECTIONS, Integer.toString(maxServedConnections));
+        return m;
+    }
+
+    static long parseBytes(String v) {
+        String s = v.toLowerCase(Locale.ROOT).replace("b", "");
+        long unit = 1;
+        if (s.endsWith("k")) {
+            unit = 1L << 10;
+        } else if (s.endsWith("m")) {
+            unit = 1L << 20;
+        } else if (s.endsWith("g")) {
+            unit = 1L << 30;
+        }
+        if (unit != 1) {
+            s = s.substring(0, s.length() - 1);
+        }
+        return Math.multiplyExact(Long.parseLong(s.trim()), unit);
+    }
+
+    static Duration parseDuration(String v) {
+        String s = v.toLowerCase(Locale.ROOT).trim();
+        if (s.endsWith("ms")) {
+            return Duration.ofMillis(Long.parseLong(s.substring(0, s.length() - 2).trim()));
+        }
+        if (s.endsWith("us")) {
+            return Duration.ofNanos(1000 * Long.parseLong(s.substring(0, s.length() - 2).trim()));
+        }
+        if (s.endsWith("min")) {
+            return Duration.ofMinutes(Long.parseLong(s.substring(0, s.length() - 3).trim()));
+        }
+        if (s.endsWith("s")) {
+            return Duration.ofSeconds(Long.parseLong(s.substring(0, s.length() - 1).trim()));
+        }
+        return Duration.ofMillis(Long.parseLong(s));
+    }
+
+    public String provider() { return provider; }
+    public String device() { return device; }
+    public int port() { return port; }
+    public int gidIndex() { return gidIndex; }
+    public String bindAddress() { return bindAddress; }
+    public int controlPort() { return controlPort; }
+    public int qpsPerPeer() { return qpsPerPeer; }
+    public int chainLength() { return chainLength; }
+    public long maxBytesInFlight() { return maxBytesInFlight; }
+    public long maxBytesInFlightPerPeer() { return maxBytesInFlightPerPeer; }
+    public int maxChainsInFlightPerPeer() { return maxChainsInFlightPerPeer; }
+    public int receiveBuffers() { return receiveBuffers; }
+    public int receiveBufferSize() { return receiveBufferSize; }
+    public int receiveLowWater() { return receiveLowWater; }
+    public int sendBuffers() { return sendBuffers; }
+    public long registeredMemoryLimit() { return registeredMemoryLimit; }
+    public long fetchBufferMemory() { return fetchBufferMemory; }
+    public int pollerThreads() { return pollerThreads; }
+    public Duration busyPoll() { return busyPoll; }
+    public Duration connectTimeout() { return connectTimeout; }
+    public Duration fetchTimeout() { return fetchTimeout; }
+    public PostPath postPath() { return postPath; }
+    public int maxServedConnections() { return maxServedConnections; }
+}

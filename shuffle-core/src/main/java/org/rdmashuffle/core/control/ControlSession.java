@@ -1,0 +1,51 @@
+package org.rdmashuffle.core.control;
+
+import java.net.SocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One authenticated control connection, as its handler sees it: which application it authenticated
+ * for, where it comes from, and hooks run when it closes (the data connections it set up end with
+ * it, so a peer that goes away leaves nothing behind).
+ */
+public final class ControlSession {
+    private final String appId;
+    private final SocketAddress remote;
+    private final List<Runnable> onClose = new ArrayList<>();
+    private boolean closed;
+
+    ControlSession(String appId, SocketAddress remote) {
+        this.appId = appId;
+        this.remote = remote;
+    }
+
+    public String appId() {
+        return appId;
+    }
+
+    public SocketAddress remoteAddress() {
+        return remote;
+    }
+
+    /** Runs {@code hook} when the connection closes (at once if it already has). */
+    public void onClose(Runnable hook) {
+        synchronized (this) {
+            if (!closed) {
+                onClose.add(hook);
+                return;
+            }
+        }
+        hook.run();
+    }
+
+    void closed() {
+        List<Runnable> hooks;
+        synchronized (this) {
+            closed = true;
+            hooks = new ArrayList<>(onClose);
+            onClose.clear();
+        }
+        hooks.forEach(Runnable::run);
+    }
+}

@@ -1,0 +1,67 @@
+package org.rdmashuffle.core.protocol;
+
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.rdmashuffle.verbs.QueuePairEndpoint;
+
+/**
+ * The control-plane request that sets up a data connection, and its reply: the sender's receive
+ * buffer size (so the other side never sends a message it cannot take) and one endpoint per queue
+ * pair. Strictly parsed.
+ */
+public final class ConnectCodec {
+    /** Control-plane request type of the exchange. */
+    public static final byte CONNECT = 1;
+    public static final int MAX_QUEUE_PAIRS = 64;
+
+    /** One side of the exchange. */
+    public record Connect(int receiveBufferSize, List<QueuePairEndpoint> endpoints) {
+        public Connect {
+            endpoints = List.copyOf(endpoints);
+        }
+    }
+
+    private ConnectCodec() {
+    }
+
+    public static byte[] encode(Connect c) {
+        List<byte[]> parts = c.endpoints().stream().map(EndpointCodec::encode).toList();
+        ByteBuffer out = ByteBuffer.allocate(8 + parts.stream().mapToInt(p -> 2 + p.length).sum());
+        out.putInt(c.receiveBufferSize()).putInt(parts.size());
+        for (byte[] p : parts) {
+            out.putShort((short) p.length).put(p);
+        }
+        return out.array();
+    }
+
+    public static Connect decode(byte[] bytes) {
+        try {
+            ByteBuffer in = ByteBuffer.wrap(bytes);
+            int receiveBufferSize = in.getInt();
+            int n = in.getInt();
+            if (receiveBufferSize < 64 || n < 1 || n > MAX_QUEUE_PAIRS) {
+                throw new MalformedMessageException("connect with a " + receiveBufferSize + "-byte receive buffer and " + n
+                        + " queue pairs");
+            }
+            List<QueuePairEndpoint> endpoints = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                int length = in.getShort() & 0xFFFF;
+                if (length > in.remaining()) {
+                    throw new MalformedMessageException("endpoint " + i + " of " + length + " bytes, " + in.remaining() + " left");
+                }
+                byte[] e = new byte[length];
+                in.get(e);
+                endpoints.add(EndpointCodec.decode(e));
+            }
+            if (in.hasRemaining()) {
+                throw new MalformedMessageException("connect with " + in.remaining() + " trailing bytes");
+            }
+            return new Connect(receiveBufferSize, endpoints);
+        } catch (BufferUnderflowException e) {
+            throw new MalformedMessageException("connect of " + bytes.length + " bytes is truncated", e);
+        }
+    }
+}

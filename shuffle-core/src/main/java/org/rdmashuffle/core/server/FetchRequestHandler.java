@@ -1,0 +1,39 @@
+package org.rdmashuffle.core.server;
+
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.Message;
+
+/**
+ * Answers a reducer's FetchRequest from the registry: one descriptor per block, or an ErrorResponse
+ * naming the first block that cannot be served (unknown map output, partitions beyond the output,
+ * registered memory exhausted, file gone). Never throws for a bad request.
+ */
+public final class FetchRequestHandler {
+    /** Reasons are cut to this many characters so an error always fits a receive buffer. */
+    static final int MAX_REASON = 1000;
+
+    private final MapOutputRegistry registry;
+
+    public FetchRequestHandler(MapOutputRegistry registry) {
+        this.registry = registry;
+    }
+
+    public Message answer(Message.FetchRequest request) {
+        List<BlockDescriptor> blocks = new ArrayList<>(request.blocks().size());
+        for (BlockId b : request.blocks()) {
+            try {
+                blocks.add(registry.describe(b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition()));
+            } catch (IllegalArgumentException | IllegalStateException | RegisteredMemoryExhaustedException
+                     | UncheckedIOException | org.rdmashuffle.verbs.VerbsException e) {
+                String reason = b + ": " + e.getMessage();
+                return new Message.ErrorResponse(request.requestId(),
+                        reason.length() > MAX_REASON ? reason.substring(0, MAX_REASON) : reason);
+            }
+        }
+        return new Message.FetchResponse(request.requestId(), blocks);
+    }
+}

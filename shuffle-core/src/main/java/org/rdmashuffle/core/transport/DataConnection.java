@@ -1,0 +1,186 @@
+package org.rdmashuffle.core.transport;
+
+import org.rdmashuffle.core.config.EngineConfig.PostPath;
+import org.rdmashuffle.verbs.QueuePair;
+import org.rdmashuffle.verbs.ScatterGatherList;
+import org.rdmashuffle.verbs.SendFlags;
+import org.rdmashuffle.verbs.SendWorkRequest;
+import org.rdmashuffle.verbs.SendWorkRequests;
+import org.rdmashuffle.verbs.WorkRequestBuilder;
+import org.rdmashuffle.verbs.WorkRequestOpcode;
+
+/**
+ * The RC queue pairs between this process and one peer, in one direction of use (we fetch from it,
+ * or we serve it), and the posting of work onto them. Posts alternate over the queue pairs. All
+ * posting and the close are serialised on this object, so a queue pair is never destroyed under a
+ * post and builder sessions ({@code ibv_wr_start..complete}) never interleave.
+ */
+public final class DataConnection implements AutoCloseable {
+    /** Which side of the shuffle this connection carries. */
+    public enum Role { FETCHING, SERVING }
+
+    private final String peer;
+    private final Role role;
+    private final int peerReceiveBufferSize;
+    private final QueuePair[] qps;
+    private final PostPath path;
+    private final boolean sgeListBroken;
+    private final SendWorkRequests chain;
+    private final ScatterGatherList sgeList;
+    private int next;
+    private boolean closed;
+    private volatile Object attachment;
+
+    /**
+     * @param peerReceiveBufferSize the peer's receive buffer size, from the connection exchange
+     * @param qps connected queue pairs, owned from now on
+     * @param maxChain the most read requests one chain posts
+     * @param sgeListBroken post multi-SGE reads through {@code ibv_post_send} even on the builder path
+     *     (see {@link ProviderQuirks})
+     */
+    public DataConnection(String peer, Role role, int peerReceiveBufferSize, QueuePair[] qps, PostPath path, int maxChain,
+                          int maxSge, boolean sgeListBroken) {
+        this.peer = peer;
+        this.role = role;
+        this.peerReceiveBufferSize = peerReceiveBufferSize;
+        this.qps = qps.clone();
+        this.path = path;
+        this.sgeListBroken = sgeListBroken;
+        this.chain = SendWorkRequests.allocate(maxChain, maxSge);
+        this.sgeList = ScatterGatherList.allocate(maxSge);
+    }
+
+    /** "host:port" of the peer's control endpoint: what errors name. */
+    public String peer() {
+        return peer;
+    }
+
+    public Role role() {
+        return role;
+    }
+
+    /** The peer's receive buffers hold this many bytes: no message to it may be longer. */
+    public int peerReceiveBufferSize() {
+        return peerReceiveBufferSize;
+    }
+
+    public int queuePairs() {
+        return qps.length;
+    }
+
+    public int qpNumber(int i) {
+        return qps[i].qpNumber();
+    }
+
+    /** State the engine keeps with the connection (the fetcher of a peer, for instance). */
+    public Object attachment() {
+        return attachment;
+    }
+
+    public void attach(Object o) {
+        attachment = o;
+    }
+
+    public synchronized boolean isClosed() {
+        return closed;
+    }
+
+    /** Posts one signaled SEND of {@code length} bytes at {@code address}. */
+    public synchronized void postSend(long wrId, long address, int length, int lkey) {
+        QueuePair qp = nextQueuePair();
+        if (path == PostPath.BUILDER) {
+            WorkRequestBuilder b = qp.workRequestBuilder();
+            b.start();
+            try {
+                b.wrId(wrId).flags(SendFlags.SIGNALED).send().sge(lkey, address, length);
+            } catch (RuntimeException e) {
+                b.abort();
+                throw e;
+            }
+            b.complete();
+        } else {
+            chain.get(0).reset().wrId(wrId).opcode(WorkRequestOpcode.SEND).flags(SendFlags.SIGNALED)
+                    .sge(0, address, length, lkey).sgeCount(1);
+            qp.postSend(chain, 1);
+        }
+    }
+
+    /**
+     * Posts the reads of {@code plan} as one chain on one queue pair, every request carrying {@code
+     * wrId} and only the last one signaled: RC completes in order, so its completion means all are done,
+     * and an error completes with the same id whichever request failed.
+     */
+    public synchronized void postReads(long wrId, ReadPlan plan) {
+        QueuePair qp = nextQueuePair();
+        int n = plan.requests();
+        if (path == PostPath.BUILDER && !(sgeListBroken && plan.maxSgesPerRequest() > 1)) {
+            WorkRequestBuilder b = qp.workRequestBuilder();
+            b.start();
+            try {
+                for (int i = 0; i < n; i++) {
+                    b.wrId(wrId).flags(i == n - 1 ? SendFlags.SIGNALED : 0).rdmaRead(plan.rkey(i), plan.remoteAddress(i));
+                    int sges = plan.sgeCount(i);
+                    if (sges == 1) {
+                        b.sge(plan.sgeLkey(i, 0), plan.sgeAddress(i, 0), plan.sgeLength(i, 0));
+                    } else {
+                        for (int s = 0; s < sges; s++) {
+                            sgeList.set(s, plan.sgeAddress(i, s), plan.sgeLength(i, s), plan.sgeLkey(i, s));
+                        }
+                        b.sgeList(sgeList, sges);
+                    }
+                }
+            } catch (RuntimeException e) {
+                b.abort();
+                throw e;
+            }
+            b.complete();
+        } else {
+            for (int i = 0; i < n; i++) {
+                SendWorkRequest r = chain.get(i).reset().wrId(wrId).opcode(WorkRequestOpcode.RDMA_READ)
+                        .flags(i == n - 1 ? SendFlags.SIGNALED : 0).remote(plan.remoteAddress(i), plan.rkey(i));
+                int sges = plan.sgeCount(i);
+                for (int s = 0; s < sges; s++) {
+                    r.sge(s, plan.sgeAddress(i, s), plan.sgeLength(i, s), plan.sgeLkey(i, s));
+                }
+                r.sgeCount(sges);
+            }
+            qp.postSend(chain, n);
+        }
+    }
+
+    private QueuePair nextQueuePair() {
+        if (closed) {
+            throw new IllegalStateException("connection to " + peer + " is closed");
+        }
+        QueuePair qp = qps[next];
+        next = (next + 1) % qps.length;
+        return qp;
+    }
+
+    /**
+     * Moves the queue pairs to ERR and destroys them: once this returns the device writes no more into
+     * any buffer a read of this connection named, so those buffers may be reused. Idempotent.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (QueuePair qp : qps) {
+            try {
+                qp.modifyToError();
+            } catch (RuntimeException ignored) {
+                // already in error or gone: destroying it is what matters
+            }
+            qp.close();
+        }
+        chain.close();
+        sgeList.close();
+    }
+
+    @Override
+    public String toString() {
+        return role.name().toLowerCase() + " connection to " + peer;
+    }
+}

@@ -1,0 +1,166 @@
+package org.rdmashuffle.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.client.BlockFetchException;
+import org.rdmashuffle.core.config.EngineConfig;
+
+/** The engine end to end, two engines in one JVM: what a reducer asks for arrives intact, within the bounds. */
+class RdmaShuffleEngineTest {
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest
+    @EnumSource(EngineConfig.PostPath.class)
+    void everyBlockArrivesIntact_onEitherPostPath(EngineConfig.PostPath path) throws Exception {
+        EngineConfig c = EngineTestSupport.smallConfig().set(EngineConfig.KEY_POST_PATH, path.name());
+        try (EnginePair pair = new EnginePair(c, EngineTestSupport.SECRET, c, EngineTestSupport.SECRET)
+                .withOutputs(dir, 3, 4, 16, 40_000)) {
+            // Single partitions of a map sit next to each other: they coalesce into multi-SGE reads.
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+            EngineCounters counters = pair.client.counters();
+            assertEquals(1, counters.fetchConnections());
+            assertTrue(counters.readRequestsPosted() < counters.blocksRead(), "no contiguous blocks were coalesced: "
+                    + counters.readRequestsPosted() + " requests for " + counters.blocksRead() + " blocks");
+        }
+    }
+
+    @Test
+    void batchRangesAndEmptyBlocks_areServed() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 3, 10, 20_000)) {
+            List<BlockId> blocks = new ArrayList<>();
+            for (int m = 0; m < 3; m++) {
+                blocks.add(new BlockId(1, m, 0, 10)); // the whole output
+                blocks.add(new BlockId(1, m, 2, 5));
+            }
+            Path empty = java.nio.file.Files.write(dir.resolve("empty.data"), new byte[0]);
+            pair.server.registerMapOutput(1, 99, empty, new long[] {0, 0});
+            blocks.add(BlockId.of(1, 99, 0));
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await();
+            assertEquals(0, got.fetched.get(BlockId.of(1, 99, 0)).length);
+            got.assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks.subList(0, 6)));
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    @Test
+    void bytesInFlightStayWithinTheBound_andConnectionsAreReused() throws Exception {
+        EngineConfig c = EngineTestSupport.smallConfig().set(EngineConfig.KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, "512k")
+                .set(EngineConfig.KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, "2").set(EngineConfig.KEY_MAX_BYTES_IN_FLIGHT, "1m")
+                .set(EngineConfig.KEY_CHAIN_LENGTH, "4").set(EngineConfig.KEY_QPS_PER_PEER, "3");
+        try (EnginePair pair = new EnginePair(c, EngineTestSupport.SECRET, c, EngineTestSupport.SECRET)
+                .withOutputs(dir, 2, 8, 8, 64 << 10)) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            for (int round = 0; round < 3; round++) {
+                Collector got = new Collector(blocks.size());
+                pair.client.fetchBlocks(pair.server.address(), blocks, got);
+                got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            }
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+            EngineCounters counters = pair.client.counters();
+            assertTrue(counters.peakBytesInFlight() > 0 && counters.peakBytesInFlight() <= 512 << 10,
+                    "peak bytes in flight " + counters.peakBytesInFlight() + " over the per-peer bound of 512 KiB");
+            assertEquals(1, counters.fetchConnections(), "three rounds, one connection");
+            assertEquals(1, pair.server.counters().servingConnections());
+        }
+    }
+
+    @Test
+    void aBlockLargerThanTheFetchBufferMemory_failsByName() throws Exception {
+        EngineConfig c = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "4m");
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, c,
+                EngineTestSupport.SECRET).withOutputs(dir, 4, 1, 1, 6 << 20)) {
+            BlockId big = BlockId.of(4, 0, 0);
+            Collector got = new Collector(1);
+            pair.client.fetchBlocks(pair.server.address(), List.of(big), got);
+            got.await();
+            Throwable e = got.failed.get(big);
+            assertTrue(e instanceof BlockFetchException && e.getMessage().contains("larger than the fetch buffer memory"),
+                    String.valueOf(e));
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    @Test
+    void anUnknownMapOutputFailsItsRequest_andTheConnectionCarriesOn() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 5, 2, 4, 10_000)) {
+            BlockId missing = BlockId.of(5, 42, 0);
+            Collector bad = new Collector(1);
+            pair.client.fetchBlocks(pair.server.address(), List.of(missing), bad);
+            bad.await();
+            Throwable e = bad.failed.get(missing);
+            assertTrue(e.getMessage().contains("no map output 42 of shuffle 5") && e.getMessage().contains(
+                    pair.server.address().getPort() + ""), e.getMessage());
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector good = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, good);
+            good.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            assertEquals(1, pair.server.counters().servingConnections(), "the refusal did not cost the connection");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    @Test
+    void anIdleEngineSleepsOnTheCompletionChannel() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 6, 1, 4, 1000)) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await();
+            Thread.sleep(300); // past the busy-poll window
+            ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+            long before = pollerCpuNanos(mx);
+            long sleepsBefore = pair.client.counters().pollerSleeps();
+            Thread.sleep(1000);
+            long used = pollerCpuNanos(mx) - before;
+            assertTrue(pair.client.counters().pollerSleeps() > sleepsBefore, "the poller never slept");
+            // Four poller threads idle for a second: sleeping, they use a few milliseconds at most.
+            assertTrue(used < 200_000_000L, "idle pollers used " + used / 1_000_000 + " ms of CPU in 1 s");
+        }
+    }
+
+    private static long pollerCpuNanos(ThreadMXBean mx) {
+        long total = 0;
+        for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
+            if (e.getKey().getName().startsWith("rdma-shuffle-poller")) {
+                total += Math.max(0, mx.getThreadCpuTime(e.getKey().threadId()));
+            }
+        }
+        return total;
+    }
+
+    @Test
+    void closingWithFetchesUnderWay_failsThemAndReturnsPromptly() throws Exception {
+        EngineConfig c = EngineTestSupport.smallConfig().set(EngineConfig.KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, "256k")
+                .set(EngineConfig.KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, "1");
+        EnginePair pair = new EnginePair(c, EngineTestSupport.SECRET, c, EngineTestSupport.SECRET).withOutputs(dir, 7, 8, 16, 64 << 10);
+        List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+        Collector got = new Collector(blocks.size());
+        pair.client.fetchBlocks(pair.server.address(), blocks, got);
+        long start = System.nanoTime();
+        pair.close();
+        long tookMs = (System.nanoTime() - start) / 1_000_000;
+        got.await(); // every block answered: fetched before the close, or failed by it
+        assertEquals(blocks.size(), got.fetched.size() + got.failed.size());
+        assertTrue(tookMs < 15_000, "close took " + tookMs + " ms");
+    }
+}
