@@ -19,6 +19,7 @@ package org.rdmashuffle.core;
  * @param blocksRead blocks those requests read (more than requests: contiguous blocks were coalesced)
  * @param registeredMapOutputBytes map-output bytes registered with the device
  * @param receivesPosted receive buffers posted to the shared receive queue
+ * @param receiveLowWaterEvents times the device reported fewer posted receives than the low-water mark (SRQ limit)
  * @param completions work completions polled since start
  * @param pollerSleeps times a poller went to sleep on its completion channel
  */
@@ -26,7 +27,7 @@ public record EngineCounters(int fetchConnections, int servingConnections, int c
                              int queuedReads, int chainsInFlight, int readRequestsInFlight, int sendsInFlight,
                              int fetchBuffersOutstanding, long bytesInFlight, long peakBytesInFlight, long readRequestsPosted,
                              long blocksRead, long registeredMapOutputBytes,
-                             int receivesPosted, long completions, long pollerSleeps) {
+                             int receivesPosted, long receiveLowWaterEvents, long completions, long pollerSleeps) {
 
     /** Nothing requested, read, sent or held: what every test ends with. */
     public boolean nothingOutstanding() {

@@ -38,6 +38,7 @@ import org.rdmashuffle.core.transport.ReceivePool;
 import org.rdmashuffle.core.transport.SendBufferPool;
 import org.rdmashuffle.core.transport.WorkRequestIds;
 import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.AsyncEvent;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.GidEntry;
@@ -83,21 +84,18 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     /** Test hook: sees and may change every outgoing metadata message (fault-injection tests). */
     interface Tamper {
-        Message message(DataConnection.Role role, Message m);
-
-        int bytes(DataConnection.Role role, MemorySegment encoded, int length);
-    }
-
-    private static final Tamper NO_TAMPER = new Tamper() {
-        @Override
-        public Message message(DataConnection.Role role, Message m) {
+        /** The message to send instead; null drops it. */
+        default Message message(DataConnection.Role role, Message m) {
             return m;
         }
 
-        @Override
-        public int bytes(DataConnection.Role role, MemorySegment encoded, int length) {
+        /** The length to send after the encoded bytes were written (and possibly changed). */
+        default int bytes(DataConnection.Role role, MemorySegment encoded, int length) {
             return length;
         }
+    }
+
+    private static final Tamper NO_TAMPER = new Tamper() {
     };
 
     private record InFlightSend(int slot, DataConnection connection, boolean closeAfter) {
@@ -127,6 +125,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final ThreadLocal<MessageCodec> codec;
     private final AtomicLong ids = new AtomicLong();
+    private final AtomicLong lowWaterEvents = new AtomicLong();
+    private final int srqLimit;
+    private final Thread asyncEvents;
     private final Map<Integer, DataConnection> byQpNumber = new ConcurrentHashMap<>();
     private final Map<InetSocketAddress, PeerFetcher> fetchers = new ConcurrentHashMap<>();
     private final Map<InetSocketAddress, Object> connecting = new ConcurrentHashMap<>();
@@ -175,6 +176,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.receivePool = new ReceivePool(pd, srq, config.receiveBuffers(), config.receiveBufferSize(),
                     config.receiveLowWater(), Math.max(1, config.receiveBuffers() / 8));
             made.add(receivePool);
+            // The device tells us (SRQ_LIMIT_REACHED) when fewer than this many receives remain posted.
+            this.srqLimit = Math.max(1, config.receiveLowWater());
+            srq.armLimit(srqLimit);
             this.sendPool = new SendBufferPool(pd, config.sendBuffers(), config.receiveBufferSize());
             made.add(sendPool);
             this.timer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
@@ -198,6 +202,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             for (CompletionPoller p : pollers) {
                 p.start();
             }
+            this.asyncEvents = Thread.ofPlatform().daemon().name("rdma-shuffle-async-events").start(this::watchAsyncEvents);
             timer.scheduleWithFixedDelay(this::tick, 200, 200, TimeUnit.MILLISECONDS);
         } catch (RuntimeException | Error e) {
             for (int i = made.size() - 1; i >= 0; i--) {
@@ -359,7 +364,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return new EngineCounters(fetchers.size(), serving.size(), controlClients.openConnections(), awaiting, queued, chains,
                 wrs, sendsInFlight.size() + queuedSendCount, fetchBuffers.outstanding(), budget.bytesInFlight(), budget.peakBytesInFlight(),
                 budget.readRequestsPosted(), budget.blocksRead(),
-                registry.registeredBytes(), posted, completions, sleeps);
+                registry.registeredBytes(), posted, lowWaterEvents.get(), completions, sleeps);
     }
 
     void tamper(Tamper t) {
@@ -510,7 +515,12 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         c.close();
         serving.remove(c);
         if (c.attachment() instanceof PeerFetcher f) {
-            fetchers.values().remove(f);
+            for (Map.Entry<InetSocketAddress, PeerFetcher> e : fetchers.entrySet()) {
+                if (e.getValue() == f && fetchers.remove(e.getKey(), f)) {
+                    // The peer's queue pairs for us live as long as our control connection: end both.
+                    controlClients.disconnect(e.getKey());
+                }
+            }
         }
         for (Map.Entry<Long, InFlightSend> e : sendsInFlight.entrySet()) {
             if (e.getValue().connection() == c && sendsInFlight.remove(e.getKey()) != null) {
@@ -544,6 +554,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private void post(DataConnection c, Message m, int slot, boolean closeAfter) {
         Tamper t = tamper;
         Message out = t.message(c.role(), m);
+        if (out == null) { // a test dropping the message
+            sendPool.release(slot);
+            return;
+        }
         MemorySegment buf = sendPool.slot(slot).asSlice(0, Math.min(sendPool.slotBytes(), c.peerReceiveBufferSize()));
         int length;
         try {
@@ -713,6 +727,46 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * Device events: the shared receive queue running low (post every repost gathered so far, now, and
+     * re-arm) and queue pairs the device put in error (their connection fails like any other).
+     */
+    private void watchAsyncEvents() {
+        while (!closed) {
+            AsyncEvent e;
+            try {
+                e = context.awaitAsyncEvent(java.time.Duration.ofMillis(200));
+            } catch (RuntimeException ex) {
+                if (!closed) {
+                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: reading async events failed", ex);
+                }
+                return;
+            }
+            if (e == null || closed) {
+                continue;
+            }
+            switch (e.type()) {
+                case SRQ_LIMIT_REACHED -> {
+                    lowWaterEvents.incrementAndGet();
+                    synchronized (receivePool) {
+                        receivePool.flush();
+                    }
+                    srq.armLimit(srqLimit);
+                }
+                case QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR -> {
+                    if (e.source() instanceof QueuePair qp) {
+                        DataConnection c = byQpNumber.get(qp.qpNumber());
+                        if (c != null) {
+                            connectionFailed(c, new IOException("the device reported " + e.type() + " on queue pair "
+                                    + qp.qpNumber()));
+                        }
+                    }
+                }
+                default -> LOG.log(System.Logger.Level.INFO, "rdma-shuffle: device event " + e.type() + " on port " + e.portNumber());
+            }
+        }
+    }
+
     private void tick() {
         long now = System.nanoTime();
         for (PeerFetcher f : fetchers.values()) {
@@ -736,6 +790,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             closed = true;
         }
         timer.shutdownNow();
+        try {
+            asyncEvents.join(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         controlServer.close();
         for (PeerFetcher f : new ArrayList<>(fetchers.values())) {
             f.fail(new IOException("the engine is closing"));

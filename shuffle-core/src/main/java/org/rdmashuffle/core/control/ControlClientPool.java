@@ -68,6 +68,14 @@ public final class ControlClientPool implements AutoCloseable {
         }
     }
 
+    /** Closes the connection to {@code peer}, if any: the peer then drops what it set up for us. */
+    public void disconnect(InetSocketAddress peer) {
+        ControlClient c = clients.get(peer);
+        if (c != null) {
+            evict(peer, c);
+        }
+    }
+
     /** Whether a live, authenticated connection to {@code peer} exists now. */
     public boolean isConnected(InetSocketAddress peer) {
         ControlClient c = clients.get(peer);

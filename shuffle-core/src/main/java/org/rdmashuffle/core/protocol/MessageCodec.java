@@ -76,15 +76,18 @@ public final class MessageCodec {
 
     /** Writes {@code message} at the start of {@code buffer} and returns its length; refuses one over the bound. */
     public int encode(Message message, MemorySegment buffer) {
-        output.setBuffer(scratch, Math.min(maxMessageBytes, (int) Math.min(Integer.MAX_VALUE, buffer.byteSize())));
+        int bound = Math.min(maxMessageBytes, (int) Math.min(Integer.MAX_VALUE, buffer.byteSize()));
+        output.setBuffer(scratch, maxMessageBytes);
         try {
             output.writeByte(tagOf(message));
             kryo.writeObject(output, message);
         } catch (KryoException e) {
-            throw new IllegalArgumentException(message + " does not fit in " + output.getBuffer().length
-                    + " bytes (the message size bound)", e);
+            throw new IllegalArgumentException(message + " does not fit in " + bound + " bytes (the message size bound)", e);
         }
         int length = output.position();
+        if (length > bound) {
+            throw new IllegalArgumentException(message + " does not fit in " + bound + " bytes (the message size bound)");
+        }
         MemorySegment.copy(scratch, 0, buffer, ValueLayout.JAVA_BYTE, 0, length);
         return length;
     }

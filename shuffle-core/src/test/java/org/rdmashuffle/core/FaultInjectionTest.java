@@ -1,0 +1,271 @@
+package org.rdmashuffle.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.client.BlockFetchException;
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.Message;
+import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.transport.DataConnection.Role;
+
+/**
+ * Each test provokes one failure and checks the contract: exactly the affected blocks fail, with an
+ * error naming the peer and the blocks; nothing leaks; the next fetch works (over a new connection
+ * where the old one had to go). The peer process dying mid-fetch is in {@link TwoProcessFetchTest}.
+ */
+class FaultInjectionTest {
+    @TempDir
+    Path dir;
+
+    private static void assertNamesPeerAndBlock(EnginePair pair, BlockId block, Throwable e, String cause) {
+        BlockFetchException f = assertInstanceOf(BlockFetchException.class, e, String.valueOf(e));
+        assertTrue(f.getMessage().contains(":" + pair.server.address().getPort()), "peer not named: " + f.getMessage());
+        assertTrue(f.blocks().contains(block) && f.getMessage().contains("shuffle_"), "blocks not named: " + f.getMessage());
+        assertTrue(f.getMessage().contains(cause), "expected '" + cause + "' in: " + f.getMessage());
+    }
+
+    /** Fetches everything once more, with nothing tampered, and checks it all arrives. */
+    private static void fetchAllIntact(EnginePair pair) throws InterruptedException {
+        List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+        Collector again = new Collector(blocks.size());
+        pair.client.fetchBlocks(pair.server.address(), blocks, again);
+        again.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+        EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+    }
+
+    private static Collector fetchFirstPartitions(EnginePair pair) throws InterruptedException {
+        List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs).subList(0, 6);
+        Collector got = new Collector(blocks.size());
+        pair.client.fetchBlocks(pair.server.address(), blocks, got);
+        return got.await();
+    }
+
+    @Test
+    void corruptedMetadataResponse_failsTheBlocks_andTheNextFetchReconnects() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, 8000)) {
+            AtomicBoolean once = new AtomicBoolean(true);
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public int bytes(Role role, java.lang.foreign.MemorySegment encoded, int length) {
+                    if (once.getAndSet(false)) {
+                        encoded.set(ValueLayout.JAVA_BYTE, 0, (byte) 99); // a message type nobody defined
+                    }
+                    return length;
+                }
+            });
+            Collector got = fetchFirstPartitions(pair);
+            assertEquals(0, got.fetched.size());
+            BlockId first = EngineTestSupport.everyPartition(pair.outputs).get(0);
+            assertNamesPeerAndBlock(pair, first, got.failed.get(first), "unknown message type 99");
+            fetchAllIntact(pair);
+            EngineTestSupport.eventually("the server dropped the broken connection",
+                    () -> pair.server.counters().servingConnections() == 1);
+        }
+    }
+
+    @Test
+    void corruptedFetchRequest_theServerSaysWhyAndCloses() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, 8000)) {
+            AtomicBoolean once = new AtomicBoolean(true);
+            pair.client.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public int bytes(Role role, java.lang.foreign.MemorySegment encoded, int length) {
+                    if (once.getAndSet(false)) {
+                        encoded.set(ValueLayout.JAVA_BYTE, 1, (byte) 0xFF); // a varint that never ends
+                        encoded.set(ValueLayout.JAVA_BYTE, 2, (byte) 0xFF);
+                    }
+                    return length;
+                }
+            });
+            Collector got = fetchFirstPartitions(pair);
+            BlockId first = EngineTestSupport.everyPartition(pair.outputs).get(0);
+            assertNamesPeerAndBlock(pair, first, got.failed.get(first), "the peer closed the connection: malformed message");
+            fetchAllIntact(pair);
+        }
+    }
+
+    @Test
+    void wrongRkey_failsWithRemoteAccessError_andTheNextFetchReconnects() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, 8000)) {
+            AtomicBoolean once = new AtomicBoolean(true);
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(Role role, Message m) {
+                    if (m instanceof Message.FetchResponse r && once.getAndSet(false)) {
+                        return new Message.FetchResponse(r.requestId(), r.blocks().stream().map(b -> new BlockDescriptor(
+                                b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), b.address(), b.length(),
+                                b.rkey() ^ 0x5a5a00)).toList());
+                    }
+                    return m;
+                }
+            });
+            Collector got = fetchFirstPartitions(pair);
+            assertTrue(got.fetched.values().stream().allMatch(b -> b.length == 0), "only empty blocks may arrive");
+            BlockId failed = got.failed.keySet().iterator().next();
+            assertNamesPeerAndBlock(pair, failed, got.failed.get(failed), "REM_ACCESS_ERR");
+            fetchAllIntact(pair);
+        }
+    }
+
+    @Test
+    void readBeyondTheRegisteredRange_isRefusedByThePeersDevice() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, 8000)) {
+            AtomicBoolean once = new AtomicBoolean(true);
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(Role role, Message m) {
+                    if (m instanceof Message.FetchResponse r && once.getAndSet(false)) {
+                        return new Message.FetchResponse(r.requestId(), r.blocks().stream().map(b -> new BlockDescriptor(
+                                b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), b.address(),
+                                b.length() == 0 ? 0 : b.length() + (1 << 20), b.rkey())).toList());
+                    }
+                    return m;
+                }
+            });
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await();
+            BlockId failed = got.failed.keySet().iterator().next();
+            assertNamesPeerAndBlock(pair, failed, got.failed.get(failed), "REM_ACCESS_ERR");
+            fetchAllIntact(pair);
+        }
+    }
+
+    @Test
+    void requestBeyondTheOutputsPartitions_getsAnErrorNamingTheRange() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, 8000)) {
+            BlockId beyond = new BlockId(1, 0, 2, 9);
+            Collector got = new Collector(1);
+            pair.client.fetchBlocks(pair.server.address(), List.of(beyond), got);
+            got.await();
+            assertNamesPeerAndBlock(pair, beyond, got.failed.get(beyond), "partitions [2, 9) of map output 0 of shuffle 1, which has 4");
+            fetchAllIntact(pair);
+            assertEquals(1, pair.server.counters().servingConnections(), "a refused request costs no connection");
+        }
+    }
+
+    @Test
+    void oversizeMessage_failsTheConnectionNamingTheReceiveBuffer() throws Exception {
+        EngineConfig small = EngineTestSupport.smallConfig().set(EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "1k");
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, small,
+                EngineTestSupport.SECRET).withOutputs(dir, 1, 2, 8, 8000)) {
+            AtomicBoolean once = new AtomicBoolean(true);
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public int bytes(Role role, java.lang.foreign.MemorySegment encoded, int length) {
+                    return once.getAndSet(false) ? 4096 : length; // four times the reducer's receive buffer
+                }
+            });
+            Collector got = fetchFirstPartitions(pair);
+            BlockId first = EngineTestSupport.everyPartition(pair.outputs).get(0);
+            assertNamesPeerAndBlock(pair, first, got.failed.get(first), "LOC_LEN_ERR (a message over the 1024-byte receive buffer");
+            fetchAllIntact(pair);
+        }
+    }
+
+    @Test
+    void failedAuthentication_refusesTheFetch_andCreatesNoQueuePair() throws Exception {
+        byte[] wrong = "a-different-secret-of-enough-length".getBytes(StandardCharsets.US_ASCII);
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET,
+                EngineTestSupport.smallConfig(), wrong).withOutputs(dir, 1, 1, 4, 8000)) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await();
+            assertEquals(blocks.size(), got.failed.size());
+            assertNamesPeerAndBlock(pair, blocks.get(0), got.failed.get(blocks.get(0)), "cannot connect");
+            assertTrue(got.failed.get(blocks.get(0)).getMessage().contains("does not know the secret"),
+                    got.failed.get(blocks.get(0)).getMessage());
+            assertEquals(0, pair.server.counters().servingConnections(), "no queue pair for an unauthenticated peer");
+            assertEquals(0, pair.client.counters().fetchConnections());
+        }
+    }
+
+    @Test
+    void unauthenticatedPeer_isRefusedByAnAuthenticatingServer() throws Exception {
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET,
+                EngineTestSupport.smallConfig(), null).withOutputs(dir, 1, 1, 4, 8000)) {
+            BlockId b = BlockId.of(1, 0, 0);
+            Collector got = new Collector(1);
+            pair.client.fetchBlocks(pair.server.address(), List.of(b), got);
+            got.await();
+            assertNamesPeerAndBlock(pair, b, got.failed.get(b), "cannot connect");
+            assertEquals(0, pair.server.counters().servingConnections());
+        }
+    }
+
+    @Test
+    void receivePoolExhausted_sendersWaitAndEveryBlockArrives() throws Exception {
+        EngineConfig tiny = EngineTestSupport.smallConfig().set(EngineConfig.KEY_RECEIVE_BUFFERS, "2")
+                .set(EngineConfig.KEY_RECEIVE_LOW_WATER, "0");
+        EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_QPS_PER_PEER, "4");
+        try (EnginePair pair = new EnginePair(tiny, EngineTestSupport.SECRET, client, EngineTestSupport.SECRET)
+                .withOutputs(dir, 1, 4, 16, 2000)) {
+            AtomicBoolean once = new AtomicBoolean(true);
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(Role role, Message m) {
+                    if (once.getAndSet(false)) {
+                        sleep(200); // hold the poller: no repost while requests keep coming
+                    }
+                    return m;
+                }
+            });
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            List<Thread> threads = new ArrayList<>();
+            for (BlockId b : blocks) { // one request per block: 64 requests for 2 receive buffers
+                threads.add(Thread.ofVirtual().start(() -> pair.client.fetchBlocks(pair.server.address(), List.of(b), got)));
+            }
+            for (Thread t : threads) {
+                t.join();
+            }
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            assertTrue(pair.server.counters().receiveLowWaterEvents() > 0, "the pool never ran dry: " + pair.server.counters());
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+            assertEquals(2, pair.server.counters().receivesPosted(), "every buffer is back on the queue");
+        }
+    }
+
+    @Test
+    void unansweredRequest_timesOutNamingThePeer_andTheNextFetchReconnects() throws Exception {
+        EngineConfig impatient = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_TIMEOUT, "1s");
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, impatient,
+                EngineTestSupport.SECRET).withOutputs(dir, 1, 1, 4, 8000)) {
+            AtomicBoolean once = new AtomicBoolean(true);
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(Role role, Message m) {
+                    return once.getAndSet(false) ? null : m; // the first answer is lost
+                }
+            });
+            BlockId b = BlockId.of(1, 0, 1);
+            Collector got = new Collector(1);
+            pair.client.fetchBlocks(pair.server.address(), List.of(b), got);
+            got.await();
+            assertNamesPeerAndBlock(pair, b, got.failed.get(b), "TimeoutException: no answer to a metadata request within 1000 ms");
+            fetchAllIntact(pair);
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
