@@ -35,7 +35,8 @@ mvn -B -q -pl shuffle-core dependency:build-classpath -Dmdep.includeScope=test \
 
 rm -rf "$reports" && mkdir -p "$reports"
 # One JVM runs both modules' tests: the verbs conformance suite and the engine's tests that use a
-# device (server, transport), all on rxe0. Pure-Java engine tests (protocol, control) stay on the host.
+# device (the engine end to end, fault injection, two processes, server, transport), all on rxe0;
+# the pure-Java ones (protocol, control) come along, being quick.
 cp="$root/native-verbs/target/test-classes:$root/shuffle-core/target/test-classes:$root/shuffle-core/target/classes:$(cat "$root/shuffle-core/target/test-classpath.txt")"
 # C1 only: the guest emulates the CPU, and C2 compiles would dominate a short run.
 jvm=(java -Xmx768m -XX:TieredStopAtLevel=1 --enable-native-access=ALL-UNNAMED)
@@ -44,7 +45,7 @@ echo '--- doctor'
 ${jvm[*]} -cp '$root/native-verbs/target/classes' org.rdmashuffle.verbs.tools.Doctor
 ${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.provider=ibverbs -Drdmashuffle.test.timeoutSeconds=120 \
   -cp '$cp' org.junit.platform.console.ConsoleLauncher execute \
-  --select-package org.rdmashuffle.verbs --select-package org.rdmashuffle.core.server --select-package org.rdmashuffle.core.transport --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
+  --select-package org.rdmashuffle.verbs --select-package org.rdmashuffle.core --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
 if ((bench)); then
   guest_cmd+="
 echo '--- RDMA_READ bandwidth: perftest ib_read_bw vs rdma-shuffle, same rxe0, same boot'

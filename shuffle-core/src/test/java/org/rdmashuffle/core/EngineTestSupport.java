@@ -58,6 +58,11 @@ final class EngineTestSupport {
         return c;
     }
 
+    /** Data sizes for a test: a quarter on the device, whose emulated guest is slow. */
+    static int size(int bytes) {
+        return usesDevice() ? Math.max(1, bytes / 4) : bytes;
+    }
+
     static boolean usesDevice() {
         return IbverbsProvider.NAME.equals(System.getProperty("rdmashuffle.test.provider", SoftwareProvider.NAME));
     }
@@ -131,7 +136,7 @@ final class EngineTestSupport {
     }
 
     /** Copies each fetched block's bytes and releases it; records failures. */
-    static final class Collector implements BlockFetchListener {
+    static class Collector implements BlockFetchListener {
         final Map<BlockId, byte[]> fetched = new ConcurrentHashMap<>();
         final Map<BlockId, Throwable> failed = new ConcurrentHashMap<>();
         private final CountDownLatch done;

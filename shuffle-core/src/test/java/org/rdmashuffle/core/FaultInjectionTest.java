@@ -54,7 +54,7 @@ class FaultInjectionTest {
 
     @Test
     void corruptedMetadataResponse_failsTheBlocks_andTheNextFetchReconnects() throws Exception {
-        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, 8000)) {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, EngineTestSupport.size(8000))) {
             AtomicBoolean once = new AtomicBoolean(true);
             pair.server.tamper(new RdmaShuffleEngine.Tamper() {
                 @Override
@@ -77,7 +77,7 @@ class FaultInjectionTest {
 
     @Test
     void corruptedFetchRequest_theServerSaysWhyAndCloses() throws Exception {
-        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, 8000)) {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, EngineTestSupport.size(8000))) {
             AtomicBoolean once = new AtomicBoolean(true);
             pair.client.tamper(new RdmaShuffleEngine.Tamper() {
                 @Override
@@ -98,7 +98,7 @@ class FaultInjectionTest {
 
     @Test
     void wrongRkey_failsWithRemoteAccessError_andTheNextFetchReconnects() throws Exception {
-        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, 8000)) {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, EngineTestSupport.size(8000))) {
             AtomicBoolean once = new AtomicBoolean(true);
             pair.server.tamper(new RdmaShuffleEngine.Tamper() {
                 @Override
@@ -121,7 +121,7 @@ class FaultInjectionTest {
 
     @Test
     void readBeyondTheRegisteredRange_isRefusedByThePeersDevice() throws Exception {
-        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, 8000)) {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000))) {
             AtomicBoolean once = new AtomicBoolean(true);
             pair.server.tamper(new RdmaShuffleEngine.Tamper() {
                 @Override
@@ -146,7 +146,7 @@ class FaultInjectionTest {
 
     @Test
     void requestBeyondTheOutputsPartitions_getsAnErrorNamingTheRange() throws Exception {
-        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, 8000)) {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000))) {
             BlockId beyond = new BlockId(1, 0, 2, 9);
             Collector got = new Collector(1);
             pair.client.fetchBlocks(pair.server.address(), List.of(beyond), got);
@@ -161,7 +161,7 @@ class FaultInjectionTest {
     void oversizeMessage_failsTheConnectionNamingTheReceiveBuffer() throws Exception {
         EngineConfig small = EngineTestSupport.smallConfig().set(EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "1k");
         try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, small,
-                EngineTestSupport.SECRET).withOutputs(dir, 1, 2, 8, 8000)) {
+                EngineTestSupport.SECRET).withOutputs(dir, 1, 2, 8, EngineTestSupport.size(8000))) {
             AtomicBoolean once = new AtomicBoolean(true);
             pair.server.tamper(new RdmaShuffleEngine.Tamper() {
                 @Override
@@ -180,7 +180,7 @@ class FaultInjectionTest {
     void failedAuthentication_refusesTheFetch_andCreatesNoQueuePair() throws Exception {
         byte[] wrong = "a-different-secret-of-enough-length".getBytes(StandardCharsets.US_ASCII);
         try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET,
-                EngineTestSupport.smallConfig(), wrong).withOutputs(dir, 1, 1, 4, 8000)) {
+                EngineTestSupport.smallConfig(), wrong).withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000))) {
             List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
             Collector got = new Collector(blocks.size());
             pair.client.fetchBlocks(pair.server.address(), blocks, got);
@@ -197,7 +197,7 @@ class FaultInjectionTest {
     @Test
     void unauthenticatedPeer_isRefusedByAnAuthenticatingServer() throws Exception {
         try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET,
-                EngineTestSupport.smallConfig(), null).withOutputs(dir, 1, 1, 4, 8000)) {
+                EngineTestSupport.smallConfig(), null).withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000))) {
             BlockId b = BlockId.of(1, 0, 0);
             Collector got = new Collector(1);
             pair.client.fetchBlocks(pair.server.address(), List.of(b), got);
@@ -213,7 +213,7 @@ class FaultInjectionTest {
                 .set(EngineConfig.KEY_RECEIVE_LOW_WATER, "0");
         EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_QPS_PER_PEER, "4");
         try (EnginePair pair = new EnginePair(tiny, EngineTestSupport.SECRET, client, EngineTestSupport.SECRET)
-                .withOutputs(dir, 1, 4, 16, 2000)) {
+                .withOutputs(dir, 1, 4, 16, EngineTestSupport.size(2000))) {
             AtomicBoolean once = new AtomicBoolean(true);
             pair.server.tamper(new RdmaShuffleEngine.Tamper() {
                 @Override
@@ -244,7 +244,7 @@ class FaultInjectionTest {
     void unansweredRequest_timesOutNamingThePeer_andTheNextFetchReconnects() throws Exception {
         EngineConfig impatient = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_TIMEOUT, "1s");
         try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, impatient,
-                EngineTestSupport.SECRET).withOutputs(dir, 1, 1, 4, 8000)) {
+                EngineTestSupport.SECRET).withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000))) {
             AtomicBoolean once = new AtomicBoolean(true);
             pair.server.tamper(new RdmaShuffleEngine.Tamper() {
                 @Override

@@ -28,7 +28,7 @@ class RdmaShuffleEngineTest {
     void everyBlockArrivesIntact_onEitherPostPath(EngineConfig.PostPath path) throws Exception {
         EngineConfig c = EngineTestSupport.smallConfig().set(EngineConfig.KEY_POST_PATH, path.name());
         try (EnginePair pair = new EnginePair(c, EngineTestSupport.SECRET, c, EngineTestSupport.SECRET)
-                .withOutputs(dir, 3, 4, 16, 40_000)) {
+                .withOutputs(dir, 3, 4, 16, EngineTestSupport.size(40_000))) {
             // Single partitions of a map sit next to each other: they coalesce into multi-SGE reads.
             List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
             Collector got = new Collector(blocks.size());
@@ -44,7 +44,7 @@ class RdmaShuffleEngineTest {
 
     @Test
     void batchRangesAndEmptyBlocks_areServed() throws Exception {
-        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 3, 10, 20_000)) {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 3, 10, EngineTestSupport.size(20_000))) {
             List<BlockId> blocks = new ArrayList<>();
             for (int m = 0; m < 3; m++) {
                 blocks.add(new BlockId(1, m, 0, 10)); // the whole output
@@ -68,7 +68,7 @@ class RdmaShuffleEngineTest {
                 .set(EngineConfig.KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, "2").set(EngineConfig.KEY_MAX_BYTES_IN_FLIGHT, "1m")
                 .set(EngineConfig.KEY_CHAIN_LENGTH, "4").set(EngineConfig.KEY_QPS_PER_PEER, "3");
         try (EnginePair pair = new EnginePair(c, EngineTestSupport.SECRET, c, EngineTestSupport.SECRET)
-                .withOutputs(dir, 2, 8, 8, 64 << 10)) {
+                .withOutputs(dir, 2, 8, 8, EngineTestSupport.size(64 << 10))) {
             List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
             for (int round = 0; round < 3; round++) {
                 Collector got = new Collector(blocks.size());
@@ -102,7 +102,7 @@ class RdmaShuffleEngineTest {
 
     @Test
     void anUnknownMapOutputFailsItsRequest_andTheConnectionCarriesOn() throws Exception {
-        try (EnginePair pair = EnginePair.open().withOutputs(dir, 5, 2, 4, 10_000)) {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 5, 2, 4, EngineTestSupport.size(10_000))) {
             BlockId missing = BlockId.of(5, 42, 0);
             Collector bad = new Collector(1);
             pair.client.fetchBlocks(pair.server.address(), List.of(missing), bad);
@@ -121,7 +121,7 @@ class RdmaShuffleEngineTest {
 
     @Test
     void anIdleEngineSleepsOnTheCompletionChannel() throws Exception {
-        try (EnginePair pair = EnginePair.open().withOutputs(dir, 6, 1, 4, 1000)) {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 6, 1, 4, EngineTestSupport.size(1000))) {
             List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
             Collector got = new Collector(blocks.size());
             pair.client.fetchBlocks(pair.server.address(), blocks, got);
@@ -152,7 +152,8 @@ class RdmaShuffleEngineTest {
     void closingWithFetchesUnderWay_failsThemAndReturnsPromptly() throws Exception {
         EngineConfig c = EngineTestSupport.smallConfig().set(EngineConfig.KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, "256k")
                 .set(EngineConfig.KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, "1");
-        EnginePair pair = new EnginePair(c, EngineTestSupport.SECRET, c, EngineTestSupport.SECRET).withOutputs(dir, 7, 8, 16, 64 << 10);
+        EnginePair pair = new EnginePair(c, EngineTestSupport.SECRET, c, EngineTestSupport.SECRET)
+                .withOutputs(dir, 7, 8, 16, EngineTestSupport.size(64 << 10));
         List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
         Collector got = new Collector(blocks.size());
         pair.client.fetchBlocks(pair.server.address(), blocks, got);
