@@ -50,6 +50,7 @@ final class EnginePair implements AutoCloseable {
         return this;
     }
 
+    /** Closes both engines, then checks that no data connection outlived them, and closes the providers. */
     @Override
     public void close() {
         try {
@@ -57,6 +58,8 @@ final class EnginePair implements AutoCloseable {
         } finally {
             try {
                 server.close();
+                EngineTestSupport.assertNoConnectionsLeft(clientProvider);
+                EngineTestSupport.assertNoConnectionsLeft(serverProvider);
             } finally {
                 EngineTestSupport.closeProvider(clientProvider);
                 EngineTestSupport.closeProvider(serverProvider);

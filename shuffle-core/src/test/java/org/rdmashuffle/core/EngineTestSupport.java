@@ -44,7 +44,9 @@ final class EngineTestSupport {
         EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_RECEIVE_BUFFERS, "32")
                 .set(EngineConfig.KEY_RECEIVE_LOW_WATER, "4").set(EngineConfig.KEY_SEND_BUFFERS, "16")
                 .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "32m").set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "256m")
-                .set(EngineConfig.KEY_FETCH_TIMEOUT, "20s").set(EngineConfig.KEY_CONNECT_TIMEOUT, "5s");
+                .set(EngineConfig.KEY_FETCH_TIMEOUT, "20s")
+                // A cold JVM in the emulated guest takes seconds over its first handshake.
+                .set(EngineConfig.KEY_CONNECT_TIMEOUT, usesDevice() ? "30s" : "5s");
         if (usesDevice()) {
             String dev = System.getenv("SOFTROCE_DEVICE");
             if (dev != null) {
@@ -80,6 +82,17 @@ final class EngineTestSupport {
             return ibv;
         }
         return new SoftwareProvider(SoftwareProvider.Config.loopback());
+    }
+
+    /** The software provider counts its connected queue pairs: zero once every engine on it closed. */
+    static void assertNoConnectionsLeft(VerbsProvider p) {
+        if (p instanceof SoftwareProvider s) {
+            try {
+                eventually("software provider connections closed: " + s.openConnections(), () -> s.openConnections() == 0);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     static void closeProvider(VerbsProvider p) {

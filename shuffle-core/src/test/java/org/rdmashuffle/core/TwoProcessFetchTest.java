@@ -41,6 +41,9 @@ class TwoProcessFetchTest {
             Files.createDirectories(dir);
             List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "-Xmx256m", "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path")));
+            // The parent's compiler flags too: the Soft-RoCE guest runs C1 only.
+            java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                    .filter(a -> a.startsWith("-XX:TieredStopAtLevel")).forEach(cmd::add);
             for (String p : List.of("rdmashuffle.test.provider", "rdmashuffle.test.requireDevice")) {
                 if (System.getProperty(p) != null) {
                     cmd.add("-D" + p + "=" + System.getProperty(p));
@@ -106,6 +109,7 @@ class TwoProcessFetchTest {
             got.await().assertAllIntact(EngineTestSupport.expected(outputs, blocks));
             EngineTestSupport.assertNothingLeaks(client);
         } finally {
+            EngineTestSupport.assertNoConnectionsLeft(provider);
             EngineTestSupport.closeProvider(provider);
         }
     }

@@ -161,7 +161,7 @@ public final class ControlClient implements AutoCloseable {
             throw new IOException("interrupted waiting for " + what + " from " + peer, e);
         }
         if (f == null) {
-            throw new IOException("no " + what + " from " + peer + " within " + timeout);
+            throw new IOException(what + " did not come from " + peer + " within " + timeout.toMillis() + " ms");
         }
         if (f == CLOSED) {
             inbox.add(CLOSED); // later calls see it too

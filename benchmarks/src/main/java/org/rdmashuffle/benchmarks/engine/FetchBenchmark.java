@@ -1,0 +1,308 @@
+package org.rdmashuffle.benchmarks.engine;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.zip.CRC32C;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.network.buffer.ManagedBuffer;
+import org.apache.spark.network.netty.NettyBlockTransferService;
+import org.apache.spark.network.shuffle.BlockFetchingListener;
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.client.BlockFetchListener;
+import org.rdmashuffle.core.client.FetchedBlock;
+import org.rdmashuffle.core.config.EngineConfig;
+
+/**
+ * Fetches the same file segments from another JVM two ways, alternating in one run: this engine (on
+ * the software provider, the one CI machines have) and Spark's NettyBlockTransferService (what Spark
+ * fetches remote shuffle blocks with). Both are driven alike, as Spark's ShuffleBlockFetcherIterator
+ * does: requests of up to 10 MiB, at most 48 MiB requested and not yet consumed, every block's bytes
+ * checked (CRC32C) and released by one consumer thread.
+ *
+ * <p>Reports per workload and system: throughput (median over rounds), the throughput ratio, client
+ * heap allocation per GB, and CPU per GB on each side.
+ *
+ * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [2000x256k 50000x4k ...]}
+ */
+public final class FetchBenchmark {
+    static final String APP = "fetch-benchmark";
+    static final byte[] SECRET = "fetch-benchmark-secret-0123456789".getBytes(StandardCharsets.US_ASCII);
+    private static final long MAX_IN_FLIGHT = 48L << 20;
+    private static final long REQUEST_BYTES = 10L << 20;
+
+    private record Delivered(long map, int partition, ByteBuffer data, Runnable release, Throwable failure) {
+    }
+
+    /** One system under test: asks for blocks, delivers them to the queue. */
+    private interface Fetcher {
+        String name();
+
+        void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to);
+    }
+
+    private record Sample(String system, String workload, long wallNanos, long clientCpu, long serverCpu, long allocated,
+                          long bytes) {
+        double gbPerSecond() {
+            return bytes / (wallNanos / 1e9) / 1e9;
+        }
+    }
+
+    static SparkConf sparkConf() {
+        return new SparkConf(false).set("spark.app.id", APP).set("spark.shuffle.io.numConnectionsPerPeer", "1");
+    }
+
+    static NettyBlockTransferService nettyService(SparkConf conf) {
+        return new NettyBlockTransferService(conf, FetchServer.security(conf), FetchServer.serializers(conf), "127.0.0.1",
+                "127.0.0.1", 0, 2, null);
+    }
+
+    public static void main(String[] args) throws Exception {
+        int rounds = 3;
+        Path dir = null;
+        Path csv = null;
+        List<FetchWorkload> workloads = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+                case "--dir" -> dir = Path.of(args[++i]);
+                case "--csv" -> csv = Path.of(args[++i]);
+                default -> workloads.add(FetchWorkload.parse(args[i]));
+            }
+        }
+        if (workloads.isEmpty()) {
+            workloads = List.of(FetchWorkload.parse("2000x256k"), FetchWorkload.parse("50000x4k"));
+        }
+        if (dir == null) {
+            dir = Files.createTempDirectory("rdma-shuffle-fetch-bench");
+        }
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx1g", "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+                "-cp", System.getProperty("java.class.path"), FetchServer.class.getName(), dir.toString()));
+        workloads.forEach(w -> cmd.add(w.name()));
+        Process server = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        BufferedReader serverOut = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+        PrintWriter serverIn = new PrintWriter(server.getOutputStream(), true);
+        String ready;
+        while ((ready = serverOut.readLine()) != null && !ready.startsWith("READY ")) {
+            // Spark's or the engine's start-up lines
+        }
+        if (ready == null) {
+            throw new IllegalStateException("the serving JVM exited: " + server.waitFor());
+        }
+        String[] ports = ready.split(" ");
+        InetSocketAddress enginePeer = new InetSocketAddress("127.0.0.1", Integer.parseInt(ports[1]));
+        int nettyPort = Integer.parseInt(ports[2]);
+
+        List<Sample> samples = new ArrayList<>();
+        try (RdmaShuffleEngine engine = RdmaShuffleEngine.start(EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software"),
+                APP, SECRET)) {
+            NettyBlockTransferService netty = nettyService(sparkConf());
+            netty.init(null); // a fetching-only service never serves
+            Fetcher rdma = new Fetcher() {
+                public String name() {
+                    return "rdma-shuffle (" + engine.providerName() + ")";
+                }
+
+                public void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to) {
+                    List<BlockId> ids = new ArrayList<>(maps.length);
+                    for (int i = 0; i < maps.length; i++) {
+                        ids.add(BlockId.of(FetchWorkload.SHUFFLE, maps[i], partitions[i]));
+                    }
+                    engine.fetchBlocks(enginePeer, ids, new BlockFetchListener() {
+                        public void onBlockFetched(FetchedBlock b) {
+                            to.add(new Delivered(b.id().mapId(), b.id().startPartition(), b.asByteBuffer(), b::release, null));
+                        }
+
+                        public void onBlockFetchFailure(BlockId b, Throwable cause) {
+                            to.add(new Delivered(b.mapId(), b.startPartition(), null, () -> { }, cause));
+                        }
+                    });
+                }
+            };
+            Fetcher spark = new Fetcher() {
+                public String name() {
+                    return "Spark NettyBlockTransferService";
+                }
+
+                public void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to) {
+                    String[] ids = new String[maps.length];
+                    for (int i = 0; i < maps.length; i++) {
+                        ids[i] = "shuffle_" + FetchWorkload.SHUFFLE + "_" + maps[i] + "_" + partitions[i];
+                    }
+                    netty.fetchBlocks("127.0.0.1", nettyPort, "exec-1", ids, new BlockFetchingListener() {
+                        public void onBlockFetchSuccess(String id, ManagedBuffer data) {
+                            data.retain(); // as ShuffleBlockFetcherIterator does: the fetcher releases its reference
+                            String[] p = id.split("_");
+                            try {
+                                to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), data.nioByteBuffer(),
+                                        data::release, null));
+                            } catch (java.io.IOException e) {
+                                data.release();
+                                to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), null, () -> { }, e));
+                            }
+                        }
+
+                        public void onBlockFetchFailure(String id, Throwable cause) {
+                            String[] p = id.split("_");
+                            to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), null, () -> { }, cause));
+                        }
+                    }, null);
+                }
+            };
+            long mapBase = 0;
+            for (FetchWorkload w : workloads) {
+                int[][] crcs = expectedCrcs(w);
+                System.out.printf("%s: %d blocks of %d B (%d MiB) from %d map outputs%n", w.name(), w.blocks(), w.blockBytes(),
+                        w.totalBytes() >> 20, w.maps());
+                run(rdma, w, mapBase, crcs, serverIn, serverOut); // warm-up, not recorded
+                run(spark, w, mapBase, crcs, serverIn, serverOut);
+                for (int r = 0; r < rounds; r++) {
+                    for (Fetcher f : r % 2 == 0 ? List.of(rdma, spark) : List.of(spark, rdma)) {
+                        Sample s = run(f, w, mapBase, crcs, serverIn, serverOut);
+                        samples.add(s);
+                        System.out.printf("  round %d %-36s %6.3f GB/s%n", r + 1, s.system(), s.gbPerSecond());
+                    }
+                }
+                mapBase += w.maps();
+            }
+            netty.close();
+        } finally {
+            serverIn.close();
+            server.waitFor();
+        }
+        report(samples, rounds, csv);
+    }
+
+    private static int[][] expectedCrcs(FetchWorkload w) {
+        int[][] crcs = new int[w.maps()][w.partitions()];
+        ByteBuffer scratch = ByteBuffer.allocate(w.blockBytes());
+        for (int m = 0; m < w.maps(); m++) {
+            for (int p = 0; p < w.partitions(); p++) {
+                crcs[m][p] = w.expectedCrc(m, p, scratch);
+            }
+        }
+        return crcs;
+    }
+
+    private static Sample run(Fetcher f, FetchWorkload w, long mapBase, int[][] crcs, PrintWriter serverIn,
+                              BufferedReader serverOut) throws Exception {
+        var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        LinkedBlockingQueue<Delivered> queue = new LinkedBlockingQueue<>();
+        int total = w.blocks();
+        int perRequest = (int) Math.max(1, REQUEST_BYTES / w.blockBytes());
+        long serverCpu0 = serverCpu(serverIn, serverOut);
+        long cpu0 = os.getProcessCpuTime();
+        long alloc0 = threads.getTotalThreadAllocatedBytes();
+        long t0 = System.nanoTime();
+        int next = 0;
+        int received = 0;
+        long outstanding = 0;
+        CRC32C crc = new CRC32C();
+        while (received < total) {
+            while (next < total && outstanding + (long) perRequest * w.blockBytes() <= MAX_IN_FLIGHT) {
+                int k = Math.min(perRequest, total - next);
+                long[] maps = new long[k];
+                int[] partitions = new int[k];
+                for (int i = 0; i < k; i++) {
+                    maps[i] = mapBase + (next + i) / w.partitions();
+                    partitions[i] = (next + i) % w.partitions();
+                }
+                f.fetch(maps, partitions, queue);
+                outstanding += (long) k * w.blockBytes();
+                next += k;
+            }
+            Delivered d = queue.take();
+            if (d.failure() != null) {
+                throw new IllegalStateException(f.name() + ": block " + d.map() + "/" + d.partition() + " failed", d.failure());
+            }
+            crc.reset();
+            crc.update(d.data().duplicate());
+            if ((int) crc.getValue() != crcs[(int) (d.map() - mapBase)][d.partition()] || d.data().remaining() != w.blockBytes()) {
+                throw new IllegalStateException(f.name() + ": block " + d.map() + "/" + d.partition() + " has wrong bytes");
+            }
+            d.release().run();
+            outstanding -= w.blockBytes();
+            received++;
+        }
+        long wall = System.nanoTime() - t0;
+        return new Sample(f.name(), w.name(), wall, os.getProcessCpuTime() - cpu0, serverCpu(serverIn, serverOut) - serverCpu0,
+                threads.getTotalThreadAllocatedBytes() - alloc0, w.totalBytes());
+    }
+
+    private static long serverCpu(PrintWriter in, BufferedReader out) throws java.io.IOException {
+        in.println("cpu");
+        String line;
+        while ((line = out.readLine()) != null && !line.startsWith("CPU ")) {
+            // skip
+        }
+        return Long.parseLong(line.substring(4).trim());
+    }
+
+    private static void report(List<Sample> samples, int rounds, Path csv) throws java.io.IOException {
+        Map<String, Map<String, List<Sample>>> by = new LinkedHashMap<>();
+        for (Sample s : samples) {
+            by.computeIfAbsent(s.workload(), k -> new LinkedHashMap<>()).computeIfAbsent(s.system(), k -> new ArrayList<>()).add(s);
+        }
+        StringBuilder md = new StringBuilder("| workload | system | GB/s (median of " + rounds
+                + ") | ratio | client heap MB/GB | client CPU s/GB | server CPU s/GB |\n|---|---|---|---|---|---|---|\n");
+        StringBuilder out = new StringBuilder("workload,system,round,wall_ms,gb_per_s,client_cpu_ms,server_cpu_ms,allocated_bytes\n");
+        for (var wl : by.entrySet()) {
+            double baseline = 0;
+            List<String[]> rows = new ArrayList<>();
+            for (var sys : wl.getValue().entrySet()) {
+                List<Sample> l = sys.getValue();
+                double gbs = median(l.stream().mapToDouble(Sample::gbPerSecond).toArray());
+                double gb = l.get(0).bytes() / 1e9;
+                double heap = median(l.stream().mapToDouble(s -> s.allocated() / 1e6 / gb).toArray());
+                double ccpu = median(l.stream().mapToDouble(s -> s.clientCpu() / 1e9 / gb).toArray());
+                double scpu = median(l.stream().mapToDouble(s -> s.serverCpu() / 1e9 / gb).toArray());
+                if (sys.getKey().startsWith("Spark")) {
+                    baseline = gbs;
+                }
+                rows.add(new String[] {sys.getKey(), String.format("%.3f", gbs), Double.toString(gbs), String.format("%.1f", heap),
+                        String.format("%.2f", ccpu), String.format("%.2f", scpu)});
+                int r = 0;
+                for (Sample s : l) {
+                    out.append(String.join(",", wl.getKey(), s.system(), Integer.toString(++r), Long.toString(s.wallNanos() / 1_000_000),
+                            String.format("%.4f", s.gbPerSecond()), Long.toString(s.clientCpu() / 1_000_000),
+                            Long.toString(s.serverCpu() / 1_000_000), Long.toString(s.allocated()))).append('\n');
+                }
+            }
+            for (String[] row : rows) {
+                double ratio = baseline > 0 ? Double.parseDouble(row[2]) / baseline : Double.NaN;
+                md.append("| ").append(wl.getKey()).append(" | ").append(row[0]).append(" | ").append(row[1]).append(" | ")
+                        .append(String.format("%.2f", ratio)).append(" | ").append(row[3]).append(" | ").append(row[4])
+                        .append(" | ").append(row[5]).append(" |\n");
+            }
+        }
+        System.out.println();
+        System.out.print(md);
+        if (csv != null) {
+            Files.createDirectories(csv.toAbsolutePath().getParent());
+            Files.writeString(csv, out);
+            System.out.println("samples: " + csv);
+        }
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+}
