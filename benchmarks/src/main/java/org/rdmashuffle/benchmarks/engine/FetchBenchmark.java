@@ -31,8 +31,9 @@ import org.rdmashuffle.core.config.EngineConfig;
  * Fetches the same file segments from another JVM two ways, alternating in one run: this engine (on
  * the software provider, the one CI machines have) and Spark's NettyBlockTransferService (what Spark
  * fetches remote shuffle blocks with). Both are driven alike, as Spark's ShuffleBlockFetcherIterator
- * does: requests of up to 10 MiB, at most 48 MiB requested and not yet consumed, every block's bytes
- * checked (CRC32C) and released by one consumer thread.
+ * does: requests of up to 10 MiB, at most 48 MiB requested and not yet consumed, every block read
+ * through an InputStream (as Spark's deserializers read it), its bytes checked (CRC32C), and released,
+ * by one consumer thread.
  *
  * <p>Reports per workload and system: throughput (median over rounds), the throughput ratio, client
  * heap allocation per GB, and CPU per GB on each side.
@@ -45,7 +46,28 @@ public final class FetchBenchmark {
     private static final long MAX_IN_FLIGHT = 48L << 20;
     private static final long REQUEST_BYTES = 10L << 20;
 
-    private record Delivered(long map, int partition, ByteBuffer data, Runnable release, Throwable failure) {
+    /** A delivered block as Spark's reader sees it: a stream over the bytes, and how to release them. */
+    private record Delivered(long map, int partition, java.io.InputStream data, Runnable release, Throwable failure) {
+    }
+
+    /** A stream over a buffer, no copy (as Spark's ByteBufferInputStream). */
+    private static java.io.InputStream stream(ByteBuffer b) {
+        return new java.io.InputStream() {
+            @Override
+            public int read() {
+                return b.hasRemaining() ? b.get() & 0xFF : -1;
+            }
+
+            @Override
+            public int read(byte[] into, int off, int len) {
+                if (!b.hasRemaining()) {
+                    return -1;
+                }
+                int n = Math.min(len, b.remaining());
+                b.get(into, off, n);
+                return n;
+            }
+        };
     }
 
     /** One system under test: asks for blocks, delivers them to the queue. */
@@ -125,7 +147,7 @@ public final class FetchBenchmark {
                     }
                     engine.fetchBlocks(enginePeer, ids, new BlockFetchListener() {
                         public void onBlockFetched(FetchedBlock b) {
-                            to.add(new Delivered(b.id().mapId(), b.id().startPartition(), b.asByteBuffer(), b::release, null));
+                            to.add(new Delivered(b.id().mapId(), b.id().startPartition(), stream(b.asByteBuffer()), b::release, null));
                         }
 
                         public void onBlockFetchFailure(BlockId b, Throwable cause) {
@@ -149,7 +171,7 @@ public final class FetchBenchmark {
                             data.retain(); // as ShuffleBlockFetcherIterator does: the fetcher releases its reference
                             String[] p = id.split("_");
                             try {
-                                to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), data.nioByteBuffer(),
+                                to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), data.createInputStream(),
                                         data::release, null));
                             } catch (java.io.IOException e) {
                                 data.release();
@@ -214,6 +236,7 @@ public final class FetchBenchmark {
         int received = 0;
         long outstanding = 0;
         CRC32C crc = new CRC32C();
+        byte[] chunk = new byte[64 << 10]; // the reader's buffer, as a deserializer has
         while (received < total) {
             while (next < total && outstanding + (long) perRequest * w.blockBytes() <= MAX_IN_FLIGHT) {
                 int k = Math.min(perRequest, total - next);
@@ -232,8 +255,11 @@ public final class FetchBenchmark {
                 throw new IllegalStateException(f.name() + ": block " + d.map() + "/" + d.partition() + " failed", d.failure());
             }
             crc.reset();
-            crc.update(d.data().duplicate());
-            if ((int) crc.getValue() != crcs[(int) (d.map() - mapBase)][d.partition()] || d.data().remaining() != w.blockBytes()) {
+            long length = 0;
+            for (int n; (n = d.data().read(chunk)) > 0; length += n) {
+                crc.update(chunk, 0, n);
+            }
+            if ((int) crc.getValue() != crcs[(int) (d.map() - mapBase)][d.partition()] || length != w.blockBytes()) {
                 throw new IllegalStateException(f.name() + ": block " + d.map() + "/" + d.partition() + " has wrong bytes");
             }
             d.release().run();
