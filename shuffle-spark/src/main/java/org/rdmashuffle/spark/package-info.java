@@ -1,6 +1,10 @@
 /**
- * The Spark 4.2 adapter ({@code spark.shuffle.manager=org.rdmashuffle.spark.RdmaShuffleManager}).
+ * The Spark 4.2 adapter: {@code spark.shuffle.manager=org.rdmashuffle.spark.RdmaShuffleManager}.
  *
- * <p>Not built yet: this module holds only its place in the build (see the shuffle-spark issue).
+ * <p>Spark's sort-shuffle writers write as always ({@link org.rdmashuffle.spark.RdmaShuffleWriter}
+ * registers each committed output with the engine); Spark's fetch iterator reads as always, its remote
+ * fetches served by RDMA ({@link org.rdmashuffle.spark.RdmaShuffleReader},
+ * {@link org.rdmashuffle.spark.RdmaBlockStoreClient}). Settings: {@code spark.shuffle.rdma.*}
+ * (docs/configuration.md).
  */
 package org.rdmashuffle.spark;

@@ -1,0 +1,114 @@
+package org.rdmashuffle.spark;
+
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+import org.apache.spark.network.shuffle.BlockFetchingListener;
+import org.apache.spark.network.shuffle.BlockStoreClient;
+import org.apache.spark.network.shuffle.DownloadFileManager;
+import org.apache.spark.network.shuffle.checksum.Cause;
+import org.apache.spark.storage.ShuffleBlockBatchId;
+import org.apache.spark.storage.ShuffleBlockId;
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.client.BlockFetchListener;
+import org.rdmashuffle.core.client.FetchedBlock;
+
+/**
+ * The block store client Spark's fetch iterator uses in an RDMA reader: remote shuffle blocks of an
+ * executor that serves them by RDMA are fetched by the engine, and the listener is called from the
+ * engine's completion poller; everything else (executors without an engine, corruption diagnosis,
+ * host-local directories) goes to Spark's own client.
+ */
+final class RdmaBlockStoreClient extends BlockStoreClient {
+    private final RdmaShuffleManager manager;
+    private final RdmaShuffleEngine engine;
+    private final Map<String, InetSocketAddress> engines;
+    private final BlockStoreClient builtIn;
+
+    /** @param engines where each executor's engine listens, by executor id (from the map output locations) */
+    RdmaBlockStoreClient(RdmaShuffleManager manager, RdmaShuffleEngine engine, Map<String, InetSocketAddress> engines,
+                         BlockStoreClient builtIn) {
+        this.manager = manager;
+        this.engine = engine;
+        this.engines = engines;
+        this.builtIn = builtIn;
+    }
+
+    @Override
+    public void fetchBlocks(String host, int port, String execId, String[] blockIds, BlockFetchingListener listener,
+                            DownloadFileManager downloadFileManager) {
+        InetSocketAddress peer = engine == null ? null : engines.get(execId);
+        if (peer == null) {
+            manager.blocksOverFallback.addAndGet(blockIds.length);
+            builtIn.fetchBlocks(host, port, execId, blockIds, listener, downloadFileManager);
+            return;
+        }
+        List<BlockId> ids = new ArrayList<>(blockIds.length);
+        Map<BlockId, String> names = new HashMap<>();
+        for (String name : blockIds) {
+            BlockId id = parse(name);
+            if (id == null) {
+                listener.onBlockFetchFailure(name, new IllegalArgumentException(name + " is not a shuffle block"));
+                continue;
+            }
+            ids.add(id);
+            names.put(id, name);
+        }
+        engine.fetchBlocks(peer, ids, new BlockFetchListener() {
+            @Override
+            public void onBlockFetched(FetchedBlock block) {
+                manager.blocksOverRdma.incrementAndGet();
+                manager.bytesOverRdma.addAndGet(block.size());
+                FetchedBlockManagedBuffer buffer = new FetchedBlockManagedBuffer(block);
+                try {
+                    listener.onBlockFetchSuccess(names.get(block.id()), buffer); // Spark retains what it keeps
+                } finally {
+                    buffer.release();
+                }
+            }
+
+            @Override
+            public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                listener.onBlockFetchFailure(names.get(block), cause);
+            }
+        });
+    }
+
+    private static BlockId parse(String name) {
+        org.apache.spark.storage.BlockId b;
+        try {
+            b = org.apache.spark.storage.BlockId.apply(name);
+        } catch (RuntimeException e) {
+            return null;
+        }
+        if (b instanceof ShuffleBlockId s) {
+            return BlockId.of(s.shuffleId(), s.mapId(), s.reduceId());
+        }
+        if (b instanceof ShuffleBlockBatchId s) {
+            return new BlockId(s.shuffleId(), s.mapId(), s.startReduceId(), s.endReduceId());
+        }
+        return null;
+    }
+
+    @Override
+    public Cause diagnoseCorruption(String host, int port, String execId, int shuffleId, long mapId, int reduceId,
+                                    long checksum, String algorithm) {
+        // The serving executor's block server recomputes the checksum from its file.
+        return builtIn.diagnoseCorruption(host, port, execId, shuffleId, mapId, reduceId, checksum, algorithm);
+    }
+
+    @Override
+    public void getHostLocalDirs(String host, int port, String[] execIds, CompletableFuture<Map<String, String[]>> dirs) {
+        builtIn.getHostLocalDirs(host, port, execIds, dirs);
+    }
+
+    @Override
+    public void close() {
+        // Owns nothing: the engine and Spark's client live as long as their executor.
+    }
+}

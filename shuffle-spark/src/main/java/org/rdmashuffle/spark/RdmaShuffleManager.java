@@ -1,0 +1,227 @@
+package org.rdmashuffle.spark;
+
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.spark.ShuffleDependency;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.shuffle.BaseShuffleHandle;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+import org.apache.spark.shuffle.ShuffleBlockResolver;
+import org.apache.spark.shuffle.ShuffleHandle;
+import org.apache.spark.shuffle.ShuffleManager;
+import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
+import org.apache.spark.shuffle.ShuffleReader;
+import org.apache.spark.shuffle.ShuffleWriteMetricsReporter;
+import org.apache.spark.shuffle.ShuffleWriter;
+import org.apache.spark.shuffle.sort.SortShuffleManager;
+import org.apache.spark.storage.BlockManager;
+import org.apache.spark.storage.BlockManagerId;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.config.EngineConfig;
+
+/**
+ * {@code spark.shuffle.manager=org.rdmashuffle.spark.RdmaShuffleManager}.
+ *
+ * <p>Map side: Spark's own sort-shuffle writers and on-disk layout (data, index and checksum files),
+ * so {@code MapStatus} sizes and checksums stay exactly Spark's; each committed output is then
+ * registered with this process's RDMA engine ({@link RdmaShuffleWriter}). The engine's control
+ * address travels to reducers inside the {@code MapStatus} location, as the {@code topologyInfo}
+ * of this executor's shuffle server id ({@link #TOPOLOGY_PREFIX}).
+ *
+ * <p>Reduce side: Spark's own {@code ShuffleBlockFetcherIterator} (local and host-local blocks,
+ * batch fetch, in-flight limits, corruption detection, fetch failures, metrics) with a block store
+ * client whose remote fetches go over RDMA ({@link RdmaBlockStoreClient}).
+ *
+ * <p>If the engine cannot start, this executor falls back to Spark's built-in transport with one
+ * WARN naming the cause ({@code spark.shuffle.rdma.fallback=false} fails instead).
+ */
+public final class RdmaShuffleManager implements ShuffleManager {
+    /** Prefix of every setting (the engine's keys follow it, see docs/configuration.md). */
+    public static final String PREFIX = "spark.shuffle.rdma.";
+    /** Fall back to Spark's transport when the engine cannot start (default true). */
+    public static final String FALLBACK = PREFIX + "fallback";
+    /** How an executor's shuffle server id says where its engine listens. */
+    static final String TOPOLOGY_PREFIX = "rdma-shuffle=";
+
+    private static final System.Logger LOG = System.getLogger(RdmaShuffleManager.class.getName());
+    private static volatile RdmaShuffleManager current;
+
+    private final SparkConf conf;
+    private final SortShuffleManager sort;
+    private final Object lock = new Object();
+    private volatile RdmaShuffleEngine engine;
+    private volatile String unavailable;
+    private boolean started;
+    final AtomicLong blocksOverRdma = new AtomicLong();
+    final AtomicLong bytesOverRdma = new AtomicLong();
+    final AtomicLong blocksOverFallback = new AtomicLong();
+
+    public RdmaShuffleManager(SparkConf conf) {
+        this.conf = conf;
+        this.sort = new SortShuffleManager(conf);
+        current = this;
+    }
+
+    /** The manager of this JVM, if Spark created one. */
+    static RdmaShuffleManager current() {
+        return current;
+    }
+
+    @Override
+    public <K, V, C> ShuffleHandle registerShuffle(int shuffleId, ShuffleDependency<K, V, C> dependency) {
+        return sort.registerShuffle(shuffleId, dependency);
+    }
+
+    @Override
+    public <K, V> ShuffleWriter<K, V> getWriter(ShuffleHandle handle, long mapId, TaskContext context,
+                                                ShuffleWriteMetricsReporter metrics) {
+        ShuffleWriter<K, V> writer = sort.getWriter(handle, mapId, context, metrics);
+        RdmaShuffleEngine e = engine();
+        return e == null ? writer
+                : new RdmaShuffleWriter<>(writer, e, sort.shuffleBlockResolver(), handle.shuffleId(), mapId);
+    }
+
+    @Override
+    public <K, C> ShuffleReader<K, C> getReader(ShuffleHandle handle, int startMapIndex, int endMapIndex, int startPartition,
+                                                int endPartition, TaskContext context, ShuffleReadMetricsReporter metrics) {
+        @SuppressWarnings("unchecked")
+        BaseShuffleHandle<K, ?, C> base = (BaseShuffleHandle<K, ?, C>) handle;
+        var blocksByAddress = SparkEnv.get().mapOutputTracker().getMapSizesByExecutorId(handle.shuffleId(), startMapIndex,
+                endMapIndex, startPartition, endPartition);
+        boolean batch = SortShuffleManager.canUseBatchFetch(startPartition, endPartition, context);
+        return new RdmaShuffleReader<>(base, blocksByAddress, context, metrics, batch, this, engine());
+    }
+
+    @Override
+    public boolean unregisterShuffle(int shuffleId) {
+        RdmaShuffleEngine e = engine;
+        if (e != null) {
+            e.unregisterShuffle(shuffleId);
+        }
+        return sort.unregisterShuffle(shuffleId);
+    }
+
+    @Override
+    public ShuffleBlockResolver shuffleBlockResolver() {
+        return sort.shuffleBlockResolver();
+    }
+
+    IndexShuffleBlockResolver indexResolver() {
+        return sort.shuffleBlockResolver();
+    }
+
+    @Override
+    public void stop() {
+        RdmaShuffleEngine e = engine;
+        engine = null;
+        if (e != null) {
+            e.close();
+        }
+        sort.stop();
+    }
+
+    /**
+     * This JVM's engine, started on first use, or null when it could not start (then Spark's own
+     * transport carries this executor's shuffle, and one WARN said why).
+     */
+    RdmaShuffleEngine engine() {
+        if (started) {
+            return engine;
+        }
+        synchronized (lock) {
+            if (started) {
+                return engine;
+            }
+            try {
+                engine = start();
+            } catch (RuntimeException | Error e) {
+                unavailable = e.getClass().getSimpleName() + ": " + e.getMessage();
+                if (!conf.getBoolean(FALLBACK, true)) {
+                    throw new IllegalStateException("rdma-shuffle: the RDMA engine cannot start and " + FALLBACK
+                            + "=false: " + unavailable, e);
+                }
+                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: the RDMA engine cannot start on this executor, so its "
+                        + "shuffle uses Spark's built-in transport: " + unavailable);
+            }
+            started = true;
+            return engine;
+        }
+    }
+
+    private RdmaShuffleEngine start() {
+        SparkEnv env = SparkEnv.get();
+        BlockManager bm = env.blockManager();
+        String host = bm.blockManagerId().host();
+        // The software provider's data listener defaults to loopback; on a cluster it must be reachable.
+        if (System.getProperty(org.rdmashuffle.verbs.software.SoftwareProvider.BIND_ADDRESS_PROPERTY) == null) {
+            System.setProperty(org.rdmashuffle.verbs.software.SoftwareProvider.BIND_ADDRESS_PROPERTY,
+                    conf.get(PREFIX + "software.bindAddress", host));
+        }
+        EngineConfig config = EngineConfig.fromProperties(PREFIX, key -> conf.getOption(key).isDefined() ? conf.get(key) : null);
+        if (!conf.contains(PREFIX + EngineConfig.KEY_BIND_ADDRESS)) {
+            config.set(EngineConfig.KEY_BIND_ADDRESS, host);
+        }
+        byte[] secret = null;
+        if (conf.getBoolean("spark.authenticate", false)) {
+            secret = env.securityManager().getSecretKey().getBytes(StandardCharsets.UTF_8);
+        }
+        RdmaShuffleEngine e = RdmaShuffleEngine.start(config, conf.getAppId(), secret);
+        try {
+            publish(bm, e.address());
+        } catch (RuntimeException ex) {
+            e.close();
+            throw ex;
+        }
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle: executor " + bm.blockManagerId().executorId() + " serves and fetches "
+                + "shuffle blocks over " + e.providerName() + " device " + e.deviceName() + ", control plane " + e.address());
+        return e;
+    }
+
+    /** Puts the engine's address into the shuffle server id that every MapStatus of this executor carries. */
+    private static void publish(BlockManager bm, InetSocketAddress address) {
+        BlockManagerId id = bm.shuffleServerId();
+        bm.shuffleServerId_$eq(BlockManagerId.apply(id.executorId(), id.host(), id.port(),
+                scala.Option.apply(TOPOLOGY_PREFIX + address.getHostString() + ":" + address.getPort())));
+    }
+
+    /** Where the engine of the executor behind {@code id} listens, or null if its shuffle is not served by RDMA. */
+    static InetSocketAddress engineAddress(BlockManagerId id) {
+        if (id.topologyInfo().isEmpty()) {
+            return null;
+        }
+        String t = id.topologyInfo().get();
+        if (!t.startsWith(TOPOLOGY_PREFIX)) {
+            return null;
+        }
+        String hostPort = t.substring(TOPOLOGY_PREFIX.length());
+        int colon = hostPort.lastIndexOf(':');
+        return new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
+    }
+
+    /**
+     * What carries this JVM's shuffle, for the main job and the tests: the provider and device, or
+     * why the built-in transport does; and how many blocks came over each.
+     */
+    public static String describe() {
+        RdmaShuffleManager m = current;
+        if (m == null) {
+            return "no RdmaShuffleManager in this JVM";
+        }
+        RdmaShuffleEngine e = m.engine();
+        String carrier = e != null ? "RDMA engine on " + e.providerName() + " device " + e.deviceName() + " (control "
+                + e.address().getHostString() + ":" + e.address().getPort() + ")"
+                : "Spark's built-in transport (RDMA engine unavailable: " + m.unavailable + ")";
+        return carrier + "; fetched " + m.blocksOverRdma.get() + " blocks (" + m.bytesOverRdma.get() + " bytes) over RDMA, "
+                + m.blocksOverFallback.get() + " over the built-in transport";
+    }
+
+    /** Blocks this JVM fetched over RDMA and over the built-in transport: {@code [rdma, builtIn]}. */
+    public static long[] fetchCounts() {
+        RdmaShuffleManager m = current;
+        return m == null ? new long[2] : new long[] {m.blocksOverRdma.get(), m.blocksOverFallback.get()};
+    }
+}

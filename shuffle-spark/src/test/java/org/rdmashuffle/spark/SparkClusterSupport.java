@@ -1,0 +1,79 @@
+package org.rdmashuffle.spark;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaSparkContext;
+
+/**
+ * Spark in local-cluster mode from the Maven test classpath: two executor JVMs of 1 GiB, everything
+ * on 127.0.0.1. Spark's workers launch executors from {@code $SPARK_HOME} (set by the pom); an empty
+ * one (a RELEASE file and a jars/ directory) will do, since the executors get the test classpath.
+ */
+final class SparkClusterSupport {
+    static final String MASTER = "local-cluster[2,1,1024]";
+
+    private SparkClusterSupport() {
+    }
+
+    static SparkConf conf(String name, boolean rdma, Path scratch) throws IOException {
+        String sparkHome = System.getenv("SPARK_HOME");
+        if (sparkHome == null) {
+            throw new IllegalStateException("SPARK_HOME is not set (the pom sets it for the tests)");
+        }
+        Path home = Files.createDirectories(Path.of(sparkHome));
+        Files.createDirectories(home.resolve("jars"));
+        if (!Files.exists(home.resolve("RELEASE"))) {
+            Files.createFile(home.resolve("RELEASE"));
+        }
+        Path local = Files.createDirectories(scratch.resolve("local"));
+        SparkConf conf = new SparkConf().setMaster(MASTER).setAppName(name)
+                .set("spark.home", home.toString())
+                .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+                .set("spark.local.dir", local.toString())
+                .set("spark.ui.enabled", "false")
+                .set("spark.executor.extraClassPath", System.getProperty("java.class.path"))
+                .set("spark.executorEnv.SPARK_SCALA_VERSION", "2.13")
+                .set("spark.executorEnv.SPARK_LOCAL_IP", "127.0.0.1")
+                .set("spark.executorEnv.JAVA_HOME", System.getProperty("java.home"))
+                .set("spark.executor.extraJavaOptions", "--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow")
+                .set("spark.shuffle.rdma.provider", "software")
+                // Small engine pools: two executors and the driver share this machine.
+                .set("spark.shuffle.rdma.fetchBufferMemory", "64m")
+                .set("spark.shuffle.rdma.srq.buffers", "64");
+        if (rdma) {
+            conf.set("spark.shuffle.manager", RdmaShuffleManager.class.getName());
+        }
+        return conf;
+    }
+
+    /** What carries each executor's shuffle, one line per executor JVM. */
+    static List<String> describeExecutors(JavaSparkContext sc) {
+        return new ArrayList<>(sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
+                .map(i -> org.apache.spark.SparkEnv.get().executorId() + ": " + RdmaShuffleManager.describe())
+                .distinct().collect());
+    }
+
+    /** Blocks fetched by all executors: {@code [over RDMA, over Spark's transport]}. */
+    static long[] fetchCounts(JavaSparkContext sc) {
+        List<String> seen = sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
+                .map(i -> {
+                    long[] c = RdmaShuffleManager.fetchCounts();
+                    return org.apache.spark.SparkEnv.get().executorId() + " " + c[0] + " " + c[1];
+                }).distinct().collect();
+        long[] total = new long[2];
+        java.util.Set<String> executors = new java.util.HashSet<>();
+        for (String s : seen) {
+            String[] p = s.split(" ");
+            if (executors.add(p[0])) {
+                total[0] += Long.parseLong(p[1]);
+                total[1] += Long.parseLong(p[2]);
+            }
+        }
+        return total;
+    }
+}
