@@ -45,6 +45,20 @@ class FaultInjectionTest {
         EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
     }
 
+    /** A tamper that rewrites every descriptor of the first FetchResponse the server sends. */
+    private static RdmaShuffleEngine.Tamper rewriteFirstResponse(java.util.function.UnaryOperator<BlockDescriptor> change) {
+        AtomicBoolean once = new AtomicBoolean(true);
+        return new RdmaShuffleEngine.Tamper() {
+            @Override
+            public Message message(Role role, Message m) {
+                if (m instanceof Message.FetchResponse r && once.getAndSet(false)) {
+                    return new Message.FetchResponse(r.requestId(), r.blocks().stream().map(change).toList());
+                }
+                return m;
+            }
+        };
+    }
+
     private static Collector fetchFirstPartitions(EnginePair pair) throws InterruptedException {
         List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs).subList(0, 6);
         Collector got = new Collector(blocks.size());
@@ -99,18 +113,8 @@ class FaultInjectionTest {
     @Test
     void wrongRkey_failsWithRemoteAccessError_andTheNextFetchReconnects() throws Exception {
         try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 8, EngineTestSupport.size(8000))) {
-            AtomicBoolean once = new AtomicBoolean(true);
-            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
-                @Override
-                public Message message(Role role, Message m) {
-                    if (m instanceof Message.FetchResponse r && once.getAndSet(false)) {
-                        return new Message.FetchResponse(r.requestId(), r.blocks().stream().map(b -> new BlockDescriptor(
-                                b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), b.address(), b.length(),
-                                b.rkey() ^ 0x5a5a00)).toList());
-                    }
-                    return m;
-                }
-            });
+            pair.server.tamper(rewriteFirstResponse(b -> new BlockDescriptor(b.shuffleId(), b.mapId(), b.startPartition(),
+                    b.endPartition(), b.address(), b.length(), b.rkey() ^ 0x5a5a00)));
             Collector got = fetchFirstPartitions(pair);
             assertTrue(got.fetched.values().stream().allMatch(b -> b.length == 0), "only empty blocks may arrive");
             BlockId failed = got.failed.keySet().iterator().next();
@@ -122,18 +126,8 @@ class FaultInjectionTest {
     @Test
     void readBeyondTheRegisteredRange_isRefusedByThePeersDevice() throws Exception {
         try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000))) {
-            AtomicBoolean once = new AtomicBoolean(true);
-            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
-                @Override
-                public Message message(Role role, Message m) {
-                    if (m instanceof Message.FetchResponse r && once.getAndSet(false)) {
-                        return new Message.FetchResponse(r.requestId(), r.blocks().stream().map(b -> new BlockDescriptor(
-                                b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), b.address(),
-                                b.length() == 0 ? 0 : b.length() + (1 << 20), b.rkey())).toList());
-                    }
-                    return m;
-                }
-            });
+            pair.server.tamper(rewriteFirstResponse(b -> new BlockDescriptor(b.shuffleId(), b.mapId(), b.startPartition(),
+                    b.endPartition(), b.address(), b.length() == 0 ? 0 : b.length() + (1 << 20), b.rkey())));
             List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
             Collector got = new Collector(blocks.size());
             pair.client.fetchBlocks(pair.server.address(), blocks, got);

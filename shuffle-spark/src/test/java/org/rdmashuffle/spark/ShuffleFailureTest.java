@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
@@ -29,15 +30,7 @@ class ShuffleFailureTest {
     Path scratch;
 
     private static List<String> groupSizes(JavaPairRDD<Integer, String> pairs) {
-        return pairs.groupByKey(6).mapValues(vs -> {
-            int n = 0;
-            long h = 0;
-            for (String v : vs) {
-                n++;
-                h += v.hashCode();
-            }
-            return n + "/" + h;
-        }).collect().stream().map(String::valueOf).sorted().toList();
+        return pairs.groupByKey(6).mapValues(Workloads::summary).collect().stream().map(String::valueOf).sorted().toList();
     }
 
     /** The expected answer, computed without Spark. */
@@ -134,22 +127,25 @@ class ShuffleFailureTest {
             sc.sc().addSparkListener(failures);
             JavaPairRDD<Integer, Iterable<String>> grouped = Workloads.pairs(sc, 60_000, 500).groupByKey(6);
             grouped.count(); // map outputs written and registered
-            int corrupted = corruptShuffleData(scratch.resolve("local"));
+            int corrupted = 0;
+            for (String dir : executorLocalDirs(sc)) {
+                corrupted += corruptShuffleData(Path.of(dir));
+            }
             assertTrue(corrupted > 0, "no shuffle data file found to corrupt");
             // The map stage is reused: the reducers read the corrupted files.
-            List<String> result = grouped.mapValues(vs -> {
-                int n = 0;
-                long h = 0;
-                for (String v : vs) {
-                    n++;
-                    h += v.hashCode();
-                }
-                return n + "/" + h;
-            }).collect().stream().map(String::valueOf).sorted().toList();
+            List<String> result = grouped.mapValues(Workloads::summary).collect().stream().map(String::valueOf).sorted().toList();
             assertEquals(expectedGroupSizes(60_000, 500), result, "silently wrong after corruption");
             assertTrue(failures.reasons.stream().anyMatch(r -> r.contains("FetchFailed") && r.toLowerCase().contains("corrupt")),
                     "the corruption was not reported as a corrupt fetch: " + failures.reasons);
         }
+    }
+
+    /** The block managers' local directories, asked of the executors (Spark caches the root per JVM). */
+    private static List<String> executorLocalDirs(JavaSparkContext sc) {
+        return sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
+                .flatMap(i -> java.util.Arrays.stream(org.apache.spark.SparkEnv.get().blockManager().diskBlockManager().localDirs())
+                        .map(File::getAbsolutePath).iterator())
+                .distinct().collect();
     }
 
     /** Flips bytes in the middle of every shuffle data file under {@code dir}; returns how many. */

@@ -37,15 +37,7 @@ final class Workloads {
     static Map<String, List<String>> rdd(JavaSparkContext sc) {
         Map<String, List<String>> r = new LinkedHashMap<>();
         JavaPairRDD<Integer, String> p = pairs(sc, 60_000, 500);
-        r.put("groupByKey", sorted(p.groupByKey(6).mapValues(vs -> {
-            long count = 0;
-            long sum = 0;
-            for (String v : vs) {
-                count++;
-                sum += v.hashCode();
-            }
-            return count + "/" + sum;
-        }).collect()));
+        r.put("groupByKey", sorted(p.groupByKey(6).mapValues(Workloads::summary).collect()));
         r.put("reduceByKey", sorted(p.mapValues(v -> (long) v.length()).reduceByKey(Long::sum, 5).collect()));
         r.put("sortByKey", p.mapToPair(t -> new Tuple2<>(t._2(), t._1())).sortByKey(true, 4).map(Tuple2::toString).collect());
         JavaPairRDD<Integer, String> other = pairs(sc, 20_000, 700).mapValues(v -> v + "'");
@@ -83,6 +75,17 @@ final class Workloads {
                 .set("spark.sql.adaptive.advisoryPartitionSizeInBytes", "64k")
                 .set("spark.sql.autoBroadcastJoinThreshold", "-1")
                 .set("spark.sql.shuffle.partitions", "16");
+    }
+
+    /** "count/sum of hashes" of a group's values: equal groups, equal summaries, whatever their order. */
+    static String summary(Iterable<String> values) {
+        long count = 0;
+        long sum = 0;
+        for (String v : values) {
+            count++;
+            sum += v.hashCode();
+        }
+        return count + "/" + sum;
     }
 
     private static long count(Iterable<?> it) {
