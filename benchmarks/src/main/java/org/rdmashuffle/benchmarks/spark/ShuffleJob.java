@@ -1,7 +1,5 @@
 package org.rdmashuffle.benchmarks.spark;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
@@ -113,7 +111,7 @@ public final class ShuffleJob {
     }
 
     static Run run(String shuffle, int rows, int partitions) throws Exception {
-        SparkConf conf = conf(shuffle);
+        SparkConf conf = LocalCluster.conf("rdma-shuffle main job", shuffle);
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
             Metrics metrics = new Metrics();
             sc.sc().addSparkListener(metrics);
@@ -174,33 +172,6 @@ public final class ShuffleJob {
         return sc.parallelize(IntStream.range(0, 32).boxed().toList(), 32)
                 .map(i -> "executor " + org.apache.spark.SparkEnv.get().executorId() + ": " + RdmaShuffleManager.describe())
                 .distinct().collect().stream().sorted().toList();
-    }
-
-    private static SparkConf conf(String shuffle) throws Exception {
-        String home = System.getenv("SPARK_HOME");
-        if (home == null) {
-            throw new IllegalStateException("SPARK_HOME must name a directory (bin/shuffle-job makes an empty one)");
-        }
-        Path local = Files.createTempDirectory("rdma-shuffle-job");
-        local.toFile().deleteOnExit();
-        String opens = System.getProperty("rdmashuffle.executorJavaOptions", "");
-        SparkConf conf = new SparkConf().setMaster(System.getProperty("rdmashuffle.master", "local-cluster[2,1,1024]"))
-                .setAppName("rdma-shuffle main job (" + shuffle + ")")
-                .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
-                .set("spark.local.dir", local.toString())
-                .set("spark.ui.enabled", "false")
-                .set("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-                .set("spark.executor.extraClassPath", System.getProperty("java.class.path"))
-                .set("spark.executorEnv.SPARK_SCALA_VERSION", "2.13")
-                .set("spark.executorEnv.SPARK_LOCAL_IP", "127.0.0.1")
-                .set("spark.executorEnv.JAVA_HOME", System.getProperty("java.home"))
-                .set("spark.executor.extraJavaOptions", "--enable-native-access=ALL-UNNAMED " + opens);
-        if (shuffle.equals("rdma")) {
-            conf.set("spark.shuffle.manager", RdmaShuffleManager.class.getName());
-        } else if (!shuffle.equals("builtin")) {
-            throw new IllegalArgumentException("--shuffle rdma or builtin, not " + shuffle);
-        }
-        return conf;
     }
 
     private static void print(Run r) {

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# TPC-DS with Spark's built-in shuffle and with rdma-shuffle, alternated query by query, results
+# compared; writes benchmarks/results/tpcds-sf<scale>/ (CSV, markdown, PNG charts). Data is generated
+# once per scale under benchmarks/data/ and reused.
+#   benchmarks/tpcds.sh [--scale 0.1|1] [--queries all|q3,q7,...]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+# shellcheck source=../bin/spark-env.sh
+source "$root/bin/spark-env.sh"
+cd "$root"
+exec java -Xmx1g $SPARK_JVM_OPTIONS -cp "$BENCHMARKS_CLASSPATH" org.rdmashuffle.benchmarks.tpcds.TpcdsRunner "$@"
