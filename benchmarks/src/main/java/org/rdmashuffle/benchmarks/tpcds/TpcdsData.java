@@ -77,10 +77,13 @@ public final class TpcdsData {
         }
     }
 
+    /** Columns the generator names differently from the schema Spark's query texts use. */
+    private static final java.util.Map<String, String> SPARK_NAMES = java.util.Map.of("c_last_review_date_sk", "c_last_review_date");
+
     static StructType schema(Table t) {
         List<StructField> fields = new ArrayList<>();
         for (Column c : t.getColumns()) {
-            fields.add(DataTypes.createStructField(c.getName(), sparkType(c.getType()), true));
+            fields.add(DataTypes.createStructField(SPARK_NAMES.getOrDefault(c.getName(), c.getName()), sparkType(c.getType()), true));
         }
         return DataTypes.createStructType(fields);
     }
