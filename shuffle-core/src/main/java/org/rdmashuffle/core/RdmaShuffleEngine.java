@@ -14,6 +14,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 
 import org.rdmashuffle.core.buffer.RegisteredBufferPool;
 import org.rdmashuffle.core.client.BlockFetchException;
@@ -78,7 +79,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaShuffleEngine.class.getName());
     private static final int MAX_CONTROL_FRAME = 64 << 10;
     /** Largest encoded descriptor (varints at their longest) and block id of a request. */
-    private static final int MAX_DESCRIPTOR_BYTES = 48;
+    private static final int MAX_DESCRIPTOR_BYTES = 58;
     private static final int MAX_REQUESTED_BLOCK_BYTES = 20;
     private static final int FETCH_BUFFER_CHUNK = 4 << 20;
 
@@ -135,11 +136,22 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final Map<Long, InFlightSend> sendsInFlight = new ConcurrentHashMap<>();
     private final ArrayDeque<QueuedSend> queuedSends = new ArrayDeque<>();
     private final FetchTransport transport = new Transport();
+    private final boolean servesManyApplications;
     private volatile Tamper tamper = NO_TAMPER;
     private volatile boolean closed;
     private int nextPoller;
 
     private RdmaShuffleEngine(EngineConfig config, String appId, byte[] secret, VerbsProvider provider) {
+        this(config, appId, secret, false, null, provider);
+    }
+
+    /**
+     * @param service false for the engine of one application ({@code appId}, {@code secret}); true for
+     *        a node's shuffle service, serving the applications {@code services} knows the secrets of
+     *        (null: authentication off)
+     */
+    private RdmaShuffleEngine(EngineConfig config, String appId, byte[] secret, boolean service,
+                              Function<String, byte[]> services, VerbsProvider provider) {
         config.validate();
         this.config = config;
         this.provider = provider;
@@ -195,9 +207,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout());
             made.add(controlClients);
             byte[] appSecret = secret == null ? null : secret.clone();
+            this.servesManyApplications = service;
+            Function<String, byte[]> secrets = service ? services
+                    : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
-                    appSecret == null ? null : app -> app.equals(appId) ? appSecret : null, this::onControlRequest,
-                    MAX_CONTROL_FRAME);
+                    secrets, this::onControlRequest, MAX_CONTROL_FRAME);
             made.add(controlServer);
             for (CompletionPoller p : pollers) {
                 p.start();
@@ -232,6 +246,21 @@ public final class RdmaShuffleEngine implements AutoCloseable {
      */
     public static RdmaShuffleEngine start(EngineConfig config, String appId, byte[] secret, VerbsProvider provider) {
         return new RdmaShuffleEngine(config, appId, secret, provider);
+    }
+
+    /**
+     * Starts the serving engine of a node's shuffle service (YARN's NodeManager): it serves the outputs
+     * of many applications, each reducer only those of the application it authenticated for, and does
+     * not fetch. Outputs are registered with {@link #registerMapOutput(String, int, long, Path, long[])}
+     * or found by a {@link #resolver}.
+     *
+     * @param secrets the shared secret of an application the node knows, null for one it does not;
+     *        null altogether turns authentication off (logged once): then a reducer is trusted to name
+     *        its application
+     */
+    public static RdmaShuffleEngine startService(EngineConfig config, Function<String, byte[]> secrets,
+                                                 VerbsProvider provider) {
+        return new RdmaShuffleEngine(config, null, null, true, secrets, provider);
     }
 
     private static VerbsContext openDevice(VerbsProvider provider, String name) {
@@ -308,6 +337,30 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     /** Forgets a shuffle's outputs and deregisters their regions. */
     public void unregisterShuffle(int shuffleId) {
         registry.unregisterShuffle(shuffleId);
+    }
+
+    /** A shuffle service's {@link #registerMapOutput(int, long, Path, long[])}: an output of application {@code app}. */
+    public void registerMapOutput(String app, int shuffleId, long mapId, Path dataFile, long[] offsets) {
+        requireService();
+        registry.register(app, shuffleId, mapId, dataFile, offsets);
+    }
+
+    /** A shuffle service forgets an application's outputs and deregisters their regions; returns how many. */
+    public int unregisterApplication(String app) {
+        requireService();
+        return registry.unregisterApplication(app);
+    }
+
+    /** A shuffle service finds outputs nobody registered with this (MapReduce's, on the node's disks). */
+    public void resolver(MapOutputRegistry.Resolver resolver) {
+        requireService();
+        registry.resolver(resolver);
+    }
+
+    private void requireService() {
+        if (!servesManyApplications) {
+            throw new IllegalStateException("only a shuffle service's engine (startService) serves other applications");
+        }
     }
 
     /**
@@ -503,6 +556,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             byQpNumber.put(c.qpNumber(i), c);
         }
+        if (servesManyApplications) {
+            c.attach(session.appId()); // the application whose outputs this reducer may read
+        }
         session.onClose(() -> retire(c));
         return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine));
     }
@@ -652,7 +708,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 protocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests are served");
                 return;
             }
-            Message answer = requests.answer(r);
+            Message answer = requests.answer(
+                    c.attachment() instanceof String app ? app : MapOutputRegistry.OWN, r);
             try {
                 send(c, answer, false);
             } catch (IllegalArgumentException tooBig) {

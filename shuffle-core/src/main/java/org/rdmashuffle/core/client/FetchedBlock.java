@@ -15,16 +15,18 @@ public final class FetchedBlock {
     private final BlockId id;
     private final MemorySegment data;
     private final RegisteredBuffer buffer;
+    private final long rawLength;
     private final AtomicBoolean released = new AtomicBoolean();
 
-    FetchedBlock(BlockId id, MemorySegment data, RegisteredBuffer buffer) {
+    FetchedBlock(BlockId id, MemorySegment data, RegisteredBuffer buffer, long rawLength) {
         this.id = id;
         this.data = data;
         this.buffer = buffer;
+        this.rawLength = rawLength;
     }
 
     static FetchedBlock empty(BlockId id) {
-        return new FetchedBlock(id, MemorySegment.ofArray(new byte[0]), null);
+        return new FetchedBlock(id, MemorySegment.ofArray(new byte[0]), null, 0);
     }
 
     public BlockId id() {
@@ -33,6 +35,14 @@ public final class FetchedBlock {
 
     public long size() {
         return data.byteSize();
+    }
+
+    /**
+     * The size once decompressed, as the serving side described it: MapReduce's index records it;
+     * for Spark's outputs it equals {@link #size()}.
+     */
+    public long rawLength() {
+        return rawLength;
     }
 
     /** The bytes, in place (no copy). */

@@ -344,7 +344,8 @@ public final class PeerFetcher {
             return;
         }
         for (Read r : chain.reads) {
-            deliver(r.wanted, new FetchedBlock(r.wanted.id(), r.buffer.segment().asSlice(0, r.where.length()), r.buffer));
+            deliver(r.wanted, new FetchedBlock(r.wanted.id(), r.buffer.segment().asSlice(0, r.where.length()), r.buffer,
+                    r.where.rawLength()));
         }
         pump();
         transport.budget().wakeWaiters();

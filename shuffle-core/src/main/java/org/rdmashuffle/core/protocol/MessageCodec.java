@@ -176,6 +176,7 @@ public final class MessageCodec {
                 out.writeLong(b.address());
                 out.writeVarLong(b.length(), true);
                 out.writeInt(b.rkey());
+                out.writeVarLong(b.rawLength(), true);
             }
         }
 
@@ -186,8 +187,9 @@ public final class MessageCodec {
             List<BlockDescriptor> blocks = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
                 BlockDescriptor b = new BlockDescriptor(in.readVarInt(true), in.readVarLong(true), in.readVarInt(true),
-                        in.readVarInt(true), in.readLong(), in.readVarLong(true), in.readInt());
-                if (b.shuffleId() < 0 || b.startPartition() < 0 || b.endPartition() <= b.startPartition() || b.length() < 0) {
+                        in.readVarInt(true), in.readLong(), in.readVarLong(true), in.readInt(), in.readVarLong(true));
+                if (b.shuffleId() < 0 || b.startPartition() < 0 || b.endPartition() <= b.startPartition() || b.length() < 0
+                        || b.rawLength() < 0) {
                     throw new MalformedMessageException("fetch response " + id + ": invalid block " + b);
                 }
                 blocks.add(b);

@@ -23,10 +23,15 @@ public final class FetchRequestHandler {
     }
 
     public Message answer(Message.FetchRequest request) {
+        return answer(MapOutputRegistry.OWN, request);
+    }
+
+    /** Answers a request of a reducer authenticated for {@code app}: it sees that application's outputs only. */
+    public Message answer(String app, Message.FetchRequest request) {
         List<BlockDescriptor> blocks = new ArrayList<>(request.blocks().size());
         for (BlockId b : request.blocks()) {
             try {
-                blocks.add(registry.describe(b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition()));
+                blocks.add(registry.describe(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition()));
             } catch (IllegalArgumentException | IllegalStateException | RegisteredMemoryExhaustedException
                      | UncheckedIOException | org.rdmashuffle.verbs.VerbsException e) {
                 String reason = b + ": " + e.getMessage();

@@ -27,19 +27,43 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  * described regions are released, except those described within the lease period (a reducer may be
  * reading them right now). If nothing can be released the request fails with
  * {@link RegisteredMemoryExhaustedException} naming the numbers. Thread-safe.
+ *
+ * <p>Outputs belong to an application: an executor's engine serves its own ({@link #OWN}), a node's
+ * shuffle service many, each reducer seeing only those of the application it authenticated for. A
+ * {@link Resolver} finds outputs nobody registered (MapReduce's, on the node's disks) when first asked.
  */
 public final class MapOutputRegistry implements AutoCloseable {
     private final ProtectionDomain pd;
     private final long limitBytes;
     private final long leaseNanos;
     private final LongSupplier clock;
-    /** Outputs by shuffle, then map id. */
-    private final Map<Integer, Map<Long, MapOutput>> outputs = new HashMap<>();
+    /** Outputs by application and shuffle, then map id. */
+    private final Map<ShuffleKey, Map<Long, MapOutput>> outputs = new HashMap<>();
+    private Resolver resolver;
     /** Registered outputs in least-recently-described order. */
     private final LinkedHashMap<MapOutput, Boolean> registered = new LinkedHashMap<>(16, 0.75f, true);
     private long registeredBytes;
     private long registrations;
     private boolean closed;
+
+    /** The application of outputs registered without one: an engine serving its own process's outputs. */
+    public static final String OWN = "";
+
+    private record ShuffleKey(String app, int shuffleId) {
+    }
+
+    /** Finds map outputs that were not registered: asked on the first request for one, under the registry's lock. */
+    public interface Resolver {
+        /** The output, or null if the application has none by that id. */
+        ResolvedOutput resolve(String app, int shuffleId, long mapId) throws IOException;
+    }
+
+    /**
+     * A map output found on disk: {@code offsets} as for {@link #register}, and {@code rawLengths} the
+     * size of each partition once decompressed (null where the format does not record it).
+     */
+    public record ResolvedOutput(Path dataFile, long[] offsets, long[] rawLengths) {
+    }
 
     /** One committed map output: its file, its partition offsets, and its region while registered. */
     private static final class MapOutput {
@@ -47,14 +71,16 @@ public final class MapOutputRegistry implements AutoCloseable {
         final long mapId;
         final Path dataFile;
         final long[] offsets;
+        final long[] rawLengths;
         MemoryRegion region;
         long describedAt;
 
-        MapOutput(int shuffleId, long mapId, Path dataFile, long[] offsets) {
+        MapOutput(int shuffleId, long mapId, Path dataFile, long[] offsets, long[] rawLengths) {
             this.shuffleId = shuffleId;
             this.mapId = mapId;
             this.dataFile = dataFile;
             this.offsets = offsets;
+            this.rawLengths = rawLengths;
         }
 
         long size() {
@@ -84,9 +110,29 @@ public final class MapOutputRegistry implements AutoCloseable {
      * Records a committed map output. {@code offsets} are the partition boundaries as Spark's index
      * file holds them: {@code numPartitions + 1} non-decreasing values from 0 to the data file's size.
      */
-    public synchronized void register(int shuffleId, long mapId, Path dataFile, long[] offsets) {
+    public void register(int shuffleId, long mapId, Path dataFile, long[] offsets) {
+        register(OWN, shuffleId, mapId, dataFile, offsets);
+    }
+
+    /** Records a committed map output of application {@code app}. */
+    public synchronized void register(String app, int shuffleId, long mapId, Path dataFile, long[] offsets) {
         ensureOpen();
+        add(app, shuffleId, mapId, new ResolvedOutput(dataFile, offsets, null));
+    }
+
+    /** Sets who finds outputs that were not registered (null: nobody, an unknown output is an error). */
+    public synchronized void resolver(Resolver r) {
+        this.resolver = r;
+    }
+
+    private MapOutput add(String app, int shuffleId, long mapId, ResolvedOutput found) {
+        Path dataFile = found.dataFile();
+        long[] offsets = found.offsets();
         String what = "map output " + mapId + " of shuffle " + shuffleId + " (" + dataFile + ")";
+        if (found.rawLengths() != null && found.rawLengths().length != offsets.length - 1) {
+            throw new IllegalArgumentException(what + ": " + found.rawLengths().length + " raw lengths for "
+                    + (offsets.length - 1) + " partitions");
+        }
         if (offsets.length < 2 || offsets[0] != 0) {
             throw new IllegalArgumentException(what + ": offsets must start at 0 and bound at least one partition");
         }
@@ -106,17 +152,24 @@ public final class MapOutputRegistry implements AutoCloseable {
             throw new IllegalArgumentException(what + ": the index ends at " + offsets[offsets.length - 1]
                     + " but the data file has " + size + " bytes");
         }
-        MapOutput previous = outputs.computeIfAbsent(shuffleId, s -> new HashMap<>())
-                .put(mapId, new MapOutput(shuffleId, mapId, dataFile, offsets.clone()));
+        MapOutput out = new MapOutput(shuffleId, mapId, dataFile, offsets.clone(),
+                found.rawLengths() == null ? null : found.rawLengths().clone());
+        MapOutput previous = outputs.computeIfAbsent(new ShuffleKey(app, shuffleId), s -> new HashMap<>()).put(mapId, out);
         if (previous != null) {
             release(previous); // a re-attempt replaced it
         }
+        return out;
     }
 
     /** The block holding partitions {@code [start, end)} of a map output, registering its file if needed. */
-    public synchronized BlockDescriptor describe(int shuffleId, long mapId, int start, int end) {
+    public BlockDescriptor describe(int shuffleId, long mapId, int start, int end) {
+        return describe(OWN, shuffleId, mapId, start, end);
+    }
+
+    /** As {@link #describe(int, long, int, int)}, for an output of application {@code app}. */
+    public synchronized BlockDescriptor describe(String app, int shuffleId, long mapId, int start, int end) {
         ensureOpen();
-        MapOutput out = find(shuffleId, mapId);
+        MapOutput out = find(app, shuffleId, mapId);
         int partitions = out.offsets.length - 1;
         if (start < 0 || end > partitions || start >= end) {
             throw new IllegalArgumentException("partitions [" + start + ", " + end + ") of map output " + mapId
@@ -124,12 +177,19 @@ public final class MapOutputRegistry implements AutoCloseable {
         }
         long offset = out.offsets[start];
         long length = out.offsets[end] - offset;
+        long raw = length;
+        if (out.rawLengths != null) {
+            raw = 0;
+            for (int p = start; p < end; p++) {
+                raw += out.rawLengths[p];
+            }
+        }
         if (length == 0) {
-            return new BlockDescriptor(shuffleId, mapId, start, end, 0, 0, 0);
+            return new BlockDescriptor(shuffleId, mapId, start, end, 0, 0, 0, raw);
         }
         MemoryRegion region = registeredRegion(out);
         out.describedAt = clock.getAsLong();
-        return new BlockDescriptor(shuffleId, mapId, start, end, region.address() + offset, length, region.rkey());
+        return new BlockDescriptor(shuffleId, mapId, start, end, region.address() + offset, length, region.rkey(), raw);
     }
 
     private MemoryRegion registeredRegion(MapOutput out) {
@@ -187,18 +247,48 @@ public final class MapOutputRegistry implements AutoCloseable {
     }
 
     /** Forgets a shuffle: deregisters its regions (the files belong to the engine that wrote them). */
-    public synchronized void unregisterShuffle(int shuffleId) {
-        Map<Long, MapOutput> maps = outputs.remove(shuffleId);
+    public void unregisterShuffle(int shuffleId) {
+        unregisterShuffle(OWN, shuffleId);
+    }
+
+    public synchronized void unregisterShuffle(String app, int shuffleId) {
+        Map<Long, MapOutput> maps = outputs.remove(new ShuffleKey(app, shuffleId));
         if (maps != null) {
             maps.values().forEach(this::release);
         }
     }
 
-    private MapOutput find(int shuffleId, long mapId) {
-        Map<Long, MapOutput> maps = outputs.get(shuffleId);
+    /** Forgets every output of an application and deregisters their regions; returns how many there were. */
+    public synchronized int unregisterApplication(String app) {
+        int n = 0;
+        for (Iterator<Map.Entry<ShuffleKey, Map<Long, MapOutput>>> it = outputs.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<ShuffleKey, Map<Long, MapOutput>> e = it.next();
+            if (e.getKey().app().equals(app)) {
+                it.remove();
+                n += e.getValue().size();
+                e.getValue().values().forEach(this::release);
+            }
+        }
+        return n;
+    }
+
+    private MapOutput find(String app, int shuffleId, long mapId) {
+        Map<Long, MapOutput> maps = outputs.get(new ShuffleKey(app, shuffleId));
         MapOutput out = maps == null ? null : maps.get(mapId);
+        if (out == null && resolver != null) {
+            ResolvedOutput found;
+            try {
+                found = resolver.resolve(app, shuffleId, mapId);
+            } catch (IOException e) {
+                throw new UncheckedIOException("map output " + mapId + " of shuffle " + shuffleId + ": " + e.getMessage(), e);
+            }
+            if (found != null) {
+                out = add(app, shuffleId, mapId, found);
+            }
+        }
         if (out == null) {
-            throw new IllegalArgumentException("no map output " + mapId + " of shuffle " + shuffleId + " is registered here");
+            throw new IllegalArgumentException("no map output " + mapId + " of shuffle " + shuffleId
+                    + (app.equals(OWN) ? "" : " of " + app) + " is registered here");
         }
         return out;
     }
@@ -240,7 +330,7 @@ public final class MapOutputRegistry implements AutoCloseable {
             return;
         }
         closed = true;
-        List<Integer> shuffles = new ArrayList<>(outputs.keySet());
-        shuffles.forEach(this::unregisterShuffle);
+        List<ShuffleKey> shuffles = new ArrayList<>(outputs.keySet());
+        shuffles.forEach(k -> unregisterShuffle(k.app(), k.shuffleId()));
     }
 }

@@ -31,7 +31,7 @@ class MessageCodecTest {
     void everyMessageRoundTrips() {
         List<Message> messages = List.of(
                 new Message.FetchRequest(7, 3, List.of(new BlockId(3, 0, 2, 9), new BlockId(3, 1L << 40, 0, 1))),
-                new Message.FetchResponse(7, List.of(new BlockDescriptor(3, 5, 2, 9, 0x7f00_1234_5000L, 12345, -17),
+                new Message.FetchResponse(7, List.of(new BlockDescriptor(3, 5, 2, 9, 0x7f00_1234_5000L, 12345, -17, 40_000),
                         new BlockDescriptor(3, 6, 2, 9, 0, 0, 0))),
                 new Message.ErrorResponse(8, "no map output 4 of shuffle 3 is registered here (ünïcode ok)"));
         for (Message m : messages) {
