@@ -1,0 +1,43 @@
+package org.rdmashuffle.hadoop;
+
+import org.apache.hadoop.conf.Configuration;
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.verbs.software.SoftwareProvider;
+
+/**
+ * The settings of the YARN service ({@code yarn-site.xml}) and of the MapReduce consumer
+ * ({@code mapred-site.xml} or the job): the engine's keys under {@code rdma.shuffle.}, and the few
+ * that belong to Hadoop alone. docs/yarn.md lists them.
+ */
+final class HadoopSettings {
+    static final String PREFIX = "rdma.shuffle.";
+    /** The port of every NodeManager's RDMA shuffle service; reducers reach each node's service there. */
+    static final String SERVICE_PORT = PREFIX + "service.port";
+    static final int DEFAULT_SERVICE_PORT = 13570;
+    /** Where the service listens; reducers reach it at the map host's name. */
+    static final String SERVICE_BIND_ADDRESS = PREFIX + "service.bindAddress";
+    /** false: the service serves any reducer that names an application (trusted networks only). */
+    static final String SERVICE_AUTHENTICATE = PREFIX + "service.authenticate";
+    /** true: a reducer that cannot use RDMA (no device, no service on a node) fetches over HTTP instead of failing. */
+    static final String MAPREDUCE_FALLBACK = PREFIX + "mapreduce.fallback";
+    /** The software provider's data listener (it defaults to loopback). */
+    static final String SOFTWARE_BIND_ADDRESS = PREFIX + "software.bindAddress";
+
+    private HadoopSettings() {
+    }
+
+    /** The engine's settings from {@code rdma.shuffle.*}; the control port and address as given. */
+    static EngineConfig engineConfig(Configuration conf, String bindAddress, int controlPort) {
+        EngineConfig c = EngineConfig.fromProperties(PREFIX, conf::get);
+        c.set(EngineConfig.KEY_BIND_ADDRESS, bindAddress);
+        c.set(EngineConfig.KEY_CONTROL_PORT, Integer.toString(controlPort));
+        if (System.getProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY) == null) {
+            System.setProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY, conf.get(SOFTWARE_BIND_ADDRESS, bindAddress));
+        }
+        return c.validate();
+    }
+
+    static int servicePort(Configuration conf) {
+        return conf.getInt(SERVICE_PORT, DEFAULT_SERVICE_PORT);
+    }
+}

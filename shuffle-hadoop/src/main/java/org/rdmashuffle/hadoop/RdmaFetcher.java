@@ -1,0 +1,231 @@
+package org.rdmashuffle.hadoop;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import javax.crypto.SecretKey;
+
+import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapred.Reporter;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.mapreduce.task.reduce.ExceptionReporter;
+import org.apache.hadoop.mapreduce.task.reduce.Fetcher;
+import org.apache.hadoop.mapreduce.task.reduce.MapHost;
+import org.apache.hadoop.mapreduce.task.reduce.MapOutput;
+import org.apache.hadoop.mapreduce.task.reduce.MergeManager;
+import org.apache.hadoop.mapreduce.task.reduce.ShuffleClientMetrics;
+import org.apache.hadoop.mapreduce.task.reduce.ShuffleSchedulerImpl;
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.client.BlockFetchListener;
+import org.rdmashuffle.core.client.FetchedBlock;
+
+/**
+ * A fetcher thread of {@link RdmaShuffleConsumerPlugin}: takes a host from MapReduce's scheduler,
+ * asks that node's service for this reduce's partition of each of the host's map outputs in one
+ * engine call, and hands each block, as it arrives, to the merge manager — the stock fetcher's loop
+ * with the engine in place of HTTP.
+ *
+ * <p>Outcomes, as the stock fetcher reports them: a block copied is {@code copySucceeded}; a block
+ * the service refused (output lost) or that fails its IFile checksum is a read error
+ * ({@code copyFailed}, which reports the map to the application master); a service that cannot be
+ * reached is a connection error, or, with fallback on, the host is fetched over HTTP by the stock
+ * code from then on. A merge manager that says "wait" gets the rest of the host's maps back.
+ */
+final class RdmaFetcher<K, V> extends Fetcher<K, V> {
+    private static final System.Logger LOG = System.getLogger(RdmaFetcher.class.getName());
+
+    private final RdmaShuffleEngine engine;
+    private final int servicePort;
+    private final boolean fallback;
+    private final Set<String> httpHosts;
+    private final long blockWaitMillis;
+
+    private record Failure(BlockId block, Throwable cause) {
+    }
+
+    RdmaFetcher(JobConf job, TaskAttemptID reduceId, ShuffleSchedulerImpl<K, V> scheduler, MergeManager<K, V> merger,
+                Reporter reporter, ShuffleClientMetrics metrics, ExceptionReporter exceptionReporter, SecretKey shuffleKey,
+                RdmaShuffleEngine engine, int servicePort, boolean fallback, Set<String> httpHosts) {
+        super(job, reduceId, scheduler, merger, reporter, metrics, exceptionReporter, shuffleKey);
+        setName("rdma-shuffle-fetcher#" + id);
+        setDaemon(true);
+        this.engine = engine;
+        this.servicePort = servicePort;
+        this.fallback = fallback;
+        this.httpHosts = httpHosts;
+        // The engine answers every block within its fetch timeout; a little more guards against a lost callback.
+        this.blockWaitMillis = engine.config().fetchTimeout().toMillis() + engine.config().connectTimeout().toMillis() * 2;
+    }
+
+    @Override
+    protected void copyFromHost(MapHost host) throws IOException {
+        if (httpHosts.contains(host.getHostName())) {
+            super.copyFromHost(host);
+            return;
+        }
+        List<TaskAttemptID> maps = scheduler.getMapsForHost(host);
+        if (maps.isEmpty()) {
+            return;
+        }
+        InetSocketAddress service = new InetSocketAddress(hostOnly(host.getHostName()), servicePort);
+        Map<BlockId, TaskAttemptID> mapOf = new HashMap<>();
+        List<BlockId> blocks = new ArrayList<>(maps.size());
+        for (TaskAttemptID m : maps) {
+            BlockId b = BlockId.of(MapReduceIds.SHUFFLE, MapReduceIds.mapId(m), reduce);
+            mapOf.put(b, m);
+            blocks.add(b);
+        }
+        BlockingQueue<Object> arrivals = new LinkedBlockingQueue<>();
+        engine.fetchBlocks(service, blocks, new BlockFetchListener() {
+            @Override
+            public void onBlockFetched(FetchedBlock block) {
+                arrivals.add(block);
+            }
+
+            @Override
+            public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                arrivals.add(new Failure(block, cause));
+            }
+        });
+        Set<TaskAttemptID> remaining = new LinkedHashSet<>(maps);
+        boolean mergerWaits = false;
+        Throwable unreachable = null;
+        for (int i = 0; i < blocks.size(); i++) {
+            Object arrival;
+            try {
+                arrival = arrivals.poll(blockWaitMillis, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while fetching from " + service, e);
+            }
+            if (arrival == null) {
+                throw new IOException("rdma-shuffle: " + (blocks.size() - i) + " blocks from " + service
+                        + " got no answer within " + blockWaitMillis + " ms");
+            }
+            if (arrival instanceof FetchedBlock block) {
+                TaskAttemptID m = mapOf.get(block.id());
+                try {
+                    if (mergerWaits) {
+                        continue; // the merge manager is full: these maps go back to the scheduler
+                    }
+                    if (copy(host, m, block)) {
+                        remaining.remove(m);
+                    } else {
+                        mergerWaits = true;
+                    }
+                } finally {
+                    block.release();
+                }
+            } else {
+                Failure f = (Failure) arrival;
+                TaskAttemptID m = mapOf.get(f.block());
+                if (f.cause().getMessage() != null && f.cause().getMessage().contains("cannot connect")) {
+                    unreachable = f.cause();
+                    continue;
+                }
+                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + " failed: "
+                        + f.cause().getMessage());
+                metrics.failedFetch();
+                remaining.remove(m);
+                scheduler.copyFailed(m, host, true, false);
+            }
+        }
+        if (unreachable != null) {
+            if (fallback) {
+                if (httpHosts.add(host.getHostName())) {
+                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: the service on " + service + " cannot be reached ("
+                            + unreachable.getMessage() + "); fetching from " + host.getHostName() + " over HTTP");
+                }
+                for (TaskAttemptID m : remaining) {
+                    scheduler.putBackKnownMapOutput(host, m);
+                }
+                super.copyFromHost(host);
+                return;
+            }
+            for (TaskAttemptID m : remaining) {
+                metrics.failedFetch();
+                scheduler.copyFailed(m, host, false, true);
+            }
+            remaining.clear();
+        }
+        for (TaskAttemptID m : remaining) {
+            scheduler.putBackKnownMapOutput(host, m);
+        }
+    }
+
+    /** Copies one block into the merge manager; false if it says wait (nothing was taken). */
+    private boolean copy(MapHost host, TaskAttemptID map, FetchedBlock block) throws IOException {
+        long stored = block.size();
+        long raw = block.rawLength();
+        MapOutput<K, V> out = merger.reserve(map, raw, id);
+        if (out == null) {
+            return false;
+        }
+        long start = System.currentTimeMillis();
+        try {
+            // Checks the IFile checksum and decompresses, as for a block read over HTTP.
+            out.shuffle(host, new SegmentInputStream(block.data()), stored, raw, metrics, reporter);
+        } catch (IOException | RuntimeException e) {
+            out.abort();
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + map + " from " + host.getHostName()
+                    + " is corrupt or unreadable: " + e);
+            metrics.failedFetch();
+            scheduler.copyFailed(map, host, true, false);
+            return true;
+        }
+        scheduler.copySucceeded(map, host, stored, start, System.currentTimeMillis(), out);
+        metrics.successFetch();
+        return true;
+    }
+
+    private static String hostOnly(String hostAndPort) {
+        int colon = hostAndPort.lastIndexOf(':');
+        return colon < 0 ? hostAndPort : hostAndPort.substring(0, colon);
+    }
+
+    /** The bytes of a fetched block as a stream, read in place. */
+    static final class SegmentInputStream extends InputStream {
+        private final MemorySegment data;
+        private long position;
+
+        SegmentInputStream(MemorySegment data) {
+            this.data = data;
+        }
+
+        @Override
+        public int read() {
+            return position < data.byteSize() ? data.get(ValueLayout.JAVA_BYTE, position++) & 0xff : -1;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) {
+            java.util.Objects.checkFromIndexSize(off, len, b.length);
+            long left = data.byteSize() - position;
+            if (left <= 0) {
+                return len == 0 ? 0 : -1;
+            }
+            int n = (int) Math.min(len, left);
+            MemorySegment.copy(data, ValueLayout.JAVA_BYTE, position, b, off, n);
+            position += n;
+            return n;
+        }
+
+        @Override
+        public int available() {
+            return (int) Math.min(Integer.MAX_VALUE, data.byteSize() - position);
+        }
+    }
+}

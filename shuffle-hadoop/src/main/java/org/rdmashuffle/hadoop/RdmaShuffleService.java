@@ -1,0 +1,139 @@
+package org.rdmashuffle.hadoop;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+
+import javax.crypto.SecretKey;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapred.ShuffleHandler;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.apache.hadoop.security.token.SecretManager;
+import org.apache.hadoop.yarn.server.api.ApplicationInitializationContext;
+import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.verbs.Verbs;
+import org.rdmashuffle.verbs.VerbsProvider;
+
+/**
+ * The NodeManager's shuffle service over RDMA: MapReduce's stock {@link ShuffleHandler} (HTTP, for
+ * jobs and nodes without RDMA) plus an engine that serves the same map outputs, registered as memory
+ * regions where the map tasks left them, to reducers that read them with RDMA_READ.
+ *
+ * <p>It takes the place of the stock class as the {@code mapreduce_shuffle} auxiliary service: that is
+ * the service MapReduce's application master hands each job's shuffle secret (an auxiliary service
+ * under any other name gets an empty buffer), and reducers authenticate with that secret. Everything
+ * the stock handler keeps — jobs' secrets and users, recovered after a NodeManager restart from its
+ * state store — serves both paths; map outputs need no bookkeeping of their own, being found on disk
+ * when first asked for ({@link MapOutputFiles}). When an application stops, its outputs' regions are
+ * deregistered. The engine's counters are published through metrics2 ({@link ServiceMetrics}).
+ *
+ * <p>Settings in {@code yarn-site.xml}: {@code rdma.shuffle.service.port} (13570), {@code
+ * rdma.shuffle.service.bindAddress}, {@code rdma.shuffle.service.authenticate} and the engine's
+ * {@code rdma.shuffle.*}; docs/yarn.md.
+ */
+public class RdmaShuffleService extends ShuffleHandler {
+    private static final System.Logger LOG = System.getLogger(RdmaShuffleService.class.getName());
+    static final String METRICS_SOURCE = "RdmaShuffleService";
+
+    private EngineConfig engineConfig;
+    private boolean authenticate;
+    private RdmaShuffleEngine engine;
+    private ServiceMetrics metrics;
+
+    @Override
+    protected void serviceInit(Configuration conf) throws Exception {
+        super.serviceInit(conf);
+        String bind = conf.get(HadoopSettings.SERVICE_BIND_ADDRESS, "0.0.0.0");
+        if (conf.get(HadoopSettings.SOFTWARE_BIND_ADDRESS) == null && bind.equals("0.0.0.0")) {
+            conf.set(HadoopSettings.SOFTWARE_BIND_ADDRESS, localAddress());
+        }
+        engineConfig = HadoopSettings.engineConfig(conf, bind, HadoopSettings.servicePort(conf));
+        authenticate = conf.getBoolean(HadoopSettings.SERVICE_AUTHENTICATE, true);
+    }
+
+    @Override
+    protected void serviceStart() throws Exception {
+        super.serviceStart();
+        VerbsProvider provider = Verbs.choose(engineConfig.provider()).orElseThrow();
+        engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? this::secretOf : null, provider);
+        engine.resolver(new MapOutputFiles(new JobConf(getConfig()), getAuxiliaryLocalPathHandler(), userRsrc::get));
+        metrics = new ServiceMetrics(engine);
+        DefaultMetricsSystem.instance().register(METRICS_SOURCE, "rdma-shuffle service engine", metrics);
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + engine.providerName()
+                + " device " + engine.deviceName() + " at " + engine.address()
+                + (authenticate ? "" : " WITHOUT authentication (rdma.shuffle.service.authenticate=false)"));
+    }
+
+    @Override
+    protected void serviceStop() throws Exception {
+        try {
+            if (metrics != null) {
+                DefaultMetricsSystem.instance().unregisterSource(METRICS_SOURCE);
+                metrics = null;
+            }
+            if (engine != null) {
+                engine.close();
+                engine = null;
+            }
+        } finally {
+            super.serviceStop();
+        }
+    }
+
+    @Override
+    public void initializeApplication(ApplicationInitializationContext context) {
+        super.initializeApplication(context); // the job's secret and user, kept (and recovered) by the stock handler
+    }
+
+    @Override
+    public void stopApplication(ApplicationTerminationContext context) {
+        String app = context.getApplicationId().toString();
+        if (engine != null) {
+            int outputs = engine.unregisterApplication(app);
+            LOG.log(System.Logger.Level.DEBUG, () -> "rdma-shuffle service: " + app + " stopped, " + outputs
+                    + " map outputs forgotten");
+        }
+        super.stopApplication(context);
+    }
+
+    /** The engine's counters now. */
+    public org.rdmashuffle.core.EngineCounters engineCounters() {
+        return engine.counters();
+    }
+
+    ServiceMetrics metrics() {
+        return metrics;
+    }
+
+    /** Where the engine listens (its control plane). */
+    public java.net.InetSocketAddress rdmaAddress() {
+        return engine.address();
+    }
+
+    /** The shuffle secret of the job an application runs, or null if this node does not know the job. */
+    private byte[] secretOf(String app) {
+        String job;
+        try {
+            job = MapReduceIds.jobOf(app).toString();
+        } catch (IllegalArgumentException notAnApplication) {
+            return null;
+        }
+        try {
+            SecretKey key = secretManager.retrieveTokenSecret(job);
+            return key == null ? null : key.getEncoded();
+        } catch (SecretManager.InvalidToken unknown) {
+            return null;
+        }
+    }
+
+    private static String localAddress() {
+        try {
+            return InetAddress.getLocalHost().getHostAddress();
+        } catch (UnknownHostException e) {
+            return "127.0.0.1";
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package org.rdmashuffle.hadoop;
+
+import org.apache.hadoop.metrics2.MetricsCollector;
+import org.apache.hadoop.metrics2.MetricsInfo;
+import org.apache.hadoop.metrics2.MetricsSource;
+import org.apache.hadoop.metrics2.lib.Interns;
+import org.rdmashuffle.core.EngineCounters;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+
+/** The service engine's counters as a metrics2 source (record {@code RdmaShuffleService}, context {@code rdma-shuffle}). */
+final class ServiceMetrics implements MetricsSource {
+    static final MetricsInfo SERVING_CONNECTIONS = Interns.info("ServingConnections", "reducer connections being served");
+    static final MetricsInfo REGISTERED_BYTES = Interns.info("RegisteredMapOutputBytes",
+            "bytes of map output registered as memory regions");
+    static final MetricsInfo RECEIVES_POSTED = Interns.info("ReceivesPosted", "receive buffers posted to the SRQ");
+    static final MetricsInfo LOW_WATER_EVENTS = Interns.info("ReceiveLowWaterEvents",
+            "times the SRQ ran low on posted receives");
+    static final MetricsInfo SENDS_IN_FLIGHT = Interns.info("SendsInFlight", "responses being sent");
+    static final MetricsInfo COMPLETIONS = Interns.info("Completions", "work completions polled");
+
+    private final RdmaShuffleEngine engine;
+
+    ServiceMetrics(RdmaShuffleEngine engine) {
+        this.engine = engine;
+    }
+
+    @Override
+    public void getMetrics(MetricsCollector collector, boolean all) {
+        EngineCounters c = engine.counters();
+        collector.addRecord(RdmaShuffleService.METRICS_SOURCE).setContext("rdma-shuffle")
+                .addGauge(SERVING_CONNECTIONS, c.servingConnections())
+                .addGauge(REGISTERED_BYTES, c.registeredMapOutputBytes())
+                .addGauge(RECEIVES_POSTED, c.receivesPosted())
+                .addGauge(SENDS_IN_FLIGHT, c.sendsInFlight())
+                .addCounter(LOW_WATER_EVENTS, c.receiveLowWaterEvents())
+                .addCounter(COMPLETIONS, c.completions());
+    }
+}

@@ -1,0 +1,246 @@
+package org.rdmashuffle.hadoop;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.hadoop.io.Text;
+import org.apache.hadoop.mapred.IndexRecord;
+import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapred.ShuffleHandler;
+import org.apache.hadoop.mapred.SpillRecord;
+import org.apache.hadoop.mapreduce.JobID;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.mapreduce.security.token.JobTokenIdentifier;
+import org.apache.hadoop.mapreduce.security.token.JobTokenSecretManager;
+import org.apache.hadoop.metrics2.MetricsRecord;
+import org.apache.hadoop.metrics2.impl.MetricsCollectorImpl;
+import org.apache.hadoop.security.token.Token;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.server.api.ApplicationInitializationContext;
+import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
+import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.client.BlockFetchListener;
+import org.rdmashuffle.core.client.FetchedBlock;
+import org.rdmashuffle.core.config.EngineConfig;
+
+/**
+ * The service as the NodeManager drives it, without a cluster: a job's secret arrives with the
+ * application, its map outputs are found where map tasks leave them, and a reducer holding the secret
+ * reads them; nobody else does, and nothing is left after the application stops.
+ */
+class RdmaShuffleServiceTest {
+    private static final String USER = "alice";
+
+    @TempDir
+    Path localDir;
+    private RdmaShuffleService service;
+    private final ApplicationId app = ApplicationId.newInstance(1_700_000_000_000L, 7);
+    private final JobID job = MapReduceIds.jobOf(app.toString());
+    private byte[] jobSecret;
+
+    @BeforeEach
+    void startService() throws Exception {
+        JobConf conf = new JobConf(false);
+        conf.setInt(ShuffleHandler.SHUFFLE_PORT_CONFIG_KEY, 0);
+        conf.setInt(HadoopSettings.SERVICE_PORT, 0);
+        conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "software");
+        service = new RdmaShuffleService();
+        service.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
+        service.init(conf);
+        service.start();
+        Token<JobTokenIdentifier> token = new Token<>(new JobTokenIdentifier(new Text(job.toString())),
+                new JobTokenSecretManager());
+        jobSecret = token.getPassword();
+        service.initializeApplication(new ApplicationInitializationContext(USER, app,
+                ShuffleHandler.serializeServiceData(token)));
+    }
+
+    @AfterEach
+    void stopService() {
+        service.stop();
+    }
+
+    @Test
+    void aReducerWithTheJobsSecret_readsEachPartitionAndItsRawLength() throws Exception {
+        MapOutput out = writeMapOutput(0, 0, new int[] {3000, 0, 70_000, 12});
+        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
+            for (int p = 0; p < 4; p++) {
+                Result got = r.fetch(service, out.attempt, p);
+                assertTrue(got.failure == null, "partition " + p + ": " + got.failure);
+                assertArrayEquals(out.partition(p), got.bytes, "partition " + p);
+                assertEquals(p == 1 ? 0 : out.raw[p], got.rawLength, "raw length of partition " + p);
+            }
+        }
+        MetricsCollectorImpl collector = new MetricsCollectorImpl();
+        service.metrics().getMetrics(collector, true);
+        MetricsRecord record = collector.getRecords().get(0);
+        assertEquals(RdmaShuffleService.METRICS_SOURCE, record.name());
+        long registered = 0;
+        for (var m : record.metrics()) {
+            if (m.name().equals("RegisteredMapOutputBytes")) {
+                registered = m.value().longValue();
+            }
+        }
+        assertEquals(out.size, registered, "the map output is registered as one region");
+    }
+
+    @Test
+    void aWrongSecret_isRefusedBeforeAnyOutputIsDescribed() throws Exception {
+        writeMapOutput(0, 0, new int[] {100, 100});
+        TaskAttemptID attempt = new TaskAttemptID(new org.apache.hadoop.mapreduce.TaskID(job,
+                org.apache.hadoop.mapreduce.TaskType.MAP, 0), 0);
+        try (Reducer r = new Reducer(app.toString(), "not-the-job-secret".getBytes(StandardCharsets.UTF_8))) {
+            Result got = r.fetch(service, attempt, 0);
+            assertTrue(got.failure != null && got.failure.getMessage().contains("cannot connect"), String.valueOf(got.failure));
+        }
+        try (Reducer r = new Reducer(ApplicationId.newInstance(1, 1).toString(), jobSecret)) {
+            Result got = r.fetch(service, attempt, 0);
+            assertTrue(got.failure != null && got.failure.getMessage().contains("cannot connect"),
+                    "an application the node does not know: " + got.failure);
+        }
+        assertEquals(0, service.engineCounters().registeredMapOutputBytes());
+    }
+
+    @Test
+    void aLostMapOutput_isRefusedByName() throws Exception {
+        MapOutput out = writeMapOutput(3, 1, new int[] {500});
+        Files.delete(out.dataFile);
+        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
+            Result got = r.fetch(service, out.attempt, 0);
+            assertTrue(got.failure != null && got.failure.getMessage().contains("no map output"), String.valueOf(got.failure));
+        }
+    }
+
+    @Test
+    void stoppingTheApplication_deregistersItsOutputsAndForgetsItsSecret() throws Exception {
+        MapOutput out = writeMapOutput(1, 0, new int[] {4096, 4096});
+        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
+            assertTrue(r.fetch(service, out.attempt, 1).failure == null);
+        }
+        assertEquals(out.size, service.engineCounters().registeredMapOutputBytes());
+        service.stopApplication(new ApplicationTerminationContext(app));
+        assertEquals(0, service.engineCounters().registeredMapOutputBytes());
+        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
+            Result got = r.fetch(service, out.attempt, 1);
+            assertTrue(got.failure != null && got.failure.getMessage().contains("cannot connect"),
+                    "a stopped application's reducer: " + got.failure);
+        }
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private record MapOutput(TaskAttemptID attempt, Path dataFile, byte[] data, long[] offsets, long[] raw, long size) {
+        byte[] partition(int p) {
+            return java.util.Arrays.copyOfRange(data, (int) offsets[p], (int) offsets[p + 1]);
+        }
+    }
+
+    /** A map output where a map task of the job leaves it: file.out and its checksummed index. */
+    private MapOutput writeMapOutput(int task, int attemptNumber, int[] partitionBytes) throws IOException {
+        TaskAttemptID attempt = new TaskAttemptID(new org.apache.hadoop.mapreduce.TaskID(job,
+                org.apache.hadoop.mapreduce.TaskType.MAP, task), attemptNumber);
+        Path dir = Files.createDirectories(localDir.resolve("usercache/" + USER + "/appcache/" + app + "/output/" + attempt));
+        long[] offsets = new long[partitionBytes.length + 1];
+        long[] raw = new long[partitionBytes.length];
+        SpillRecord index = new SpillRecord(partitionBytes.length);
+        for (int p = 0; p < partitionBytes.length; p++) {
+            offsets[p + 1] = offsets[p] + partitionBytes[p];
+            raw[p] = partitionBytes[p] * 3L + 1; // as if compressed
+            index.putIndex(new IndexRecord(offsets[p], raw[p], partitionBytes[p]), p);
+        }
+        byte[] data = new byte[(int) offsets[partitionBytes.length]];
+        new Random(task * 31L + attemptNumber).nextBytes(data);
+        Path file = Files.write(dir.resolve("file.out"), data);
+        index.writeToFile(new org.apache.hadoop.fs.Path(dir.resolve("file.out.index").toString()), new JobConf(false));
+        return new MapOutput(attempt, file, data, offsets, raw, data.length);
+    }
+
+    private record Result(byte[] bytes, long rawLength, Throwable failure) {
+    }
+
+    /** A reduce task's engine: authenticates for {@code app} with {@code secret}. */
+    private static final class Reducer implements AutoCloseable {
+        final RdmaShuffleEngine engine;
+
+        Reducer(String app, byte[] secret) {
+            EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software")
+                    .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "16m").set(EngineConfig.KEY_CONNECT_TIMEOUT, "5s");
+            engine = RdmaShuffleEngine.start(c, app, secret);
+        }
+
+        Result fetch(RdmaShuffleService service, TaskAttemptID map, int partition) throws InterruptedException {
+            BlockId block = BlockId.of(MapReduceIds.SHUFFLE, MapReduceIds.mapId(map), partition);
+            Map<String, Object> got = new ConcurrentHashMap<>();
+            CountDownLatch done = new CountDownLatch(1);
+            engine.fetchBlocks(service.rdmaAddress(), List.of(block), new BlockFetchListener() {
+                @Override
+                public void onBlockFetched(FetchedBlock b) {
+                    got.put("bytes", b.data().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                    got.put("raw", b.rawLength());
+                    b.release();
+                    done.countDown();
+                }
+
+                @Override
+                public void onBlockFetchFailure(BlockId b, Throwable cause) {
+                    got.put("failure", cause);
+                    done.countDown();
+                }
+            });
+            assertTrue(done.await(60, TimeUnit.SECONDS), "no answer for " + block);
+            return new Result((byte[]) got.get("bytes"), got.containsKey("raw") ? (Long) got.get("raw") : -1,
+                    (Throwable) got.get("failure"));
+        }
+
+        @Override
+        public void close() {
+            engine.close();
+        }
+    }
+
+    /** The NodeManager's local-dir handler, over one directory. */
+    private record OneLocalDir(Path root) implements AuxiliaryLocalPathHandler {
+        @Override
+        public org.apache.hadoop.fs.Path getLocalPathForRead(String path) throws IOException {
+            Path p = root.resolve(path);
+            if (!Files.exists(p)) {
+                throw new org.apache.hadoop.util.DiskChecker.DiskErrorException("Could not find " + path);
+            }
+            return new org.apache.hadoop.fs.Path(p.toString());
+        }
+
+        @Override
+        public org.apache.hadoop.fs.Path getLocalPathForWrite(String path) {
+            return new org.apache.hadoop.fs.Path(root.resolve(path).toString());
+        }
+
+        @Override
+        public org.apache.hadoop.fs.Path getLocalPathForWrite(String path, long size) {
+            return getLocalPathForWrite(path);
+        }
+
+        @Override
+        public Iterable<org.apache.hadoop.fs.Path> getAllLocalPathsForRead(String path) throws IOException {
+            return List.of(getLocalPathForRead(path));
+        }
+    }
+}
