@@ -26,6 +26,7 @@ final class MapOutputFiles implements MapOutputRegistry.Resolver {
     private final JobConf conf;
     private final AuxiliaryLocalPathHandler localDirs;
     private final Function<String, String> userOfJob;
+    private final java.util.concurrent.atomic.AtomicLong resolved = new java.util.concurrent.atomic.AtomicLong();
 
     /** @param userOfJob the user who runs a job (by job id string), null for a job the node does not know */
     MapOutputFiles(JobConf conf, AuxiliaryLocalPathHandler localDirs, Function<String, String> userOfJob) {
@@ -78,6 +79,12 @@ final class MapOutputFiles implements MapOutputRegistry.Resolver {
         if (size != offsets[spill.size()]) {
             throw new IOException(dataFile + " has " + size + " bytes but its index ends at " + offsets[spill.size()]);
         }
+        resolved.incrementAndGet();
         return new MapOutputRegistry.ResolvedOutput(dataFile, offsets, raw);
+    }
+
+    /** Map outputs found and handed to the registry so far. */
+    long resolved() {
+        return resolved.get();
     }
 }

@@ -40,6 +40,22 @@ final class MapReduceIds {
         return ApplicationId.newInstance(Long.parseLong(job.getJtIdentifier()), job.getId()).toString();
     }
 
+    /**
+     * The engine's shared secret for a job: SHA-256 over the job's shuffle secret. MapReduce's shuffle
+     * secret is 64 bits by default ({@code mapreduce.shuffle-key-length}), shorter than the engine
+     * accepts; hashing it keeps its strength (that of the stock HTTP shuffle) and gives both sides the
+     * same key without sending it.
+     */
+    static byte[] engineSecret(byte[] jobShuffleSecret) {
+        try {
+            java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
+            sha.update("rdma-shuffle mapreduce job secret:".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            return sha.digest(jobShuffleSecret);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required of every JDK", e);
+        }
+    }
+
     /** The job a MapReduce application runs; fails on a string that is no application id. */
     static JobID jobOf(String applicationId) {
         ApplicationId app = ApplicationId.fromString(applicationId);

@@ -155,6 +155,8 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
                 super.copyFromHost(host);
                 return;
             }
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: the service on " + service + " cannot be reached: "
+                    + unreachable.getMessage() + " (" + HadoopSettings.MAPREDUCE_FALLBACK + "=false)");
             for (TaskAttemptID m : remaining) {
                 metrics.failedFetch();
                 scheduler.copyFailed(m, host, false, true);

@@ -38,6 +38,8 @@ import org.rdmashuffle.core.config.EngineConfig;
  */
 public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K, V>, ExceptionReporter {
     private static final System.Logger LOG = System.getLogger(RdmaShuffleConsumerPlugin.class.getName());
+    /** The job setting that selects this class. */
+    public static final String CONSUMER_PLUGIN_KEY = "mapreduce.job.reduce.shuffle.consumer.plugin.class";
     private static final int MIN_EVENTS_TO_FETCH = 100;
     private static final int MAX_EVENTS_TO_FETCH = 10000;
     private static final int MAX_RPC_OUTSTANDING_EVENTS = 3000000;
@@ -97,7 +99,7 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
         EngineConfig config = HadoopSettings.engineConfig(jobConf, host, 0);
         String app = MapReduceIds.applicationOf(reduceId.getJobID());
         javax.crypto.SecretKey secret = context.getReduceTask().getShuffleSecret();
-        return RdmaShuffleEngine.start(config, app, secret == null ? null : secret.getEncoded());
+        return RdmaShuffleEngine.start(config, app, secret == null ? null : MapReduceIds.engineSecret(secret.getEncoded()));
     }
 
     @Override

@@ -59,8 +59,9 @@ public class RdmaShuffleService extends ShuffleHandler {
         super.serviceStart();
         VerbsProvider provider = Verbs.choose(engineConfig.provider()).orElseThrow();
         engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? this::secretOf : null, provider);
-        engine.resolver(new MapOutputFiles(new JobConf(getConfig()), getAuxiliaryLocalPathHandler(), userRsrc::get));
-        metrics = new ServiceMetrics(engine);
+        MapOutputFiles outputs = new MapOutputFiles(new JobConf(getConfig()), getAuxiliaryLocalPathHandler(), userRsrc::get);
+        engine.resolver(outputs);
+        metrics = new ServiceMetrics(engine, outputs);
         DefaultMetricsSystem.instance().register(METRICS_SOURCE, "rdma-shuffle service engine", metrics);
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + engine.providerName()
                 + " device " + engine.deviceName() + " at " + engine.address()
@@ -123,7 +124,7 @@ public class RdmaShuffleService extends ShuffleHandler {
         }
         try {
             SecretKey key = secretManager.retrieveTokenSecret(job);
-            return key == null ? null : key.getEncoded();
+            return key == null ? null : MapReduceIds.engineSecret(key.getEncoded());
         } catch (SecretManager.InvalidToken unknown) {
             return null;
         }

@@ -16,12 +16,16 @@ final class ServiceMetrics implements MetricsSource {
     static final MetricsInfo LOW_WATER_EVENTS = Interns.info("ReceiveLowWaterEvents",
             "times the SRQ ran low on posted receives");
     static final MetricsInfo SENDS_IN_FLIGHT = Interns.info("SendsInFlight", "responses being sent");
+    static final MetricsInfo RESOLVED = Interns.info("MapOutputsResolved",
+            "map outputs found on the node's disks and registered for reducers");
     static final MetricsInfo COMPLETIONS = Interns.info("Completions", "work completions polled");
 
     private final RdmaShuffleEngine engine;
+    private final MapOutputFiles outputs;
 
-    ServiceMetrics(RdmaShuffleEngine engine) {
+    ServiceMetrics(RdmaShuffleEngine engine, MapOutputFiles outputs) {
         this.engine = engine;
+        this.outputs = outputs;
     }
 
     @Override
@@ -33,6 +37,7 @@ final class ServiceMetrics implements MetricsSource {
                 .addGauge(RECEIVES_POSTED, c.receivesPosted())
                 .addGauge(SENDS_IN_FLIGHT, c.sendsInFlight())
                 .addCounter(LOW_WATER_EVENTS, c.receiveLowWaterEvents())
+                .addCounter(RESOLVED, outputs.resolved())
                 .addCounter(COMPLETIONS, c.completions());
     }
 }

@@ -23,7 +23,6 @@ import org.apache.hadoop.mapred.SpillRecord;
 import org.apache.hadoop.mapreduce.JobID;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.mapreduce.security.token.JobTokenIdentifier;
-import org.apache.hadoop.mapreduce.security.token.JobTokenSecretManager;
 import org.apache.hadoop.metrics2.MetricsRecord;
 import org.apache.hadoop.metrics2.impl.MetricsCollectorImpl;
 import org.apache.hadoop.security.token.Token;
@@ -67,9 +66,12 @@ class RdmaShuffleServiceTest {
         service.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
         service.init(conf);
         service.start();
-        Token<JobTokenIdentifier> token = new Token<>(new JobTokenIdentifier(new Text(job.toString())),
-                new JobTokenSecretManager());
-        jobSecret = token.getPassword();
+        // MapReduce's shuffle secret: 64 random bits by default, as the job's token password.
+        byte[] shuffleSecret = new byte[8];
+        new java.security.SecureRandom().nextBytes(shuffleSecret);
+        Token<JobTokenIdentifier> token = new Token<>(new JobTokenIdentifier(new Text(job.toString())).getBytes(),
+                shuffleSecret, JobTokenIdentifier.KIND_NAME, new Text("localhost:0"));
+        jobSecret = MapReduceIds.engineSecret(shuffleSecret);
         service.initializeApplication(new ApplicationInitializationContext(USER, app,
                 ShuffleHandler.serializeServiceData(token)));
     }
@@ -108,15 +110,16 @@ class RdmaShuffleServiceTest {
         writeMapOutput(0, 0, new int[] {100, 100});
         TaskAttemptID attempt = new TaskAttemptID(new org.apache.hadoop.mapreduce.TaskID(job,
                 org.apache.hadoop.mapreduce.TaskType.MAP, 0), 0);
-        try (Reducer r = new Reducer(app.toString(), "not-the-job-secret".getBytes(StandardCharsets.UTF_8))) {
+        try (Reducer r = new Reducer(app.toString(), MapReduceIds.engineSecret("not-the-job-secret".getBytes(
+                StandardCharsets.UTF_8)))) {
             Result got = r.fetch(service, attempt, 0);
-            assertTrue(got.failure != null && got.failure.getMessage().contains("cannot connect"), String.valueOf(got.failure));
+            assertTrue(got.refused(), String.valueOf(got.failure));
         }
         try (Reducer r = new Reducer(ApplicationId.newInstance(1, 1).toString(), jobSecret)) {
             Result got = r.fetch(service, attempt, 0);
-            assertTrue(got.failure != null && got.failure.getMessage().contains("cannot connect"),
-                    "an application the node does not know: " + got.failure);
+            assertTrue(got.refused(), "an application the node does not know: " + got.failure);
         }
+        assertEquals(0, service.engineCounters().servingConnections());
         assertEquals(0, service.engineCounters().registeredMapOutputBytes());
     }
 
@@ -141,8 +144,7 @@ class RdmaShuffleServiceTest {
         assertEquals(0, service.engineCounters().registeredMapOutputBytes());
         try (Reducer r = new Reducer(app.toString(), jobSecret)) {
             Result got = r.fetch(service, out.attempt, 1);
-            assertTrue(got.failure != null && got.failure.getMessage().contains("cannot connect"),
-                    "a stopped application's reducer: " + got.failure);
+            assertTrue(got.refused(), "a stopped application's reducer: " + got.failure);
         }
     }
 
@@ -175,6 +177,11 @@ class RdmaShuffleServiceTest {
     }
 
     private record Result(byte[] bytes, long rawLength, Throwable failure) {
+        /** Refused by the service: it was reached (the control plane answered) and would not serve. */
+        boolean refused() {
+            return failure != null && failure.getMessage().contains("cannot connect")
+                    && !failure.getMessage().contains("cannot reach the control plane");
+        }
     }
 
     /** A reduce task's engine: authenticates for {@code app} with {@code secret}. */

@@ -1,0 +1,149 @@
+package org.rdmashuffle.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.client.BlockFetchListener;
+import org.rdmashuffle.core.client.FetchedBlock;
+import org.rdmashuffle.core.server.MapOutputRegistry;
+import org.rdmashuffle.verbs.VerbsProvider;
+
+/**
+ * A node's shuffle service (one engine, many applications): each reducer reads only the outputs of
+ * the application it authenticated for, outputs found by a resolver are served with their raw sizes,
+ * and an application's end forgets its outputs.
+ */
+class ShuffleServiceEngineTest {
+    private static final byte[] SECRET_A = "secret-of-application-a-0123456789".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] SECRET_B = "secret-of-application-b-0123456789".getBytes(StandardCharsets.US_ASCII);
+
+    @TempDir
+    Path dir;
+
+    /** The service, with the secrets it knows, and a client engine per application; closes all. */
+    private final class Node implements AutoCloseable {
+        final Map<String, byte[]> secrets = new ConcurrentHashMap<>(Map.of("app-a", SECRET_A, "app-b", SECRET_B));
+        final VerbsProvider serviceProvider = EngineTestSupport.provider();
+        final VerbsProvider clientProvider = EngineTestSupport.provider();
+        final RdmaShuffleEngine service = RdmaShuffleEngine.startService(EngineTestSupport.smallConfig(), secrets::get,
+                serviceProvider);
+        final RdmaShuffleEngine reducerA = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), "app-a", SECRET_A,
+                clientProvider);
+
+        @Override
+        public void close() {
+            try {
+                reducerA.close();
+                service.close();
+                EngineTestSupport.assertNoConnectionsLeft(serviceProvider);
+            } finally {
+                EngineTestSupport.closeProvider(clientProvider);
+                EngineTestSupport.closeProvider(serviceProvider);
+            }
+        }
+    }
+
+    @Test
+    void aReducerReadsItsApplicationsOutputs_andNotAnotherApplications() throws Exception {
+        try (Node node = new Node()) {
+            EngineTestSupport.MapOutput a = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("a")), 0, 7, 4,
+                    5000, 1);
+            EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 8, 4,
+                    5000, 2);
+            node.service.registerMapOutput("app-a", 0, 7, a.file(), a.offsets());
+            node.service.registerMapOutput("app-b", 0, 8, b.file(), b.offsets());
+
+            List<BlockId> mine = EngineTestSupport.everyPartition(List.of(a));
+            Collector ok = new Collector(mine.size());
+            node.reducerA.fetchBlocks(node.service.address(), mine, ok);
+            ok.await().assertAllIntact(EngineTestSupport.expected(List.of(a), mine));
+
+            BlockId theirs = BlockId.of(0, 8, 1);
+            Collector refused = new Collector(1);
+            node.reducerA.fetchBlocks(node.service.address(), List.of(theirs), refused);
+            refused.await();
+            Throwable e = refused.failed.get(theirs);
+            assertTrue(e != null && e.getMessage().contains("no map output 8 of shuffle 0 of app-a"),
+                    "app-a asked for app-b's map output: " + e);
+            EngineTestSupport.assertNothingLeaks(node.reducerA, node.service);
+        }
+    }
+
+    @Test
+    void aReducerOfAnUnknownApplication_isRefusedAtAuthentication() throws Exception {
+        try (Node node = new Node()) {
+            EngineTestSupport.MapOutput a = EngineTestSupport.writeMapOutput(dir, 0, 1, 2, 1000, 3);
+            node.service.registerMapOutput("app-a", 0, 1, a.file(), a.offsets());
+            VerbsProvider p = EngineTestSupport.provider();
+            try (RdmaShuffleEngine stranger = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), "app-a",
+                    "a-guessed-secret-0123456789abcdef".getBytes(StandardCharsets.US_ASCII), p)) {
+                BlockId block = BlockId.of(0, 1, 0);
+                Collector c = new Collector(1);
+                stranger.fetchBlocks(node.service.address(), List.of(block), c);
+                c.await();
+                assertTrue(c.fetched.isEmpty(), "a wrong secret read a block");
+                assertTrue(c.failed.get(block).getMessage().contains("cannot connect"), c.failed.get(block).getMessage());
+            } finally {
+                EngineTestSupport.closeProvider(p);
+            }
+            assertEquals(0, node.service.counters().servingConnections());
+        }
+    }
+
+    @Test
+    void resolvedOutputsCarryTheirRawSizes_andEndWithTheirApplication() throws Exception {
+        try (Node node = new Node()) {
+            byte[] data = new byte[4000];
+            new java.util.Random(4).nextBytes(data);
+            EngineTestSupport.MapOutput a = new EngineTestSupport.MapOutput(0, 3, Files.write(dir.resolve("file.out"), data),
+                    new long[] {0, 1000, 2500, 4000}, data);
+            AtomicLong resolved = new AtomicLong();
+            node.service.resolver((app, shuffle, map) -> {
+                if (!app.equals("app-a") || map != 3) {
+                    return null;
+                }
+                resolved.incrementAndGet();
+                return new MapOutputRegistry.ResolvedOutput(a.file(), a.offsets(), new long[] {100, 200, 300});
+            });
+            BlockId first = new BlockId(0, 3, 0, 2);
+            Map<BlockId, Long> raw = new ConcurrentHashMap<>();
+            Collector bytes = new Collector(1);
+            node.reducerA.fetchBlocks(node.service.address(), List.of(first), new BlockFetchListener() {
+                @Override
+                public void onBlockFetched(FetchedBlock block) {
+                    raw.put(block.id(), block.rawLength());
+                    bytes.onBlockFetched(block);
+                }
+
+                @Override
+                public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                    bytes.onBlockFetchFailure(block, cause);
+                }
+            });
+            bytes.await().assertAllIntact(EngineTestSupport.expected(List.of(a), List.of(first)));
+            assertEquals(300L, raw.get(first), "raw sizes of partitions 0 and 1");
+
+            Collector again = new Collector(1);
+            node.reducerA.fetchBlocks(node.service.address(), List.of(BlockId.of(0, 3, 2)), again);
+            again.await().assertAllIntact(EngineTestSupport.expected(List.of(a), List.of(BlockId.of(0, 3, 2))));
+            assertEquals(1, resolved.get(), "found once, then served from the registry");
+
+            assertEquals(1, node.service.unregisterApplication("app-a"));
+            assertEquals(0, node.service.counters().registeredMapOutputBytes());
+            assertThrows(IllegalStateException.class, () -> node.reducerA.unregisterApplication("app-a"),
+                    "an executor's engine serves only its own outputs");
+        }
+    }
+}

@@ -1,0 +1,253 @@
+package org.rdmashuffle.hadoop;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.io.Text;
+import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapred.MROutputFiles;
+import org.apache.hadoop.mapred.MapOutputFile;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.JobCounter;
+import org.apache.hadoop.mapreduce.JobStatus;
+import org.apache.hadoop.mapreduce.OutputCommitter;
+import org.apache.hadoop.mapreduce.TaskAttemptContext;
+import org.apache.hadoop.mapreduce.TaskCounter;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
+import org.apache.hadoop.mapreduce.lib.input.KeyValueTextInputFormat;
+import org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter;
+import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
+import org.apache.hadoop.mapreduce.lib.output.TextOutputFormat;
+import org.apache.hadoop.metrics2.impl.MetricsCollectorImpl;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.apache.hadoop.util.ReflectionUtils;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.config.EngineConfig;
+
+/**
+ * MapReduce jobs on a YARN cluster whose NodeManager runs {@link RdmaShuffleService}, reducers
+ * shuffling with {@link RdmaShuffleConsumerPlugin}: the sorted output equals the stock shuffle's, a
+ * lost map output is re-run, an unreachable service falls back to HTTP, and a reducer without the
+ * job's secret reads nothing.
+ */
+class MapReduceOverRdmaTest {
+    private static final int ROWS = 1_000_000;
+    private static final int MAPS = 4;
+    private static final int REDUCES = 2;
+    private static final String LOSING_OUTPUT = "rdmashuffle.test.output-format";
+
+    @TempDir
+    static Path work;
+    private static MapReduceCluster cluster;
+    private static Path input;
+    private static Outcome stock;
+
+    private record Outcome(List<byte[]> parts, long shuffledMaps, long shuffleBytes, long failedMaps) {
+    }
+
+    @BeforeAll
+    static void startCluster() throws Exception {
+        cluster = new MapReduceCluster(work);
+        input = writeInput(work.resolve("input"));
+        stock = sort("stock", cluster.jobConf());
+    }
+
+    @AfterAll
+    static void stopCluster() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    @Test
+    void sortedOutput_isIdenticalToTheStockShuffles_withTheSameShuffleCounters() throws Exception {
+        long resolvedBefore = servedMapOutputs();
+        Outcome rdma = sort("rdma", cluster.rdmaJobConf(false));
+        assertSameOutput(stock, rdma);
+        assertEquals((long) MAPS * REDUCES, rdma.shuffledMaps, "shuffled maps");
+        assertEquals(stock.shuffledMaps, rdma.shuffledMaps, "shuffled maps, stock vs rdma");
+        assertEquals(stock.shuffleBytes, rdma.shuffleBytes, "reduce shuffle bytes, stock vs rdma");
+        assertEquals(MAPS, servedMapOutputs() - resolvedBefore, "map outputs the service found and registered");
+    }
+
+    @Test
+    void aLostMapOutput_getsItsMapReRun_andTheOutputIsStillRight() throws Exception {
+        JobConf conf = cluster.rdmaJobConf(false);
+        conf.setClass(LOSING_OUTPUT, LosingOutputFormat.class, org.apache.hadoop.mapreduce.OutputFormat.class);
+        Outcome rdma = sort("lost-output", conf);
+        assertSameOutput(stock, rdma);
+        assertTrue(rdma.failedMaps >= 1, "the map whose output was lost ran again: failed maps " + rdma.failedMaps);
+    }
+
+    @Test
+    void aNodeWhoseServiceCannotBeReached_isFetchedOverHttp_withFallback() throws Exception {
+        JobConf conf = cluster.rdmaJobConf(true);
+        conf.setInt(HadoopSettings.SERVICE_PORT, MapReduceCluster.freePort()); // nothing listens there
+        Outcome fallback = sort("fallback", conf);
+        assertSameOutput(stock, fallback);
+    }
+
+    @Test
+    void aReducerWithoutTheJobsSecret_isRefused() throws Exception {
+        EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software")
+                .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "16m");
+        try (RdmaShuffleEngine stranger = RdmaShuffleEngine.start(c, "application_1_0001",
+                MapReduceIds.engineSecret("guessed".getBytes(StandardCharsets.UTF_8)))) {
+            java.util.concurrent.CompletableFuture<Throwable> failure = new java.util.concurrent.CompletableFuture<>();
+            stranger.fetchBlocks(new java.net.InetSocketAddress("127.0.0.1", cluster.rdmaPort),
+                    List.of(BlockId.of(0, 0, 0)), new org.rdmashuffle.core.client.BlockFetchListener() {
+                        @Override
+                        public void onBlockFetched(org.rdmashuffle.core.client.FetchedBlock block) {
+                            block.release();
+                            failure.complete(null);
+                        }
+
+                        @Override
+                        public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                            failure.complete(cause);
+                        }
+                    });
+            Throwable cause = failure.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            // Reached (the control plane answered), then refused.
+            assertTrue(cause != null && cause.getMessage().contains("cannot connect")
+                    && !cause.getMessage().contains("cannot reach the control plane"), String.valueOf(cause));
+        }
+    }
+
+    // ------------------------------------------------------------------ the job
+
+    private static Path writeInput(Path dir) throws IOException {
+        Files.createDirectories(dir);
+        Random random = new Random(42);
+        try (BufferedWriter w = Files.newBufferedWriter(dir.resolve("rows.txt"), StandardCharsets.US_ASCII)) {
+            char[] key = new char[12];
+            for (int i = 0; i < ROWS; i++) {
+                for (int k = 0; k < key.length; k++) {
+                    key[k] = (char) ('a' + random.nextInt(26));
+                }
+                w.write(key);
+                w.write('\t');
+                w.write(Integer.toString(i));
+                w.write('\n');
+            }
+        }
+        return dir;
+    }
+
+    /** Sorts the input by key with identity map and reduce; returns the reduce outputs and counters. */
+    private static Outcome sort(String name, JobConf conf) throws Exception {
+        Path out = work.resolve("output-" + name);
+        long split = Files.size(input.resolve("rows.txt")) / MAPS + 1;
+        conf.setLong(FileInputFormat.SPLIT_MAXSIZE, split);
+        conf.setLong(FileInputFormat.SPLIT_MINSIZE, split);
+        Job job = Job.getInstance(conf, "rdma-shuffle sort " + name);
+        job.setJarByClass(MapReduceOverRdmaTest.class);
+        job.setInputFormatClass(KeyValueTextInputFormat.class);
+        job.setOutputFormatClass(conf.getClass(LOSING_OUTPUT, TextOutputFormat.class,
+                org.apache.hadoop.mapreduce.OutputFormat.class));
+        job.setOutputKeyClass(Text.class);
+        job.setOutputValueClass(Text.class);
+        job.setNumReduceTasks(REDUCES);
+        FileInputFormat.addInputPath(job, new org.apache.hadoop.fs.Path(input.toUri()));
+        FileOutputFormat.setOutputPath(job, new org.apache.hadoop.fs.Path(out.toUri()));
+        assertTrue(job.waitForCompletion(false), name + " job failed: " + job.getStatus().getFailureInfo());
+        assertEquals(JobStatus.State.SUCCEEDED, job.getJobState());
+        List<byte[]> parts = new java.util.ArrayList<>();
+        for (int r = 0; r < REDUCES; r++) {
+            parts.add(Files.readAllBytes(out.resolve(String.format("part-r-%05d", r))));
+        }
+        var counters = job.getCounters();
+        return new Outcome(parts, counters.findCounter(TaskCounter.SHUFFLED_MAPS).getValue(),
+                counters.findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue(),
+                counters.findCounter(JobCounter.NUM_FAILED_MAPS).getValue());
+    }
+
+    private static void assertSameOutput(Outcome expected, Outcome actual) {
+        long rows = 0;
+        for (int r = 0; r < REDUCES; r++) {
+            assertArrayEquals(expected.parts.get(r), actual.parts.get(r), "part-r-" + r);
+            for (byte b : actual.parts.get(r)) {
+                rows += b == '\n' ? 1 : 0;
+            }
+        }
+        assertEquals(ROWS, rows, "rows out");
+    }
+
+    /** Map outputs the NodeManager's service found on disk, from its metrics2 source. */
+    private static long servedMapOutputs() {
+        MetricsCollectorImpl collector = new MetricsCollectorImpl();
+        DefaultMetricsSystem.instance().getSource(RdmaShuffleService.METRICS_SOURCE).getMetrics(collector, true);
+        for (var m : collector.getRecords().get(0).metrics()) {
+            if (m.name().equals("MapOutputsResolved")) {
+                return m.value().longValue();
+            }
+        }
+        throw new AssertionError("no MapOutputsResolved metric");
+    }
+
+    /** TextOutputFormat whose committer loses the first attempt of map 0's output as it commits. */
+    public static final class LosingOutputFormat extends TextOutputFormat<Text, Text> {
+        private LosingFirstMapOutput committer;
+
+        @Override
+        public synchronized OutputCommitter getOutputCommitter(TaskAttemptContext context) throws IOException {
+            if (committer == null) {
+                committer = new LosingFirstMapOutput(getOutputPath(context), context);
+            }
+            return committer;
+        }
+    }
+
+    /**
+     * Deletes the first attempt of map 0's output file as that attempt commits: the map succeeds, then
+     * its output is gone, as when a disk fails after the map ran.
+     */
+    static final class LosingFirstMapOutput extends FileOutputCommitter {
+        LosingFirstMapOutput(org.apache.hadoop.fs.Path output, TaskAttemptContext context) throws IOException {
+            super(output, context);
+        }
+
+        private static boolean loses(TaskAttemptContext c) {
+            return c.getTaskAttemptID().getTaskType() == TaskType.MAP && c.getTaskAttemptID().getTaskID().getId() == 0
+                    && c.getTaskAttemptID().getId() == 0;
+        }
+
+        @Override
+        public boolean needsTaskCommit(TaskAttemptContext c) throws IOException {
+            return loses(c) || super.needsTaskCommit(c);
+        }
+
+        @Override
+        public void commitTask(TaskAttemptContext c) throws IOException {
+            if (loses(c)) {
+                Configuration conf = c.getConfiguration();
+                MapOutputFile files = ReflectionUtils.newInstance(conf.getClass(
+                        org.apache.hadoop.mapreduce.MRConfig.TASK_LOCAL_OUTPUT_CLASS, MROutputFiles.class,
+                        MapOutputFile.class), conf);
+                org.apache.hadoop.fs.Path output = files.getOutputFile();
+                if (!new java.io.File(output.toUri().getPath()).delete()) {
+                    throw new IOException("could not delete " + output);
+                }
+            }
+            if (super.needsTaskCommit(c)) {
+                super.commitTask(c);
+            }
+        }
+    }
+}
