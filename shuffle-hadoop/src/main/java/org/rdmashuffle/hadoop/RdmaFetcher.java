@@ -39,10 +39,12 @@ import org.rdmashuffle.core.client.FetchedBlock;
  * with the engine in place of HTTP.
  *
  * <p>Outcomes, as the stock fetcher reports them: a block copied is {@code copySucceeded}; a block
- * the service refused (output lost) or that fails its IFile checksum is a read error
+ * the service does not have (output lost) or that fails its IFile checksum is a read error
  * ({@code copyFailed}, which reports the map to the application master); a service that cannot be
  * reached is a connection error, or, with fallback on, the host is fetched over HTTP by the stock
- * code from then on. A merge manager that says "wait" gets the rest of the host's maps back.
+ * code from then on. With fallback on, an output the service has but cannot serve by RDMA (it cannot
+ * register the file, say) is fetched over HTTP in the same round. A merge manager that says "wait"
+ * gets the rest of the host's maps back.
  */
 final class RdmaFetcher<K, V> extends Fetcher<K, V> {
     private static final System.Logger LOG = System.getLogger(RdmaFetcher.class.getName());
@@ -102,6 +104,7 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         });
         Set<TaskAttemptID> remaining = new LinkedHashSet<>(maps);
         boolean mergerWaits = false;
+        boolean httpThisRound = false;
         Throwable unreachable = null;
         for (int i = 0; i < blocks.size(); i++) {
             Object arrival;
@@ -136,12 +139,28 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
                     unreachable = f.cause();
                     continue;
                 }
+                boolean lost = f.cause().getMessage() != null && f.cause().getMessage().contains("no map output");
+                if (!lost && fallback) {
+                    // The service has the output but cannot serve it by RDMA (e.g. cannot register the file):
+                    // HTTP can. The map stays in `remaining` and goes to the stock fetch below.
+                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + " failed ("
+                            + f.cause().getMessage() + "); fetching it over HTTP");
+                    httpThisRound = true;
+                    continue;
+                }
                 LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + " failed: "
                         + f.cause().getMessage());
                 metrics.failedFetch();
                 remaining.remove(m);
                 scheduler.copyFailed(m, host, true, false);
             }
+        }
+        if (httpThisRound && unreachable == null) {
+            for (TaskAttemptID m : remaining) {
+                scheduler.putBackKnownMapOutput(host, m);
+            }
+            super.copyFromHost(host);
+            return;
         }
         if (unreachable != null) {
             if (fallback) {
