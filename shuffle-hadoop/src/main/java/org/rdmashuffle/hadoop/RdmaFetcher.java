@@ -58,6 +58,9 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
     private record Failure(BlockId block, Throwable cause) {
     }
 
+    /** How the engine reports a service's refusal; the reason that follows begins with the block it is about. */
+    private static final String REFUSED = "the peer refused: ";
+
     RdmaFetcher(JobConf job, TaskAttemptID reduceId, ShuffleSchedulerImpl<K, V> scheduler, MergeManager<K, V> merger,
                 Reporter reporter, ShuffleClientMetrics metrics, ExceptionReporter exceptionReporter, SecretKey shuffleKey,
                 RdmaShuffleEngine engine, int servicePort, boolean fallback, Set<String> httpHosts) {
@@ -84,83 +87,64 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         }
         InetSocketAddress service = new InetSocketAddress(hostOnly(host.getHostName()), servicePort);
         Map<BlockId, TaskAttemptID> mapOf = new HashMap<>();
-        List<BlockId> blocks = new ArrayList<>(maps.size());
+        List<BlockId> pending = new ArrayList<>(maps.size());
         for (TaskAttemptID m : maps) {
             BlockId b = BlockId.of(MapReduceIds.SHUFFLE, MapReduceIds.mapId(m), reduce);
             mapOf.put(b, m);
-            blocks.add(b);
+            pending.add(b);
         }
-        BlockingQueue<Object> arrivals = new LinkedBlockingQueue<>();
-        engine.fetchBlocks(service, blocks, new BlockFetchListener() {
-            @Override
-            public void onBlockFetched(FetchedBlock block) {
-                arrivals.add(block);
-            }
-
-            @Override
-            public void onBlockFetchFailure(BlockId block, Throwable cause) {
-                arrivals.add(new Failure(block, cause));
-            }
-        });
+        // Maps not copied go back to the scheduler at the end (failed ones too, as the stock fetcher
+        // does: copyFailed penalizes the host, and the map is tried again unless it becomes obsolete).
         Set<TaskAttemptID> remaining = new LinkedHashSet<>(maps);
-        boolean mergerWaits = false;
-        boolean httpThisRound = false;
+        List<TaskAttemptID> overHttp = new ArrayList<>();
         Throwable unreachable = null;
-        for (int i = 0; i < blocks.size(); i++) {
-            Object arrival;
-            try {
-                arrival = arrivals.poll(blockWaitMillis, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted while fetching from " + service, e);
-            }
-            if (arrival == null) {
-                throw new IOException("rdma-shuffle: " + (blocks.size() - i) + " blocks from " + service
-                        + " got no answer within " + blockWaitMillis + " ms");
-            }
-            if (arrival instanceof FetchedBlock block) {
-                TaskAttemptID m = mapOf.get(block.id());
-                try {
-                    if (mergerWaits) {
-                        continue; // the merge manager is full: these maps go back to the scheduler
+        boolean mergerWaits = false;
+        while (!pending.isEmpty() && unreachable == null && !mergerWaits) {
+            // A refusal answers a whole request but names the one block it is about: the others are asked again.
+            List<BlockId> askAgain = new ArrayList<>();
+            BlockingQueue<Object> arrivals = fetch(service, pending);
+            for (int i = 0; i < pending.size(); i++) {
+                Object arrival = next(arrivals, service, pending.size() - i);
+                if (arrival instanceof FetchedBlock block) {
+                    try {
+                        TaskAttemptID m = mapOf.get(block.id());
+                        if (mergerWaits) {
+                            continue; // the merge manager is full: the rest go back to the scheduler
+                        }
+                        if (copy(host, m, block)) {
+                            remaining.remove(m);
+                        } else {
+                            mergerWaits = true;
+                        }
+                    } finally {
+                        block.release();
                     }
-                    if (copy(host, m, block)) {
-                        remaining.remove(m);
-                    } else {
-                        mergerWaits = true;
-                    }
-                } finally {
-                    block.release();
+                    continue;
                 }
-            } else {
                 Failure f = (Failure) arrival;
                 TaskAttemptID m = mapOf.get(f.block());
-                if (f.cause().getMessage() != null && f.cause().getMessage().contains("cannot connect")) {
+                String why = f.cause().getMessage() == null ? f.cause().toString() : f.cause().getMessage();
+                if (why.contains("cannot connect")) {
                     unreachable = f.cause();
-                    continue;
+                } else if (why.contains(REFUSED) && !why.contains(REFUSED + f.block() + ":")) {
+                    askAgain.add(f.block()); // refused for another block's sake
+                } else if (!why.contains("no map output") && fallback && why.contains(REFUSED)) {
+                    // The service has the output but will not serve it by RDMA (cannot register the file,
+                    // say): HTTP can. The stock fetcher gets this map alone, below.
+                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + ": " + why
+                            + "; fetching it over HTTP");
+                    remaining.remove(m);
+                    overHttp.add(m);
+                } else {
+                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + " failed: " + why);
+                    metrics.failedFetch();
+                    scheduler.copyFailed(m, host, true, false);
                 }
-                boolean lost = f.cause().getMessage() != null && f.cause().getMessage().contains("no map output");
-                if (!lost && fallback) {
-                    // The service has the output but cannot serve it by RDMA (e.g. cannot register the file):
-                    // HTTP can. The map stays in `remaining` and goes to the stock fetch below.
-                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + " failed ("
-                            + f.cause().getMessage() + "); fetching it over HTTP");
-                    httpThisRound = true;
-                    continue;
-                }
-                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + " failed: "
-                        + f.cause().getMessage());
-                metrics.failedFetch();
-                remaining.remove(m);
-                scheduler.copyFailed(m, host, true, false);
             }
+            pending = askAgain;
         }
-        if (httpThisRound && unreachable == null) {
-            for (TaskAttemptID m : remaining) {
-                scheduler.putBackKnownMapOutput(host, m);
-            }
-            super.copyFromHost(host);
-            return;
+        if (!overHttp.isEmpty()) {
+            fetchOverHttp(host, overHttp);
         }
         if (unreachable != null) {
             if (fallback) {
@@ -180,10 +164,58 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
                 metrics.failedFetch();
                 scheduler.copyFailed(m, host, false, true);
             }
-            remaining.clear();
         }
         for (TaskAttemptID m : remaining) {
             scheduler.putBackKnownMapOutput(host, m);
+        }
+    }
+
+    /** Starts fetching {@code blocks}; their outcomes (a FetchedBlock or a Failure each) arrive in the queue. */
+    private BlockingQueue<Object> fetch(InetSocketAddress service, List<BlockId> blocks) {
+        BlockingQueue<Object> arrivals = new LinkedBlockingQueue<>();
+        engine.fetchBlocks(service, blocks, new BlockFetchListener() {
+            @Override
+            public void onBlockFetched(FetchedBlock block) {
+                arrivals.add(block);
+            }
+
+            @Override
+            public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                arrivals.add(new Failure(block, cause));
+            }
+        });
+        return arrivals;
+    }
+
+    private Object next(BlockingQueue<Object> arrivals, InetSocketAddress service, int owed) throws IOException {
+        Object arrival;
+        try {
+            arrival = arrivals.poll(blockWaitMillis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while fetching from " + service, e);
+        }
+        if (arrival == null) {
+            throw new IOException("rdma-shuffle: " + owed + " blocks from " + service + " got no answer within "
+                    + blockWaitMillis + " ms");
+        }
+        return arrival;
+    }
+
+    /**
+     * Fetches just {@code maps} of {@code host} with the stock code: it takes its maps from the host
+     * object it is given, so it gets one holding these alone; whatever it hands back (not fetched)
+     * returns to the real host.
+     */
+    private void fetchOverHttp(MapHost host, List<TaskAttemptID> maps) throws IOException {
+        MapHost only = new MapHost(host.getHostName(), host.getBaseUrl());
+        maps.forEach(only::addKnownMap);
+        try {
+            super.copyFromHost(only);
+        } finally {
+            for (TaskAttemptID m : only.getAndClearKnownMaps()) {
+                scheduler.putBackKnownMapOutput(host, m);
+            }
         }
     }
 

@@ -104,6 +104,17 @@ class MapReduceOverRdmaTest {
     }
 
     @Test
+    void anOutputTheServiceWillNotDescribe_isFetchedOverHttp_withFallback() throws Exception {
+        JobConf conf = cluster.rdmaJobConf(true);
+        conf.setClass(LOSING_OUTPUT, GrowingOutputFormat.class, org.apache.hadoop.mapreduce.OutputFormat.class);
+        long resolvedBefore = servedMapOutputs();
+        Outcome mixed = sort("refused-output", conf);
+        assertSameOutput(stock, mixed);
+        assertEquals(0, mixed.failedMaps, "nothing was re-run: the refused output came over HTTP");
+        assertEquals(MAPS - 1, servedMapOutputs() - resolvedBefore, "all other outputs were served by RDMA");
+    }
+
+    @Test
     void aReducerWithoutTheJobsSecret_isRefused() throws Exception {
         EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software")
                 .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "16m");
@@ -201,6 +212,49 @@ class MapReduceOverRdmaTest {
         throw new AssertionError("no MapOutputsResolved metric");
     }
 
+    /** TextOutputFormat whose committer appends a byte to map 0's output: it no longer matches its index. */
+    public static final class GrowingOutputFormat extends TextOutputFormat<Text, Text> {
+        private FileOutputCommitter committer;
+
+        @Override
+        public synchronized OutputCommitter getOutputCommitter(TaskAttemptContext context) throws IOException {
+            if (committer == null) {
+                committer = new FileOutputCommitter(getOutputPath(context), context) {
+                    @Override
+                    public boolean needsTaskCommit(TaskAttemptContext c) throws IOException {
+                        return isFirstMap(c) || super.needsTaskCommit(c);
+                    }
+
+                    @Override
+                    public void commitTask(TaskAttemptContext c) throws IOException {
+                        if (isFirstMap(c)) {
+                            // The service checks a file against its index and refuses a mismatch; HTTP
+                            // reads the indexed ranges only, which are intact.
+                            java.nio.file.Files.write(java.nio.file.Path.of(mapOutput(c).toUri().getPath()),
+                                    new byte[] {0}, java.nio.file.StandardOpenOption.APPEND);
+                        }
+                        if (super.needsTaskCommit(c)) {
+                            super.commitTask(c);
+                        }
+                    }
+                };
+            }
+            return committer;
+        }
+    }
+
+    private static boolean isFirstMap(TaskAttemptContext c) {
+        return c.getTaskAttemptID().getTaskType() == TaskType.MAP && c.getTaskAttemptID().getTaskID().getId() == 0;
+    }
+
+    /** Where this map attempt's output file is (the task's local dirs). */
+    private static org.apache.hadoop.fs.Path mapOutput(TaskAttemptContext c) throws IOException {
+        Configuration conf = c.getConfiguration();
+        MapOutputFile files = ReflectionUtils.newInstance(conf.getClass(
+                org.apache.hadoop.mapreduce.MRConfig.TASK_LOCAL_OUTPUT_CLASS, MROutputFiles.class, MapOutputFile.class), conf);
+        return files.getOutputFile();
+    }
+
     /** TextOutputFormat whose committer loses the first attempt of map 0's output as it commits. */
     public static final class LosingOutputFormat extends TextOutputFormat<Text, Text> {
         private LosingFirstMapOutput committer;
@@ -224,8 +278,7 @@ class MapReduceOverRdmaTest {
         }
 
         private static boolean loses(TaskAttemptContext c) {
-            return c.getTaskAttemptID().getTaskType() == TaskType.MAP && c.getTaskAttemptID().getTaskID().getId() == 0
-                    && c.getTaskAttemptID().getId() == 0;
+            return isFirstMap(c) && c.getTaskAttemptID().getId() == 0;
         }
 
         @Override
@@ -236,11 +289,7 @@ class MapReduceOverRdmaTest {
         @Override
         public void commitTask(TaskAttemptContext c) throws IOException {
             if (loses(c)) {
-                Configuration conf = c.getConfiguration();
-                MapOutputFile files = ReflectionUtils.newInstance(conf.getClass(
-                        org.apache.hadoop.mapreduce.MRConfig.TASK_LOCAL_OUTPUT_CLASS, MROutputFiles.class,
-                        MapOutputFile.class), conf);
-                org.apache.hadoop.fs.Path output = files.getOutputFile();
+                org.apache.hadoop.fs.Path output = mapOutput(c);
                 if (!new java.io.File(output.toUri().getPath()).delete()) {
                     throw new IOException("could not delete " + output);
                 }
