@@ -50,7 +50,7 @@ class MapReduceOverRdmaTest {
     private static final int ROWS = 1_000_000;
     private static final int MAPS = 4;
     private static final int REDUCES = 2;
-    private static final String LOSING_OUTPUT = "rdmashuffle.test.output-format";
+    private static final String TAMPER = "rdmashuffle.test.tamper";
 
     @TempDir
     static Path work;
@@ -89,7 +89,7 @@ class MapReduceOverRdmaTest {
     @Test
     void aLostMapOutput_getsItsMapReRun_andTheOutputIsStillRight() throws Exception {
         JobConf conf = cluster.rdmaJobConf(false);
-        conf.setClass(LOSING_OUTPUT, LosingOutputFormat.class, org.apache.hadoop.mapreduce.OutputFormat.class);
+        conf.set(TAMPER, Tamper.LOSE_FIRST_ATTEMPT.name());
         Outcome rdma = sort("lost-output", conf);
         assertSameOutput(stock, rdma);
         assertTrue(rdma.failedMaps >= 1, "the map whose output was lost ran again: failed maps " + rdma.failedMaps);
@@ -106,7 +106,7 @@ class MapReduceOverRdmaTest {
     @Test
     void anOutputTheServiceWillNotDescribe_isFetchedOverHttp_withFallback() throws Exception {
         JobConf conf = cluster.rdmaJobConf(true);
-        conf.setClass(LOSING_OUTPUT, GrowingOutputFormat.class, org.apache.hadoop.mapreduce.OutputFormat.class);
+        conf.set(TAMPER, Tamper.GROW.name());
         long resolvedBefore = servedMapOutputs();
         Outcome mixed = sort("refused-output", conf);
         assertSameOutput(stock, mixed);
@@ -170,8 +170,7 @@ class MapReduceOverRdmaTest {
         Job job = Job.getInstance(conf, "rdma-shuffle sort " + name);
         job.setJarByClass(MapReduceOverRdmaTest.class);
         job.setInputFormatClass(KeyValueTextInputFormat.class);
-        job.setOutputFormatClass(conf.getClass(LOSING_OUTPUT, TextOutputFormat.class,
-                org.apache.hadoop.mapreduce.OutputFormat.class));
+        job.setOutputFormatClass(conf.get(TAMPER) == null ? TextOutputFormat.class : TamperingOutputFormat.class);
         job.setOutputKeyClass(Text.class);
         job.setOutputValueClass(Text.class);
         job.setNumReduceTasks(REDUCES);
@@ -212,86 +211,56 @@ class MapReduceOverRdmaTest {
         throw new AssertionError("no MapOutputsResolved metric");
     }
 
-    /** TextOutputFormat whose committer appends a byte to map 0's output: it no longer matches its index. */
-    public static final class GrowingOutputFormat extends TextOutputFormat<Text, Text> {
-        private FileOutputCommitter committer;
+    /** What a job's committer does to map 0's output as the map commits (the map has succeeded by then). */
+    enum Tamper {
+        /** Deletes the first attempt's output file: a disk lost after the map ran. */
+        LOSE_FIRST_ATTEMPT,
+        /** Appends a byte: the file no longer matches its index, which the service checks and HTTP does not. */
+        GROW
+    }
+
+    /** TextOutputFormat whose committer tampers with map 0's output as {@link #TAMPER} says. */
+    public static final class TamperingOutputFormat extends TextOutputFormat<Text, Text> {
+        private TamperingCommitter committer;
 
         @Override
         public synchronized OutputCommitter getOutputCommitter(TaskAttemptContext context) throws IOException {
             if (committer == null) {
-                committer = new FileOutputCommitter(getOutputPath(context), context) {
-                    @Override
-                    public boolean needsTaskCommit(TaskAttemptContext c) throws IOException {
-                        return isFirstMap(c) || super.needsTaskCommit(c);
-                    }
-
-                    @Override
-                    public void commitTask(TaskAttemptContext c) throws IOException {
-                        if (isFirstMap(c)) {
-                            // The service checks a file against its index and refuses a mismatch; HTTP
-                            // reads the indexed ranges only, which are intact.
-                            java.nio.file.Files.write(java.nio.file.Path.of(mapOutput(c).toUri().getPath()),
-                                    new byte[] {0}, java.nio.file.StandardOpenOption.APPEND);
-                        }
-                        if (super.needsTaskCommit(c)) {
-                            super.commitTask(c);
-                        }
-                    }
-                };
+                committer = new TamperingCommitter(getOutputPath(context), context);
             }
             return committer;
         }
     }
 
-    private static boolean isFirstMap(TaskAttemptContext c) {
-        return c.getTaskAttemptID().getTaskType() == TaskType.MAP && c.getTaskAttemptID().getTaskID().getId() == 0;
-    }
-
-    /** Where this map attempt's output file is (the task's local dirs). */
-    private static org.apache.hadoop.fs.Path mapOutput(TaskAttemptContext c) throws IOException {
-        Configuration conf = c.getConfiguration();
-        MapOutputFile files = ReflectionUtils.newInstance(conf.getClass(
-                org.apache.hadoop.mapreduce.MRConfig.TASK_LOCAL_OUTPUT_CLASS, MROutputFiles.class, MapOutputFile.class), conf);
-        return files.getOutputFile();
-    }
-
-    /** TextOutputFormat whose committer loses the first attempt of map 0's output as it commits. */
-    public static final class LosingOutputFormat extends TextOutputFormat<Text, Text> {
-        private LosingFirstMapOutput committer;
-
-        @Override
-        public synchronized OutputCommitter getOutputCommitter(TaskAttemptContext context) throws IOException {
-            if (committer == null) {
-                committer = new LosingFirstMapOutput(getOutputPath(context), context);
-            }
-            return committer;
-        }
-    }
-
-    /**
-     * Deletes the first attempt of map 0's output file as that attempt commits: the map succeeds, then
-     * its output is gone, as when a disk fails after the map ran.
-     */
-    static final class LosingFirstMapOutput extends FileOutputCommitter {
-        LosingFirstMapOutput(org.apache.hadoop.fs.Path output, TaskAttemptContext context) throws IOException {
+    static final class TamperingCommitter extends FileOutputCommitter {
+        TamperingCommitter(org.apache.hadoop.fs.Path output, TaskAttemptContext context) throws IOException {
             super(output, context);
         }
 
-        private static boolean loses(TaskAttemptContext c) {
-            return isFirstMap(c) && c.getTaskAttemptID().getId() == 0;
+        private static Tamper tamper(TaskAttemptContext c) {
+            boolean firstMap = c.getTaskAttemptID().getTaskType() == TaskType.MAP
+                    && c.getTaskAttemptID().getTaskID().getId() == 0;
+            Tamper t = Tamper.valueOf(c.getConfiguration().get(TAMPER));
+            return !firstMap || (t == Tamper.LOSE_FIRST_ATTEMPT && c.getTaskAttemptID().getId() != 0) ? null : t;
         }
 
         @Override
         public boolean needsTaskCommit(TaskAttemptContext c) throws IOException {
-            return loses(c) || super.needsTaskCommit(c);
+            return tamper(c) != null || super.needsTaskCommit(c);
         }
 
         @Override
         public void commitTask(TaskAttemptContext c) throws IOException {
-            if (loses(c)) {
-                org.apache.hadoop.fs.Path output = mapOutput(c);
-                if (!new java.io.File(output.toUri().getPath()).delete()) {
-                    throw new IOException("could not delete " + output);
+            Tamper t = tamper(c);
+            if (t != null) {
+                Configuration conf = c.getConfiguration();
+                MapOutputFile files = ReflectionUtils.newInstance(conf.getClass(
+                        org.apache.hadoop.mapreduce.MRConfig.TASK_LOCAL_OUTPUT_CLASS, MROutputFiles.class,
+                        MapOutputFile.class), conf);
+                Path output = Path.of(files.getOutputFile().toUri().getPath());
+                switch (t) {
+                    case LOSE_FIRST_ATTEMPT -> Files.delete(output);
+                    case GROW -> Files.write(output, new byte[] {0}, java.nio.file.StandardOpenOption.APPEND);
                 }
             }
             if (super.needsTaskCommit(c)) {

@@ -50,6 +50,8 @@ class RdmaShuffleServiceTest {
 
     @TempDir
     Path localDir;
+    @TempDir
+    Path recoveryDir;
     private RdmaShuffleService service;
     private final ApplicationId app = ApplicationId.newInstance(1_700_000_000_000L, 7);
     private final JobID job = MapReduceIds.jobOf(app.toString());
@@ -57,15 +59,7 @@ class RdmaShuffleServiceTest {
 
     @BeforeEach
     void startService() throws Exception {
-        JobConf conf = new JobConf(false);
-        conf.setInt(ShuffleHandler.SHUFFLE_PORT_CONFIG_KEY, 0);
-        conf.setInt(HadoopSettings.SERVICE_PORT, 0);
-        conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
-        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "software");
-        service = new RdmaShuffleService();
-        service.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
-        service.init(conf);
-        service.start();
+        service = newService();
         // MapReduce's shuffle secret: 64 random bits by default, as the job's token password.
         byte[] shuffleSecret = new byte[8];
         new java.security.SecureRandom().nextBytes(shuffleSecret);
@@ -74,6 +68,22 @@ class RdmaShuffleServiceTest {
         jobSecret = MapReduceIds.engineSecret(shuffleSecret);
         service.initializeApplication(new ApplicationInitializationContext(USER, app,
                 ShuffleHandler.serializeServiceData(token)));
+    }
+
+    /** The service as a NodeManager with recovery enabled starts it: same local dir, same recovery path. */
+    private RdmaShuffleService newService() {
+        JobConf conf = new JobConf(false);
+        conf.setInt(ShuffleHandler.SHUFFLE_PORT_CONFIG_KEY, 0);
+        conf.setInt(HadoopSettings.SERVICE_PORT, 0);
+        conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "software");
+        conf.setBoolean(org.apache.hadoop.yarn.conf.YarnConfiguration.NM_RECOVERY_ENABLED, true);
+        RdmaShuffleService s = new RdmaShuffleService();
+        s.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
+        s.setRecoveryPath(new org.apache.hadoop.fs.Path(recoveryDir.toString()));
+        s.init(conf);
+        s.start();
+        return s;
     }
 
     @AfterEach
@@ -121,6 +131,24 @@ class RdmaShuffleServiceTest {
         }
         assertEquals(0, service.engineCounters().servingConnections());
         assertEquals(0, service.engineCounters().registeredMapOutputBytes());
+    }
+
+    @Test
+    void afterANodeManagerRestart_theJobsReducersAreStillServed() throws Exception {
+        MapOutput out = writeMapOutput(2, 0, new int[] {2000, 3000});
+        service.stop();
+        service = newService(); // no initializeApplication: the job's secret and user come from the recovery path
+        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
+            Result got = r.fetch(service, out.attempt, 1);
+            assertTrue(got.failure == null, String.valueOf(got.failure));
+            assertArrayEquals(out.partition(1), got.bytes);
+        }
+        service.stopApplication(new ApplicationTerminationContext(app));
+        service.stop();
+        service = newService(); // a stopped application stays forgotten
+        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
+            assertTrue(r.fetch(service, out.attempt, 1).refused(), "a stopped application's reducer after a restart");
+        }
     }
 
     @Test
