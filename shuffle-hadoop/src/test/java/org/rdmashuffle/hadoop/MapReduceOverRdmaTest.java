@@ -84,6 +84,12 @@ class MapReduceOverRdmaTest {
         assertEquals(stock.shuffledMaps, rdma.shuffledMaps, "shuffled maps, stock vs rdma");
         assertEquals(stock.shuffleBytes, rdma.shuffleBytes, "reduce shuffle bytes, stock vs rdma");
         assertEquals(MAPS, servedMapOutputs() - resolvedBefore, "map outputs the service found and registered");
+        // The NodeManager stops the application once the job is done: its regions are deregistered.
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+        while (serviceMetric("RegisteredMapOutputBytes") != 0 && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+        }
+        assertEquals(0, serviceMetric("RegisteredMapOutputBytes"), "registered bytes after the application stopped");
     }
 
     @Test
@@ -199,16 +205,21 @@ class MapReduceOverRdmaTest {
         assertEquals(ROWS, rows, "rows out");
     }
 
-    /** Map outputs the NodeManager's service found on disk, from its metrics2 source. */
+    /** Map outputs the NodeManager's service found on disk. */
     private static long servedMapOutputs() {
+        return serviceMetric("MapOutputsResolved");
+    }
+
+    /** A metric of the NodeManager's service, from its metrics2 source. */
+    private static long serviceMetric(String name) {
         MetricsCollectorImpl collector = new MetricsCollectorImpl();
         DefaultMetricsSystem.instance().getSource(RdmaShuffleService.METRICS_SOURCE).getMetrics(collector, true);
         for (var m : collector.getRecords().get(0).metrics()) {
-            if (m.name().equals("MapOutputsResolved")) {
+            if (m.name().equals(name)) {
                 return m.value().longValue();
             }
         }
-        throw new AssertionError("no MapOutputsResolved metric");
+        throw new AssertionError("no metric " + name);
     }
 
     /** What a job's committer does to map 0's output as the map commits (the map has succeeded by then). */
