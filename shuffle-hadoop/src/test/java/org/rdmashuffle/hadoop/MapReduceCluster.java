@@ -15,7 +15,8 @@ import org.rdmashuffle.core.config.EngineConfig;
 /**
  * A YARN cluster in the test JVM (resource manager, one NodeManager, history server) whose
  * NodeManager runs {@link RdmaShuffleService} as {@code mapreduce_shuffle}, as yarn-site.xml would
- * say; application master and tasks run in their own JVMs, small enough for 2 cores.
+ * say; application master and tasks run in their own JVMs, small enough for 2 cores. Their logs
+ * stay under {@code target/test/data/rdma-shuffle/} (MiniYARNCluster's NodeManager log dirs).
  */
 final class MapReduceCluster implements AutoCloseable {
     final MiniMRYarnCluster yarn;
@@ -55,8 +56,6 @@ final class MapReduceCluster implements AutoCloseable {
         conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
         conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
         conf.set("hadoop.tmp.dir", work.resolve("tmp").toString());
-        // Container logs outlive the test, for the failure that needs them.
-        conf.set(YarnConfiguration.NM_LOG_DIRS, Path.of("target", "yarn-container-logs").toAbsolutePath().toString());
         conf.set(MRJobConfig.MR_AM_STAGING_DIR, work.resolve("staging").toString());
         yarn = new MiniMRYarnCluster("rdma-shuffle", 1);
         yarn.init(conf);
