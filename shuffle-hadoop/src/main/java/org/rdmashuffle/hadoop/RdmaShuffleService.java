@@ -10,7 +10,6 @@ import org.apache.hadoop.mapred.JobConf;
 import org.apache.hadoop.mapred.ShuffleHandler;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.security.token.SecretManager;
-import org.apache.hadoop.yarn.server.api.ApplicationInitializationContext;
 import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
@@ -59,7 +58,8 @@ public class RdmaShuffleService extends ShuffleHandler {
         super.serviceStart();
         VerbsProvider provider = Verbs.choose(engineConfig.provider()).orElseThrow();
         engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? this::secretOf : null, provider);
-        MapOutputFiles outputs = new MapOutputFiles(new JobConf(getConfig()), getAuxiliaryLocalPathHandler(), userRsrc::get);
+        MapOutputFiles outputs = new MapOutputFiles(new JobConf(getConfig()), getAuxiliaryLocalPathHandler(),
+                job -> userRsrc.get(job));
         engine.resolver(outputs);
         metrics = new ServiceMetrics(engine, outputs);
         DefaultMetricsSystem.instance().register(METRICS_SOURCE, "rdma-shuffle service engine", metrics);
@@ -82,11 +82,6 @@ public class RdmaShuffleService extends ShuffleHandler {
         } finally {
             super.serviceStop();
         }
-    }
-
-    @Override
-    public void initializeApplication(ApplicationInitializationContext context) {
-        super.initializeApplication(context); // the job's secret and user, kept (and recovered) by the stock handler
     }
 
     @Override
