@@ -40,4 +40,13 @@ final class HadoopSettings {
     static int servicePort(Configuration conf) {
         return conf.getInt(SERVICE_PORT, DEFAULT_SERVICE_PORT);
     }
+
+    /** This host's address, the default where an engine binds to "this host" (loopback if it has no name). */
+    static String localAddress() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostAddress();
+        } catch (java.net.UnknownHostException e) {
+            return "127.0.0.1";
+        }
+    }
 }

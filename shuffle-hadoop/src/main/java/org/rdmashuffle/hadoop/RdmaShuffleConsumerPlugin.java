@@ -53,6 +53,7 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
     private ShuffleSchedulerImpl<K, V> scheduler;
     private MergeManagerImpl<K, V> merger;
     private ShuffleClientMetrics metrics;
+    private boolean fallback;
     private Throwable failure;
     private String failedThread;
     private final Set<String> httpHosts = ConcurrentHashMap.newKeySet();
@@ -62,7 +63,7 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
         this.context = context;
         this.jobConf = context.getJobConf();
         this.reduceId = context.getReduceId();
-        boolean fallback = jobConf.getBoolean(HadoopSettings.MAPREDUCE_FALLBACK, true);
+        fallback = jobConf.getBoolean(HadoopSettings.MAPREDUCE_FALLBACK, true);
         if (context.getLocalMapFiles() != null) {
             // Maps ran in this JVM (an uber or local job): nothing to fetch over the network.
             useStockShuffle();
@@ -95,7 +96,7 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
     }
 
     private RdmaShuffleEngine startEngine() {
-        String host = jobConf.get(HadoopSettings.PREFIX + EngineConfig.KEY_BIND_ADDRESS, localHost());
+        String host = jobConf.get(HadoopSettings.PREFIX + EngineConfig.KEY_BIND_ADDRESS, HadoopSettings.localAddress());
         EngineConfig config = HadoopSettings.engineConfig(jobConf, host, 0);
         String app = MapReduceIds.applicationOf(reduceId.getJobID());
         javax.crypto.SecretKey secret = context.getReduceTask().getShuffleSecret();
@@ -116,7 +117,6 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
         int fetcherCount = jobConf.getInt(MRJobConfig.SHUFFLE_PARALLEL_COPIES, 5);
         @SuppressWarnings("unchecked")
         RdmaFetcher<K, V>[] fetchers = new RdmaFetcher[fetcherCount];
-        boolean fallback = jobConf.getBoolean(HadoopSettings.MAPREDUCE_FALLBACK, true);
         for (int i = 0; i < fetcherCount; i++) {
             fetchers[i] = new RdmaFetcher<>(jobConf, reduceId, scheduler, merger, reporter, metrics, this,
                     context.getReduceTask().getShuffleSecret(), engine, HadoopSettings.servicePort(jobConf), fallback,
@@ -171,19 +171,6 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
         }
         if (engine != null) {
             engine.close();
-        }
-    }
-
-    /** Hosts fetched over HTTP because their RDMA service could not be reached (fallback). */
-    Set<String> httpHosts() {
-        return httpHosts;
-    }
-
-    private static String localHost() {
-        try {
-            return java.net.InetAddress.getLocalHost().getHostAddress();
-        } catch (java.net.UnknownHostException e) {
-            return "127.0.0.1";
         }
     }
 }

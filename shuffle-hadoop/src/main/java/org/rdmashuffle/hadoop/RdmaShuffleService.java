@@ -1,8 +1,5 @@
 package org.rdmashuffle.hadoop;
 
-import java.net.InetAddress;
-import java.net.UnknownHostException;
-
 import javax.crypto.SecretKey;
 
 import org.apache.hadoop.conf.Configuration;
@@ -47,7 +44,7 @@ public class RdmaShuffleService extends ShuffleHandler {
         super.serviceInit(conf);
         String bind = conf.get(HadoopSettings.SERVICE_BIND_ADDRESS, "0.0.0.0");
         if (conf.get(HadoopSettings.SOFTWARE_BIND_ADDRESS) == null && bind.equals("0.0.0.0")) {
-            conf.set(HadoopSettings.SOFTWARE_BIND_ADDRESS, localAddress());
+            conf.set(HadoopSettings.SOFTWARE_BIND_ADDRESS, HadoopSettings.localAddress());
         }
         engineConfig = HadoopSettings.engineConfig(conf, bind, HadoopSettings.servicePort(conf));
         authenticate = conf.getBoolean(HadoopSettings.SERVICE_AUTHENTICATE, true);
@@ -122,14 +119,6 @@ public class RdmaShuffleService extends ShuffleHandler {
             return key == null ? null : MapReduceIds.engineSecret(key.getEncoded());
         } catch (SecretManager.InvalidToken unknown) {
             return null;
-        }
-    }
-
-    private static String localAddress() {
-        try {
-            return InetAddress.getLocalHost().getHostAddress();
-        } catch (UnknownHostException e) {
-            return "127.0.0.1";
         }
     }
 }

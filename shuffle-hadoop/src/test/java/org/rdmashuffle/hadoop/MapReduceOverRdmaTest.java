@@ -22,6 +22,7 @@ import org.apache.hadoop.mapreduce.JobCounter;
 import org.apache.hadoop.mapreduce.JobStatus;
 import org.apache.hadoop.mapreduce.OutputCommitter;
 import org.apache.hadoop.mapreduce.TaskAttemptContext;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.mapreduce.TaskCounter;
 import org.apache.hadoop.mapreduce.TaskType;
 import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
@@ -36,9 +37,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.rdmashuffle.core.BlockId;
-import org.rdmashuffle.core.RdmaShuffleEngine;
-import org.rdmashuffle.core.config.EngineConfig;
 
 /**
  * MapReduce jobs on a YARN cluster whose NodeManager runs {@link RdmaShuffleService}, reducers
@@ -122,28 +120,11 @@ class MapReduceOverRdmaTest {
 
     @Test
     void aReducerWithoutTheJobsSecret_isRefused() throws Exception {
-        EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software")
-                .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "16m");
-        try (RdmaShuffleEngine stranger = RdmaShuffleEngine.start(c, "application_1_0001",
+        TaskAttemptID someMap = MapReduceIds.mapAttempt(MapReduceIds.jobOf("application_1_0001"), 0);
+        try (TestReducer stranger = new TestReducer("application_1_0001",
                 MapReduceIds.engineSecret("guessed".getBytes(StandardCharsets.UTF_8)))) {
-            java.util.concurrent.CompletableFuture<Throwable> failure = new java.util.concurrent.CompletableFuture<>();
-            stranger.fetchBlocks(new java.net.InetSocketAddress("127.0.0.1", cluster.rdmaPort),
-                    List.of(BlockId.of(0, 0, 0)), new org.rdmashuffle.core.client.BlockFetchListener() {
-                        @Override
-                        public void onBlockFetched(org.rdmashuffle.core.client.FetchedBlock block) {
-                            block.release();
-                            failure.complete(null);
-                        }
-
-                        @Override
-                        public void onBlockFetchFailure(BlockId block, Throwable cause) {
-                            failure.complete(cause);
-                        }
-                    });
-            Throwable cause = failure.get(60, java.util.concurrent.TimeUnit.SECONDS);
-            // Reached (the control plane answered), then refused.
-            assertTrue(cause != null && cause.getMessage().contains("cannot connect")
-                    && !cause.getMessage().contains("cannot reach the control plane"), String.valueOf(cause));
+            TestReducer.Result got = stranger.fetch(new java.net.InetSocketAddress("127.0.0.1", cluster.rdmaPort), someMap, 0);
+            assertTrue(got.refused(), String.valueOf(got.failure()));
         }
     }
 

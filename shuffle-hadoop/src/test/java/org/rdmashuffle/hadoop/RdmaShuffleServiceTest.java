@@ -9,11 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 import org.apache.hadoop.io.Text;
 import org.apache.hadoop.mapred.IndexRecord;
@@ -34,10 +30,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.rdmashuffle.core.BlockId;
-import org.rdmashuffle.core.RdmaShuffleEngine;
-import org.rdmashuffle.core.client.BlockFetchListener;
-import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
 
 /**
@@ -94,12 +86,12 @@ class RdmaShuffleServiceTest {
     @Test
     void aReducerWithTheJobsSecret_readsEachPartitionAndItsRawLength() throws Exception {
         MapOutput out = writeMapOutput(0, 0, new int[] {3000, 0, 70_000, 12});
-        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
             for (int p = 0; p < 4; p++) {
-                Result got = r.fetch(service, out.attempt, p);
-                assertTrue(got.failure == null, "partition " + p + ": " + got.failure);
-                assertArrayEquals(out.partition(p), got.bytes, "partition " + p);
-                assertEquals(p == 1 ? 0 : out.raw[p], got.rawLength, "raw length of partition " + p);
+                TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, p);
+                assertTrue(got.failure() == null, "partition " + p + ": " + got.failure());
+                assertArrayEquals(out.partition(p), got.bytes(), "partition " + p);
+                assertEquals(p == 1 ? 0 : out.raw[p], got.rawLength(), "raw length of partition " + p);
             }
         }
         MetricsCollectorImpl collector = new MetricsCollectorImpl();
@@ -120,14 +112,14 @@ class RdmaShuffleServiceTest {
         writeMapOutput(0, 0, new int[] {100, 100});
         TaskAttemptID attempt = new TaskAttemptID(new org.apache.hadoop.mapreduce.TaskID(job,
                 org.apache.hadoop.mapreduce.TaskType.MAP, 0), 0);
-        try (Reducer r = new Reducer(app.toString(), MapReduceIds.engineSecret("not-the-job-secret".getBytes(
+        try (TestReducer r = new TestReducer(app.toString(), MapReduceIds.engineSecret("not-the-job-secret".getBytes(
                 StandardCharsets.UTF_8)))) {
-            Result got = r.fetch(service, attempt, 0);
-            assertTrue(got.refused(), String.valueOf(got.failure));
+            TestReducer.Result got = r.fetch(service.rdmaAddress(), attempt, 0);
+            assertTrue(got.refused(), String.valueOf(got.failure()));
         }
-        try (Reducer r = new Reducer(ApplicationId.newInstance(1, 1).toString(), jobSecret)) {
-            Result got = r.fetch(service, attempt, 0);
-            assertTrue(got.refused(), "an application the node does not know: " + got.failure);
+        try (TestReducer r = new TestReducer(ApplicationId.newInstance(1, 1).toString(), jobSecret)) {
+            TestReducer.Result got = r.fetch(service.rdmaAddress(), attempt, 0);
+            assertTrue(got.refused(), "an application the node does not know: " + got.failure());
         }
         assertEquals(0, service.engineCounters().servingConnections());
         assertEquals(0, service.engineCounters().registeredMapOutputBytes());
@@ -138,16 +130,16 @@ class RdmaShuffleServiceTest {
         MapOutput out = writeMapOutput(2, 0, new int[] {2000, 3000});
         service.stop();
         service = newService(); // no initializeApplication: the job's secret and user come from the recovery path
-        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
-            Result got = r.fetch(service, out.attempt, 1);
-            assertTrue(got.failure == null, String.valueOf(got.failure));
-            assertArrayEquals(out.partition(1), got.bytes);
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 1);
+            assertTrue(got.failure() == null, String.valueOf(got.failure()));
+            assertArrayEquals(out.partition(1), got.bytes());
         }
         service.stopApplication(new ApplicationTerminationContext(app));
         service.stop();
         service = newService(); // a stopped application stays forgotten
-        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
-            assertTrue(r.fetch(service, out.attempt, 1).refused(), "a stopped application's reducer after a restart");
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 1).refused(), "a stopped application's reducer after a restart");
         }
     }
 
@@ -155,24 +147,25 @@ class RdmaShuffleServiceTest {
     void aLostMapOutput_isRefusedByName() throws Exception {
         MapOutput out = writeMapOutput(3, 1, new int[] {500});
         Files.delete(out.dataFile);
-        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
-            Result got = r.fetch(service, out.attempt, 0);
-            assertTrue(got.failure != null && got.failure.getMessage().contains("no map output"), String.valueOf(got.failure));
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 0);
+            assertTrue(got.failure() != null && got.failure().getMessage().contains("no map output"),
+                    String.valueOf(got.failure()));
         }
     }
 
     @Test
     void stoppingTheApplication_deregistersItsOutputsAndForgetsItsSecret() throws Exception {
         MapOutput out = writeMapOutput(1, 0, new int[] {4096, 4096});
-        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
-            assertTrue(r.fetch(service, out.attempt, 1).failure == null);
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 1).failure() == null);
         }
         assertEquals(out.size, service.engineCounters().registeredMapOutputBytes());
         service.stopApplication(new ApplicationTerminationContext(app));
         assertEquals(0, service.engineCounters().registeredMapOutputBytes());
-        try (Reducer r = new Reducer(app.toString(), jobSecret)) {
-            Result got = r.fetch(service, out.attempt, 1);
-            assertTrue(got.refused(), "a stopped application's reducer: " + got.failure);
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 1);
+            assertTrue(got.refused(), "a stopped application's reducer: " + got.failure());
         }
     }
 
@@ -202,54 +195,6 @@ class RdmaShuffleServiceTest {
         Path file = Files.write(dir.resolve("file.out"), data);
         index.writeToFile(new org.apache.hadoop.fs.Path(dir.resolve("file.out.index").toString()), new JobConf(false));
         return new MapOutput(attempt, file, data, offsets, raw, data.length);
-    }
-
-    private record Result(byte[] bytes, long rawLength, Throwable failure) {
-        /** Refused by the service: it was reached (the control plane answered) and would not serve. */
-        boolean refused() {
-            return failure != null && failure.getMessage().contains("cannot connect")
-                    && !failure.getMessage().contains("cannot reach the control plane");
-        }
-    }
-
-    /** A reduce task's engine: authenticates for {@code app} with {@code secret}. */
-    private static final class Reducer implements AutoCloseable {
-        final RdmaShuffleEngine engine;
-
-        Reducer(String app, byte[] secret) {
-            EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software")
-                    .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "16m").set(EngineConfig.KEY_CONNECT_TIMEOUT, "5s");
-            engine = RdmaShuffleEngine.start(c, app, secret);
-        }
-
-        Result fetch(RdmaShuffleService service, TaskAttemptID map, int partition) throws InterruptedException {
-            BlockId block = BlockId.of(MapReduceIds.SHUFFLE, MapReduceIds.mapId(map), partition);
-            Map<String, Object> got = new ConcurrentHashMap<>();
-            CountDownLatch done = new CountDownLatch(1);
-            engine.fetchBlocks(service.rdmaAddress(), List.of(block), new BlockFetchListener() {
-                @Override
-                public void onBlockFetched(FetchedBlock b) {
-                    got.put("bytes", b.data().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
-                    got.put("raw", b.rawLength());
-                    b.release();
-                    done.countDown();
-                }
-
-                @Override
-                public void onBlockFetchFailure(BlockId b, Throwable cause) {
-                    got.put("failure", cause);
-                    done.countDown();
-                }
-            });
-            assertTrue(done.await(60, TimeUnit.SECONDS), "no answer for " + block);
-            return new Result((byte[]) got.get("bytes"), got.containsKey("raw") ? (Long) got.get("raw") : -1,
-                    (Throwable) got.get("failure"));
-        }
-
-        @Override
-        public void close() {
-            engine.close();
-        }
     }
 
     /** The NodeManager's local-dir handler, over one directory. */

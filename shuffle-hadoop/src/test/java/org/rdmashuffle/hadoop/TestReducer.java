@@ -1,0 +1,63 @@
+package org.rdmashuffle.hadoop;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.client.BlockFetchListener;
+import org.rdmashuffle.core.client.FetchedBlock;
+import org.rdmashuffle.core.config.EngineConfig;
+
+/** A reduce task's engine, on the software provider, authenticated for {@code app} with {@code secret}. */
+final class TestReducer implements AutoCloseable {
+    /** What one block's fetch came to: its bytes and raw length, or the failure. */
+    record Result(byte[] bytes, long rawLength, Throwable failure) {
+        /** Refused by the service: it was reached (the control plane answered) and would not serve. */
+        boolean refused() {
+            return failure != null && failure.getMessage().contains("cannot connect")
+                    && !failure.getMessage().contains("cannot reach the control plane");
+        }
+    }
+
+    private final RdmaShuffleEngine engine;
+
+    TestReducer(String app, byte[] secret) {
+        EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software")
+                .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "16m").set(EngineConfig.KEY_CONNECT_TIMEOUT, "5s");
+        engine = RdmaShuffleEngine.start(c, app, secret);
+    }
+
+    /** Partition {@code partition} of map attempt {@code map}'s output, from the service at {@code service}. */
+    Result fetch(InetSocketAddress service, TaskAttemptID map, int partition) throws Exception {
+        BlockId block = BlockId.of(MapReduceIds.SHUFFLE, MapReduceIds.mapId(map), partition);
+        CompletableFuture<Result> got = new CompletableFuture<>();
+        engine.fetchBlocks(service, List.of(block), new BlockFetchListener() {
+            @Override
+            public void onBlockFetched(FetchedBlock b) {
+                byte[] bytes = b.data().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                long raw = b.rawLength();
+                b.release();
+                got.complete(new Result(bytes, raw, null));
+            }
+
+            @Override
+            public void onBlockFetchFailure(BlockId b, Throwable cause) {
+                got.complete(new Result(null, -1, cause));
+            }
+        });
+        Result r = got.get(60, TimeUnit.SECONDS);
+        assertTrue(r != null, "no answer for " + block);
+        return r;
+    }
+
+    @Override
+    public void close() {
+        engine.close();
+    }
+}
