@@ -64,7 +64,10 @@ class RdmaShuffleServiceTest {
 
     /** The service as a NodeManager with recovery enabled starts it: same local dir, same recovery path. */
     private RdmaShuffleService newService() {
-        JobConf conf = new JobConf(false);
+        return newService(new JobConf(false));
+    }
+
+    private RdmaShuffleService newService(JobConf conf) {
         conf.setInt(ShuffleHandler.SHUFFLE_PORT_CONFIG_KEY, 0);
         conf.setInt(HadoopSettings.SERVICE_PORT, 0);
         conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
@@ -140,6 +143,37 @@ class RdmaShuffleServiceTest {
         service = newService(); // a stopped application stays forgotten
         try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
             assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 1).refused(), "a stopped application's reducer after a restart");
+        }
+    }
+
+    @Test
+    void anIndexWhosePartitionsDoNotFollowEachOther_isRefusedByName_andTheOutputIsNotRegistered() throws Exception {
+        MapOutput out = writeMapOutput(4, 0, new int[] {1000, 1000});
+        SpillRecord gap = new SpillRecord(2);
+        gap.putIndex(new IndexRecord(0, 10, 900), 0);
+        gap.putIndex(new IndexRecord(1000, 10, 1000), 1); // 100 bytes no partition owns
+        gap.writeToFile(new org.apache.hadoop.fs.Path(out.dataFile.resolveSibling("file.out.index").toString()),
+                new JobConf(false));
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 1);
+            assertTrue(got.failure() != null && got.failure().getMessage().contains("partition 1 at 1000")
+                    && got.failure().getMessage().contains("previous one's end 900"), String.valueOf(got.failure()));
+        }
+        assertEquals(0, service.engineCounters().registeredMapOutputBytes());
+    }
+
+    @Test
+    void aReducerNamingNoMapReduceApplication_findsNothing() throws Exception {
+        // Authentication off (a trusted network): the reducer names any application it likes.
+        service.stop();
+        JobConf conf = new JobConf(false);
+        conf.setBoolean(HadoopSettings.SERVICE_AUTHENTICATE, false);
+        service = newService(conf);
+        writeMapOutput(0, 0, new int[] {100});
+        try (TestReducer r = new TestReducer("not-an-application", null)) {
+            TestReducer.Result got = r.fetch(service.rdmaAddress(), MapReduceIds.mapAttempt(job, 0), 0);
+            assertTrue(got.failure() != null && got.failure().getMessage().contains("no map output 0 of shuffle 0 of "
+                    + "not-an-application"), String.valueOf(got.failure()));
         }
     }
 
