@@ -14,7 +14,7 @@ perftest() { # size iterations -> Gb/s
   local args=(-d "$dev" -x "$gid" -s "$1" -n "$2" -p 18515 --report_gbits -F)
   timeout 300 ib_read_bw "${args[@]}" >/tmp/ib_read_bw.server 2>&1 &
   local srv=$! i
-  for i in $(seq 150); do ss -ltn | grep -q ":18515 " && break; sleep 0.2; done
+  for i in $(seq 150); do grep -q ":18515 " < <(ss -ltn) && break; sleep 0.2; done
   # "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]": take the average.
   ib_read_bw "${args[@]}" "$addr" | awk -v s="$1" '$1 == s && NF >= 5 { print $4 }' | tail -1
   wait $srv || { cat /tmp/ib_read_bw.server >&2; return 1; }

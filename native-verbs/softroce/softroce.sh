@@ -41,7 +41,9 @@ need() {
 need_verbs() {
   # The guest runs the host's rdma-core userspace: libibverbs and its rxe provider.
   local pkgs=()
-  ldconfig -p 2>/dev/null | grep -q 'libibverbs\.so\.1 ' || pkgs+=(libibverbs1)
+  # Not `ldconfig -p | grep -q`: under pipefail, grep quitting early SIGPIPEs ldconfig and the
+  # pipeline fails now and then (seen in CI: 4 runs in 200 "missed" an installed libibverbs).
+  grep -q 'libibverbs\.so\.1 ' < <(ldconfig -p 2>/dev/null) || pkgs+=(libibverbs1)
   compgen -G '/usr/lib/*/libibverbs/librxe-rdmav*.so' >/dev/null || pkgs+=(ibverbs-providers)
   ((${#pkgs[@]} == 0)) || die "missing rdma-core userspace; install with: apt-get install -y ${pkgs[*]}"
 }
@@ -331,7 +333,7 @@ ibv_devices
 ibv_devinfo -d "$SOFTROCE_DEVICE"
 bw="ib_read_bw -d $SOFTROCE_DEVICE -x $SOFTROCE_GID_INDEX -s 65536 -n 200 -p 18515"
 timeout 300 $bw >/tmp/server.log 2>&1 & srv=$!
-for i in $(seq 150); do ss -ltn | grep -q ":18515 " && break; sleep 0.2; done
+for i in $(seq 150); do grep -q ":18515 " < <(ss -ltn) && break; sleep 0.2; done
 $bw "$SOFTROCE_ADDR"
 wait $srv || { echo "ib_read_bw server failed:"; cat /tmp/server.log; exit 1; }
 echo "softroce check: OK"
