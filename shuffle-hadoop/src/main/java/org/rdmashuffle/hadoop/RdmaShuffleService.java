@@ -58,7 +58,7 @@ public class RdmaShuffleService extends ShuffleHandler {
         MapOutputFiles outputs = new MapOutputFiles(new JobConf(getConfig()), getAuxiliaryLocalPathHandler(),
                 job -> userRsrc.get(job));
         engine.resolver(outputs);
-        metrics = new ServiceMetrics(engine, outputs);
+        metrics = new ServiceMetrics(METRICS_SOURCE, engine, outputs::resolved);
         DefaultMetricsSystem.instance().register(METRICS_SOURCE, "rdma-shuffle service engine", metrics);
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + engine.providerName()
                 + " device " + engine.deviceName() + " at " + engine.address()

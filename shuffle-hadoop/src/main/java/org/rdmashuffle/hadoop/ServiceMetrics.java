@@ -7,7 +7,10 @@ import org.apache.hadoop.metrics2.lib.Interns;
 import org.rdmashuffle.core.EngineCounters;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 
-/** The service engine's counters as a metrics2 source (record {@code RdmaShuffleService}, context {@code rdma-shuffle}). */
+/**
+ * A service engine's counters as a metrics2 source (context {@code rdma-shuffle}; record {@code
+ * RdmaShuffleService} for MapReduce's, {@code RdmaSparkShuffleService} for Spark's).
+ */
 final class ServiceMetrics implements MetricsSource {
     static final MetricsInfo SERVING_CONNECTIONS = Interns.info("ServingConnections", "reducer connections being served");
     static final MetricsInfo REGISTERED_BYTES = Interns.info("RegisteredMapOutputBytes",
@@ -20,24 +23,26 @@ final class ServiceMetrics implements MetricsSource {
             "map outputs found on the node's disks and registered for reducers");
     static final MetricsInfo COMPLETIONS = Interns.info("Completions", "work completions polled");
 
+    private final String record;
     private final RdmaShuffleEngine engine;
-    private final MapOutputFiles outputs;
+    private final java.util.function.LongSupplier resolved;
 
-    ServiceMetrics(RdmaShuffleEngine engine, MapOutputFiles outputs) {
+    ServiceMetrics(String record, RdmaShuffleEngine engine, java.util.function.LongSupplier resolved) {
+        this.record = record;
         this.engine = engine;
-        this.outputs = outputs;
+        this.resolved = resolved;
     }
 
     @Override
     public void getMetrics(MetricsCollector collector, boolean all) {
         EngineCounters c = engine.counters();
-        collector.addRecord(RdmaShuffleService.METRICS_SOURCE).setContext("rdma-shuffle")
+        collector.addRecord(record).setContext("rdma-shuffle")
                 .addGauge(SERVING_CONNECTIONS, c.servingConnections())
                 .addGauge(REGISTERED_BYTES, c.registeredMapOutputBytes())
                 .addGauge(RECEIVES_POSTED, c.receivesPosted())
                 .addGauge(SENDS_IN_FLIGHT, c.sendsInFlight())
                 .addCounter(LOW_WATER_EVENTS, c.receiveLowWaterEvents())
-                .addCounter(RESOLVED, outputs.resolved())
+                .addCounter(RESOLVED, resolved.getAsLong())
                 .addCounter(COMPLETIONS, c.completions());
     }
 }

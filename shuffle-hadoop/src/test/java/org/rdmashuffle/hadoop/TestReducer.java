@@ -35,7 +35,11 @@ final class TestReducer implements AutoCloseable {
 
     /** Partition {@code partition} of map attempt {@code map}'s output, from the service at {@code service}. */
     Result fetch(InetSocketAddress service, TaskAttemptID map, int partition) throws Exception {
-        BlockId block = BlockId.of(MapReduceIds.SHUFFLE, MapReduceIds.mapId(map), partition);
+        return fetch(service, BlockId.of(MapReduceIds.SHUFFLE, MapReduceIds.mapId(map), partition));
+    }
+
+    /** One block from the service at {@code service}. */
+    Result fetch(InetSocketAddress service, BlockId block) throws Exception {
         CompletableFuture<Result> got = new CompletableFuture<>();
         engine.fetchBlocks(service, List.of(block), new BlockFetchListener() {
             @Override

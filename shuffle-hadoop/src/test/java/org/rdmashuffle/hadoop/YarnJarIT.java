@@ -29,14 +29,21 @@ class YarnJarIT {
     void theJarCarriesEverythingOfOurs_withNettyAndKryoRelocated() throws Exception {
         assertTrue(Files.isRegularFile(JAR), "the shaded jar was built: " + JAR);
         List<String> unrelocated = new ArrayList<>();
+        List<String> needingSpark = new ArrayList<>();
         try (JarFile jar = new JarFile(JAR.toFile())) {
             for (String name : Collections.list(jar.entries()).stream().map(e -> e.getName()).toList()) {
                 if (name.endsWith(".class") && !name.startsWith("org/rdmashuffle/")) {
                     unrelocated.add(name);
                 }
+                if (name.endsWith(".class") && name.startsWith("org/rdmashuffle/spark/")
+                        && !name.startsWith("org/rdmashuffle/spark/service/")) {
+                    needingSpark.add(name);
+                }
             }
             for (String needed : List.of("org/rdmashuffle/hadoop/RdmaShuffleService.class",
                     "org/rdmashuffle/hadoop/RdmaShuffleConsumerPlugin.class", "org/rdmashuffle/core/RdmaShuffleEngine.class",
+                    "org/rdmashuffle/hadoop/RdmaSparkShuffleService.class",
+                    "org/rdmashuffle/spark/service/SparkShuffleServer.class",
                     "org/rdmashuffle/shaded/io/netty/channel/nio/NioIoHandler.class",
                     "org/rdmashuffle/shaded/com/esotericsoftware/kryo/Kryo.class")) {
                 assertTrue(jar.getEntry(needed) != null, "missing " + needed);
@@ -44,6 +51,7 @@ class YarnJarIT {
         }
         assertEquals(List.of(), unrelocated.subList(0, Math.min(10, unrelocated.size())),
                 "classes outside org.rdmashuffle would clash with the NodeManager's");
+        assertEquals(List.of(), needingSpark, "Spark adapter classes need Spark, which a NodeManager does not have");
     }
 
     @Test

@@ -44,6 +44,15 @@ public final class RdmaShuffleManager implements ShuffleManager {
     public static final String PREFIX = "spark.shuffle.rdma.";
     /** Fall back to Spark's transport when the engine cannot start (default true). */
     public static final String FALLBACK = PREFIX + "fallback";
+    /**
+     * Outputs are served by the node's shuffle service ({@link org.rdmashuffle.spark.service.SparkShuffleServer}),
+     * not by the executor that wrote them, so they outlive it; needs {@code spark.shuffle.service.enabled}
+     * and {@code spark.authenticate} (default false).
+     */
+    public static final String SERVICE_ENABLED = PREFIX + "service.enabled";
+    /** The port of every node's RDMA shuffle service for Spark (default {@value #DEFAULT_SERVICE_PORT}). */
+    public static final String SERVICE_PORT = PREFIX + "service.port";
+    public static final int DEFAULT_SERVICE_PORT = 13571;
     /** How an executor's shuffle server id says where its engine listens. */
     static final String TOPOLOGY_PREFIX = "rdma-shuffle=";
 
@@ -81,7 +90,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
                                                 ShuffleWriteMetricsReporter metrics) {
         ShuffleWriter<K, V> writer = sort.getWriter(handle, mapId, context, metrics);
         RdmaShuffleEngine e = engine();
-        return e == null ? writer
+        // With the node's service serving, the output is found on disk there: nothing to register here.
+        return e == null || conf.getBoolean(SERVICE_ENABLED, false) ? writer
                 : new RdmaShuffleWriter<>(writer, e, sort.shuffleBlockResolver(), handle.shuffleId(), mapId);
     }
 
@@ -165,20 +175,42 @@ public final class RdmaShuffleManager implements ShuffleManager {
         if (!conf.contains(PREFIX + EngineConfig.KEY_BIND_ADDRESS)) {
             config.set(EngineConfig.KEY_BIND_ADDRESS, host);
         }
+        boolean service = conf.getBoolean(SERVICE_ENABLED, false);
+        if (service) {
+            requireServiceSettings(conf);
+        }
         byte[] secret = null;
         if (conf.getBoolean("spark.authenticate", false)) {
             secret = env.securityManager().getSecretKey().getBytes(StandardCharsets.UTF_8);
         }
         RdmaShuffleEngine e = RdmaShuffleEngine.start(config, conf.getAppId(), secret);
+        InetSocketAddress servedAt = service ? InetSocketAddress.createUnresolved(host, conf.getInt(SERVICE_PORT,
+                DEFAULT_SERVICE_PORT)) : e.address();
         try {
-            publish(bm, e.address());
+            publish(bm, servedAt);
         } catch (RuntimeException ex) {
             e.close();
             throw ex;
         }
-        LOG.log(System.Logger.Level.INFO, "rdma-shuffle: executor " + bm.blockManagerId().executorId() + " serves and fetches "
-                + "shuffle blocks over " + e.providerName() + " device " + e.deviceName() + ", control plane " + e.address());
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle: executor " + bm.blockManagerId().executorId() + " fetches shuffle "
+                + "blocks over " + e.providerName() + " device " + e.deviceName() + "; its outputs are served by "
+                + (service ? "the node's shuffle service at " + servedAt : "itself, control plane " + e.address()));
         return e;
+    }
+
+    /**
+     * Service mode relies on Spark's external shuffle service to keep outputs of exited executors
+     * and on the application secret the node's service was handed: both must be on.
+     */
+    static void requireServiceSettings(SparkConf conf) {
+        if (!conf.getBoolean("spark.shuffle.service.enabled", false)) {
+            throw new IllegalArgumentException(SERVICE_ENABLED + "=true needs spark.shuffle.service.enabled=true: without "
+                    + "Spark's external shuffle service, Spark forgets an executor's outputs when it exits");
+        }
+        if (!conf.getBoolean("spark.authenticate", false)) {
+            throw new IllegalArgumentException(SERVICE_ENABLED + "=true needs spark.authenticate=true: the node's RDMA "
+                    + "shuffle service serves only applications whose reducers prove the application's secret");
+        }
     }
 
     /** Puts the engine's address into the shuffle server id that every MapStatus of this executor carries. */

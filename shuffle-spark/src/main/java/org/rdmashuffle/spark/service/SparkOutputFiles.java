@@ -1,0 +1,111 @@
+package org.rdmashuffle.spark.service;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+import org.rdmashuffle.core.server.MapOutputRegistry;
+
+/**
+ * Finds a Spark map output where its executor left it, as Spark's external shuffle service does, but
+ * without the executor's help: every executor of an application keeps its block files in
+ * {@code blockmgr-<uuid>/<two hex digits>/} directories directly under the application's directories
+ * on the node (on YARN: {@code usercache/<user>/appcache/<application>} in each NodeManager local dir),
+ * and a map output is the pair {@code shuffle_<shuffle>_<map>_0.index} and {@code .data} there. Spark's
+ * map ids are task attempt ids, unique within an application, so the first pair found is the output.
+ *
+ * <p>Only the directories the service itself names for an authenticated application are searched; a
+ * reducer names nothing but the shuffle and map ids. Spark-free (it runs in a NodeManager).
+ */
+public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
+    private static final System.Logger LOG = System.getLogger(SparkOutputFiles.class.getName());
+
+    private final Function<String, List<Path>> applicationDirs;
+    private final AtomicLong resolved = new AtomicLong();
+
+    /** @param applicationDirs the directories holding an application's {@code blockmgr-*} dirs on this node; empty if none */
+    public SparkOutputFiles(Function<String, List<Path>> applicationDirs) {
+        this.applicationDirs = applicationDirs;
+    }
+
+    @Override
+    public MapOutputRegistry.ResolvedOutput resolve(String app, int shuffleId, long mapId) throws IOException {
+        if (mapId < 0) {
+            return null;
+        }
+        String name = "shuffle_" + shuffleId + "_" + mapId + "_0";
+        for (Path root : applicationDirs.apply(app)) {
+            if (!Files.isDirectory(root)) {
+                continue;
+            }
+            try (DirectoryStream<Path> managers = Files.newDirectoryStream(root, "blockmgr-*")) {
+                for (Path manager : managers) {
+                    try (DirectoryStream<Path> subDirs = Files.newDirectoryStream(manager, "[0-9a-f][0-9a-f]")) {
+                        for (Path sub : subDirs) {
+                            Path index = sub.resolve(name + ".index");
+                            if (Files.isRegularFile(index)) {
+                                return read(index, findData(root, name));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        LOG.log(System.Logger.Level.DEBUG, () -> "no " + name + " of " + app + " on this node");
+        return null;
+    }
+
+    /** The data file may hash into another local dir than its index: look in all of them. */
+    private static Path findData(Path root, String name) throws IOException {
+        try (DirectoryStream<Path> managers = Files.newDirectoryStream(root, "blockmgr-*")) {
+            for (Path manager : managers) {
+                try (DirectoryStream<Path> subDirs = Files.newDirectoryStream(manager, "[0-9a-f][0-9a-f]")) {
+                    for (Path sub : subDirs) {
+                        Path data = sub.resolve(name + ".data");
+                        if (Files.isRegularFile(data)) {
+                            return data;
+                        }
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    private MapOutputRegistry.ResolvedOutput read(Path index, Path data) throws IOException {
+        long[] offsets = readIndex(index);
+        if (data == null) {
+            if (offsets[offsets.length - 1] != 0) {
+                throw new IOException(index + " indexes " + offsets[offsets.length - 1] + " bytes but its data file is missing");
+            }
+            return null; // every partition empty: Spark writes no data file and reducers never ask
+        }
+        resolved.incrementAndGet();
+        return new MapOutputRegistry.ResolvedOutput(data, offsets, null);
+    }
+
+    /** Spark's index file: numPartitions + 1 big-endian offsets from 0, non-decreasing (the registry checks order and the data size). */
+    static long[] readIndex(Path index) throws IOException {
+        long bytes = Files.size(index);
+        if (bytes < 16 || bytes % 8 != 0) {
+            throw new IOException(index + " has " + bytes + " bytes: not a shuffle index (numPartitions + 1 longs)");
+        }
+        long[] offsets = new long[(int) (bytes / 8)];
+        try (DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(Files.newInputStream(index)))) {
+            for (int i = 0; i < offsets.length; i++) {
+                offsets[i] = in.readLong();
+            }
+        }
+        return offsets;
+    }
+
+    /** Map outputs found and handed to the registry so far. */
+    public long resolved() {
+        return resolved.get();
+    }
+}

@@ -1,0 +1,220 @@
+package org.rdmashuffle.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import org.apache.spark.HashPartitioner;
+import org.apache.spark.ShuffleDependency;
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.network.TransportContext;
+import org.apache.spark.network.crypto.AuthServerBootstrap;
+import org.apache.spark.network.sasl.SecretKeyHolder;
+import org.apache.spark.network.server.TransportServer;
+import org.apache.spark.network.shuffle.ExternalBlockHandler;
+import org.apache.spark.network.util.MapConfigProvider;
+import org.apache.spark.network.util.TransportConf;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.spark.service.SparkShuffleServer;
+import org.rdmashuffle.verbs.Verbs;
+import scala.Tuple2;
+
+/**
+ * A node's shuffle service as YARN runs it, both halves in this JVM: Spark's external shuffle
+ * service (executors register with it, so Spark keeps an exited executor's outputs) and the RDMA
+ * {@link SparkShuffleServer} (reducers fetch from it). Two executors write a shuffle, one exits, and
+ * the other reads the dead one's output by RDMA from the service: no map is re-run.
+ */
+class ExecutorExitTest {
+    private static final String SECRET = "executor-exit-test-secret-0123456789";
+    private static final int ROWS = 40_000;
+    private static final int KEYS = 300;
+
+    @TempDir
+    Path scratch;
+
+    @Test
+    void executorExits_itsShuffleOutputIsStillFetchedFromTheService() throws Exception {
+        Path local = Files.createDirectories(scratch.resolve("local"));
+        TransportConf transport = new TransportConf("shuffle", new MapConfigProvider(Map.of()));
+        SecretKeyHolder anyApp = new SecretKeyHolder() {
+            @Override
+            public String getSaslUser(String appId) {
+                return "sparkSaslUser";
+            }
+
+            @Override
+            public String getSecretKey(String appId) {
+                return SECRET;
+            }
+        };
+        EngineConfig engine = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software")
+                .set(EngineConfig.KEY_BIND_ADDRESS, "127.0.0.1").set(EngineConfig.KEY_RECEIVE_BUFFERS, "64")
+                .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "16m");
+        ExternalBlockHandler handler = new ExternalBlockHandler(transport, null);
+        try (TransportContext context = new TransportContext(transport, handler, true);
+             TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, anyApp)));
+             SparkShuffleServer rdmaService = new SparkShuffleServer(engine, app -> applicationDirs(local),
+                     Verbs.choose("software").orElseThrow())) {
+            SparkConf conf = SparkClusterSupport.conf("executor exits", true, scratch)
+                    .set("spark.authenticate", "true").set("spark.authenticate.secret", SECRET)
+                    .set("spark.shuffle.service.enabled", "true")
+                    .set("spark.shuffle.service.port", Integer.toString(sparkService.getPort()))
+                    .set(RdmaShuffleManager.SERVICE_ENABLED, "true")
+                    .set(RdmaShuffleManager.SERVICE_PORT, Integer.toString(rdmaService.address().getPort()))
+                    .set(RdmaShuffleManager.FALLBACK, "false")
+                    // Both executors live on 127.0.0.1: without this the survivor would read the dead one's files from disk.
+                    .set("spark.shuffle.readHostLocalDisk", "false");
+            try (JavaSparkContext sc = new JavaSparkContext(conf)) {
+                rdmaService.applicationStarted(sc.sc().applicationId(), SECRET.getBytes(StandardCharsets.UTF_8));
+                Tasks tasks = new Tasks();
+                sc.sc().addSparkListener(tasks);
+                awaitExecutors(sc, 2);
+
+                JavaPairRDD<Integer, String> shuffled = pairs(sc).partitionBy(new HashPartitioner(4));
+                ShuffleDependency<?, ?, ?> dependency = (ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head();
+                scala.concurrent.Await.result(sc.sc().submitMapStage(dependency), scala.concurrent.duration.Duration.Inf());
+                Map<String, Integer> mapsByExecutor = tasks.shuffleMapTasksByExecutor();
+                String victim = mapsByExecutor.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+                int victimMaps = mapsByExecutor.get(victim);
+                assertEquals(0, rdmaService.outputsResolved(), "nothing is fetched before the reduce stage");
+
+                assertTrue(sc.sc().killExecutor(victim), "kill executor " + victim);
+                assertTrue(tasks.removed(victim).await(60, TimeUnit.SECONDS), "executor " + victim + " did not exit");
+                tasks.clear();
+
+                List<long[]> perPartition = shuffled.mapPartitionsWithIndex((p, records) -> {
+                    long[] a = new long[3];
+                    while (records.hasNext()) {
+                        Tuple2<Integer, String> r = records.next();
+                        a[0]++;
+                        a[1] += r._2().hashCode();
+                        if (Math.floorMod(r._1().hashCode(), 4) != p) {
+                            a[2]++; // a record in the wrong partition
+                        }
+                    }
+                    return List.of(a).iterator();
+                }, false).collect();
+                long[] total = new long[3];
+                perPartition.forEach(a -> {
+                    total[0] += a[0];
+                    total[1] += a[1];
+                    total[2] += a[2];
+                });
+
+                assertEquals(ROWS, total[0], "rows after the shuffle");
+                assertEquals(expectedHashSum(), total[1], "sum of the values' hashes");
+                assertEquals(0, total[2], "rows in a partition their key does not hash to");
+                assertEquals(Map.of(), tasks.shuffleMapTasksByExecutor(), "map tasks re-run after the executor exited");
+                assertEquals(victimMaps, rdmaService.outputsResolved(),
+                        "outputs of the exited executor " + victim + " served by the service");
+                long[] counts = rdmaFetchCounts(sc);
+                assertTrue(counts[0] > 0, "blocks fetched over RDMA: " + counts[0]);
+                assertEquals(0, counts[1], "blocks fetched over Spark's transport");
+            }
+        } finally {
+            handler.close();
+        }
+    }
+
+    /** What Spark's workers made of spark.local.dir: the directories holding the executors' blockmgr-* dirs. */
+    private static List<Path> applicationDirs(Path local) {
+        List<Path> dirs = new ArrayList<>();
+        try (Stream<Path> all = Files.walk(local, 4)) {
+            all.filter(p -> p.getFileName().toString().startsWith("blockmgr-") && Files.isDirectory(p))
+                    .map(Path::getParent).distinct().forEach(dirs::add);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return dirs;
+    }
+
+    private static JavaPairRDD<Integer, String> pairs(JavaSparkContext sc) {
+        return sc.parallelize(java.util.stream.IntStream.range(0, 6).boxed().toList(), 6).flatMapToPair(part -> {
+            List<Tuple2<Integer, String>> out = new ArrayList<>();
+            for (int i = part; i < ROWS; i += 6) {
+                out.add(new Tuple2<>(Integer.hashCode(i * 31) % KEYS, "value-" + i));
+            }
+            return out.iterator();
+        });
+    }
+
+    private static long expectedHashSum() {
+        long s = 0;
+        for (int i = 0; i < ROWS; i++) {
+            s += ("value-" + i).hashCode();
+        }
+        return s;
+    }
+
+    private static void awaitExecutors(JavaSparkContext sc, int n) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (sc.sc().getExecutorIds().size() < n) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("only " + sc.sc().getExecutorIds().size() + " of " + n + " executors came up");
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    /** Blocks the surviving executors fetched: {@code [over RDMA, over Spark's transport]}. */
+    private static long[] rdmaFetchCounts(JavaSparkContext sc) {
+        List<long[]> seen = sc.parallelize(List.of(1, 2, 3, 4), 4).map(i -> RdmaShuffleManager.fetchCounts()).collect();
+        long[] max = new long[2];
+        for (long[] c : seen) { // one executor is left: every task saw the same JVM's counts
+            max[0] = Math.max(max[0], c[0]);
+            max[1] = Math.max(max[1], c[1]);
+        }
+        return max;
+    }
+
+    /** Where each map task ran, and which executors were removed. */
+    private static final class Tasks extends SparkListener {
+        private final List<String> shuffleMapTasks = new CopyOnWriteArrayList<>();
+        private final Map<String, CountDownLatch> removed = new ConcurrentHashMap<>();
+
+        @Override
+        public void onTaskEnd(SparkListenerTaskEnd e) {
+            if (e.taskType().equals("ShuffleMapTask")) {
+                shuffleMapTasks.add(e.taskInfo().executorId());
+            }
+        }
+
+        @Override
+        public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+            removed(e.executorId()).countDown();
+        }
+
+        CountDownLatch removed(String executor) {
+            return removed.computeIfAbsent(executor, x -> new CountDownLatch(1));
+        }
+
+        Map<String, Integer> shuffleMapTasksByExecutor() {
+            Map<String, Integer> m = new java.util.TreeMap<>();
+            shuffleMapTasks.forEach(x -> m.merge(x, 1, Integer::sum));
+            return m;
+        }
+
+        void clear() {
+            shuffleMapTasks.clear();
+        }
+    }
+}

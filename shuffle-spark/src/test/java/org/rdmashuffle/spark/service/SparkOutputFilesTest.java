@@ -1,0 +1,88 @@
+package org.rdmashuffle.spark.service;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.server.MapOutputRegistry;
+
+/** Spark's on-disk layout as executors leave it, found by the service from the application's directories alone. */
+class SparkOutputFilesTest {
+    @TempDir
+    Path dir;
+
+    private SparkOutputFiles filesOf(String app, Path appDir) {
+        return new SparkOutputFiles(a -> a.equals(app) ? List.of(appDir) : List.of());
+    }
+
+    private static void writeIndex(Path index, long... offsets) throws IOException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            for (long o : offsets) {
+                out.writeLong(o);
+            }
+        }
+        Files.createDirectories(index.getParent());
+        Files.write(index, bytes.toByteArray());
+    }
+
+    @Test
+    void anOutputWhoseIndexAndDataHashedIntoDifferentLocalDirs_isFound() throws IOException {
+        Path app = dir.resolve("appcache/application_1_0001");
+        writeIndex(app.resolve("blockmgr-a/0c/shuffle_3_17_0.index"), 0, 10, 10, 25);
+        Path data = Files.createDirectories(app.resolve("blockmgr-b/3f")).resolve("shuffle_3_17_0.data");
+        Files.write(data, new byte[25]);
+
+        MapOutputRegistry.ResolvedOutput out = filesOf("application_1_0001", app).resolve("application_1_0001", 3, 17);
+
+        assertEquals(data, out.dataFile());
+        assertArrayEquals(new long[] {0, 10, 10, 25}, out.offsets());
+        assertNull(out.rawLengths(), "Spark's index records no decompressed sizes");
+    }
+
+    @Test
+    void anotherApplicationsOutput_orAnUnknownMap_isNotFound() throws IOException {
+        Path app = dir.resolve("application_1_0001");
+        writeIndex(app.resolve("blockmgr-a/00/shuffle_0_1_0.index"), 0, 4);
+        Files.write(app.resolve("blockmgr-a/00/shuffle_0_1_0.data"), new byte[4]);
+        SparkOutputFiles files = filesOf("application_1_0001", app);
+
+        assertNull(files.resolve("application_1_0002", 0, 1), "app 2 named app 1's output");
+        assertNull(files.resolve("application_1_0001", 0, 2), "map 2 was never written");
+        assertNull(files.resolve("application_1_0001", 1, 1), "shuffle 1 was never written");
+        assertEquals(0, files.resolved());
+    }
+
+    @Test
+    void aTruncatedIndex_isAnErrorNamingTheFile() throws IOException {
+        Path app = dir.resolve("application_1_0001");
+        Path index = Files.createDirectories(app.resolve("blockmgr-a/01")).resolve("shuffle_0_1_0.index");
+        Files.write(index, new byte[12]);
+
+        IOException e = assertThrows(IOException.class, () -> filesOf("application_1_0001", app).resolve("application_1_0001", 0, 1));
+        assertTrue(e.getMessage().contains(index.toString()) && e.getMessage().contains("12 bytes"), e.getMessage());
+    }
+
+    @Test
+    void anIndexOfBytesWithoutItsDataFile_isAnError_butAnEmptyOutputIsJustAbsent() throws IOException {
+        Path app = dir.resolve("application_1_0001");
+        writeIndex(app.resolve("blockmgr-a/02/shuffle_0_1_0.index"), 0, 8);
+        writeIndex(app.resolve("blockmgr-a/02/shuffle_0_2_0.index"), 0, 0, 0);
+        SparkOutputFiles files = filesOf("application_1_0001", app);
+
+        IOException e = assertThrows(IOException.class, () -> files.resolve("application_1_0001", 0, 1));
+        assertTrue(e.getMessage().contains("data file is missing"), e.getMessage());
+        assertNull(files.resolve("application_1_0001", 0, 2), "an output with every partition empty has no data file");
+    }
+}
