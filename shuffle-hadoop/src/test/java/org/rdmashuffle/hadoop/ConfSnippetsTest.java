@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Properties;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapred.ShuffleConsumerPlugin;
@@ -13,7 +15,7 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.api.AuxiliaryService;
 import org.junit.jupiter.api.Test;
 
-/** conf/yarn-site.xml and conf/mapred-site.xml name classes and keys that exist, and agree on the port. */
+/** conf/yarn-site.xml, conf/mapred-site.xml and conf/spark-defaults-yarn.conf name classes and keys that exist, and agree on ports. */
 class ConfSnippetsTest {
     private static Configuration load(String name) {
         Path file = Path.of("..", "conf", name);
@@ -26,13 +28,39 @@ class ConfSnippetsTest {
     @Test
     void yarnSite_runsTheServiceAsMapReducesShuffle() {
         Configuration yarn = load("yarn-site.xml");
-        assertEquals(ShuffleHandler.MAPREDUCE_SHUFFLE_SERVICEID, yarn.get(YarnConfiguration.NM_AUX_SERVICES));
+        assertEquals(List.of(ShuffleHandler.MAPREDUCE_SHUFFLE_SERVICEID, RdmaSparkShuffleService.NAME),
+                List.of(yarn.getTrimmedStrings(YarnConfiguration.NM_AUX_SERVICES)));
         Class<?> service = yarn.getClass(String.format(YarnConfiguration.NM_AUX_SERVICE_FMT,
                 ShuffleHandler.MAPREDUCE_SHUFFLE_SERVICEID), null);
         assertEquals(RdmaShuffleService.class, service);
         assertTrue(AuxiliaryService.class.isAssignableFrom(service));
         assertTrue(yarn.get(String.format(YarnConfiguration.NM_AUX_SERVICES_CLASSPATH,
                 ShuffleHandler.MAPREDUCE_SHUFFLE_SERVICEID)).endsWith("-yarn.jar"));
+    }
+
+    @Test
+    void yarnSite_runsSparksServiceAsSparkShuffle_besideSparksJar() {
+        Configuration yarn = load("yarn-site.xml");
+        Class<?> service = yarn.getClass(String.format(YarnConfiguration.NM_AUX_SERVICE_FMT, RdmaSparkShuffleService.NAME), null);
+        assertEquals(RdmaSparkShuffleService.class, service);
+        String classpath = yarn.get(String.format(YarnConfiguration.NM_AUX_SERVICES_CLASSPATH, RdmaSparkShuffleService.NAME));
+        assertTrue(classpath.contains("-yarn.jar:") && classpath.endsWith("-yarn-shuffle.jar"), classpath);
+    }
+
+    @Test
+    void sparkDefaultsForYarn_pointReducersAtTheService_withEverythingItNeeds() throws Exception {
+        Configuration yarn = load("yarn-site.xml");
+        Properties spark = new Properties();
+        try (var in = Files.newBufferedReader(Path.of("..", "conf", "spark-defaults-yarn.conf"))) {
+            spark.load(in);
+        }
+        assertEquals("org.rdmashuffle.spark.RdmaShuffleManager", spark.getProperty("spark.shuffle.manager"));
+        assertEquals("true", spark.getProperty("spark.shuffle.service.enabled"));
+        assertEquals("true", spark.getProperty("spark.authenticate"));
+        assertEquals("true", spark.getProperty("spark.shuffle.rdma.service.enabled"));
+        assertEquals(RdmaSparkShuffleService.NAME, spark.getProperty("spark.shuffle.service.name"));
+        assertEquals(yarn.getInt(RdmaSparkShuffleService.SPARK_SERVICE_PORT, -1),
+                Integer.parseInt(spark.getProperty("spark.shuffle.rdma.service.port")));
     }
 
     @Test
