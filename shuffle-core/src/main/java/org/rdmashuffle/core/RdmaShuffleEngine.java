@@ -376,7 +376,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         try {
             f = fetcher(peer);
         } catch (IOException | RuntimeException e) {
-            BlockFetchException failure = new BlockFetchException(label(peer), blocks, "cannot connect: " + e.getMessage(), e);
+            BlockFetchException failure = new BlockFetchException(label(peer), blocks, connectFailure(e),
+                    "cannot connect: " + e.getMessage(), e);
             for (BlockId b : blocks) {
                 try {
                     listener.onBlockFetchFailure(b, failure);
@@ -387,6 +388,16 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             return;
         }
         f.fetch(blocks, listener);
+    }
+
+    /** Refused at the handshake, or not reached at all (the control client says which by its exception). */
+    private static BlockFetchException.Kind connectFailure(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof org.rdmashuffle.core.control.AuthenticationException) {
+                return BlockFetchException.Kind.NOT_AUTHENTICATED;
+            }
+        }
+        return BlockFetchException.Kind.UNREACHABLE;
     }
 
     public EngineCounters counters() {

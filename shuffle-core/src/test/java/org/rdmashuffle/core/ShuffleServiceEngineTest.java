@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.server.MapOutputRegistry;
@@ -95,6 +96,7 @@ class ShuffleServiceEngineTest {
                 c.await();
                 assertTrue(c.fetched.isEmpty(), "a wrong secret read a block");
                 assertTrue(c.failed.get(block).getMessage().contains("cannot connect"), c.failed.get(block).getMessage());
+                assertEquals(BlockFetchException.Kind.NOT_AUTHENTICATED, BlockFetchException.kindOf(c.failed.get(block)));
             } finally {
                 EngineTestSupport.closeProvider(p);
             }
@@ -144,6 +146,51 @@ class ShuffleServiceEngineTest {
             assertEquals(0, node.service.counters().registeredMapOutputBytes());
             assertThrows(IllegalStateException.class, () -> node.reducerA.unregisterApplication("app-a"),
                     "an executor's engine serves only its own outputs");
+        }
+    }
+
+    @Test
+    void aLostOutputAmongServedOnes_failsAlone_asNoSuchOutput_andTheOthersArrive() throws Exception {
+        try (Node node = new Node()) {
+            EngineTestSupport.MapOutput a = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("a")), 0, 1, 3,
+                    3000, 6);
+            EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 3, 3,
+                    3000, 7);
+            node.service.registerMapOutput("app-a", 0, 1, a.file(), a.offsets());
+            node.service.registerMapOutput("app-a", 0, 3, b.file(), b.offsets());
+            BlockId lost = BlockId.of(0, 2, 1);
+            List<BlockId> served = EngineTestSupport.everyPartition(List.of(a, b));
+            List<BlockId> asked = new java.util.ArrayList<>(served);
+            asked.add(2, lost); // in the middle of one request: the service stops at it
+            Collector c = new Collector(asked.size());
+            node.reducerA.fetchBlocks(node.service.address(), asked, c);
+            c.await();
+
+            assertEquals(java.util.Set.of(lost), c.failed.keySet(), "only the lost block fails");
+            assertEquals(BlockFetchException.Kind.NO_SUCH_OUTPUT, BlockFetchException.kindOf(c.failed.get(lost)));
+            assertTrue(c.failed.get(lost).getMessage().contains("no map output 2 of shuffle 0 of app-a"), c.failed.get(lost).getMessage());
+            Map<BlockId, byte[]> expected = EngineTestSupport.expected(List.of(a, b), served);
+            assertEquals(expected.keySet(), c.fetched.keySet(), "the served blocks arrived beside the failure");
+            for (BlockId id : served) {
+                org.junit.jupiter.api.Assertions.assertArrayEquals(expected.get(id), c.fetched.get(id), id.toString());
+            }
+            EngineTestSupport.assertNothingLeaks(node.reducerA, node.service);
+        }
+    }
+
+    @Test
+    void nothingListeningAtTheAddress_isUnreachable() throws Exception {
+        try (Node node = new Node()) {
+            java.net.InetSocketAddress nobody;
+            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                nobody = new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), s.getLocalPort());
+            }
+            BlockId block = BlockId.of(0, 1, 0);
+            Collector c = new Collector(1);
+            node.reducerA.fetchBlocks(nobody, List.of(block), c);
+            c.await();
+            assertEquals(BlockFetchException.Kind.UNREACHABLE, BlockFetchException.kindOf(c.failed.get(block)),
+                    String.valueOf(c.failed.get(block)));
         }
     }
 }

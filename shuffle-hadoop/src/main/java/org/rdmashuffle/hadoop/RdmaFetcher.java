@@ -29,6 +29,7 @@ import org.apache.hadoop.mapreduce.task.reduce.ShuffleClientMetrics;
 import org.apache.hadoop.mapreduce.task.reduce.ShuffleSchedulerImpl;
 import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 
@@ -58,9 +59,6 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
     private record Failure(BlockId block, Throwable cause) {
     }
 
-    /** How the engine reports a service's refusal; the reason that follows begins with the block it is about. */
-    private static final String REFUSED = "the peer refused: ";
-
     RdmaFetcher(JobConf job, TaskAttemptID reduceId, ShuffleSchedulerImpl<K, V> scheduler, MergeManager<K, V> merger,
                 Reporter reporter, ShuffleClientMetrics metrics, ExceptionReporter exceptionReporter, SecretKey shuffleKey,
                 RdmaShuffleEngine engine, int servicePort, boolean fallback, Set<String> httpHosts) {
@@ -87,11 +85,11 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         }
         InetSocketAddress service = new InetSocketAddress(hostOnly(host.getHostName()), servicePort);
         Map<BlockId, TaskAttemptID> mapOf = new HashMap<>();
-        List<BlockId> pending = new ArrayList<>(maps.size());
+        List<BlockId> blocks = new ArrayList<>(maps.size());
         for (TaskAttemptID m : maps) {
             BlockId b = BlockId.of(MapReduceIds.SHUFFLE, MapReduceIds.mapId(m), reduce);
             mapOf.put(b, m);
-            pending.add(b);
+            blocks.add(b);
         }
         // Maps not copied go back to the scheduler at the end (failed ones too, as the stock fetcher
         // does: copyFailed penalizes the host, and the map is tried again unless it becomes obsolete).
@@ -99,49 +97,44 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         List<TaskAttemptID> overHttp = new ArrayList<>();
         Throwable unreachable = null;
         boolean mergerWaits = false;
-        while (!pending.isEmpty() && unreachable == null && !mergerWaits) {
-            // A refusal answers a whole request but names the one block it is about: the others are asked again.
-            List<BlockId> askAgain = new ArrayList<>();
-            BlockingQueue<Object> arrivals = fetch(service, pending);
-            for (int i = 0; i < pending.size(); i++) {
-                Object arrival = next(arrivals, service, pending.size() - i);
-                if (arrival instanceof FetchedBlock block) {
-                    try {
-                        TaskAttemptID m = mapOf.get(block.id());
-                        if (mergerWaits) {
-                            continue; // the merge manager is full: the rest go back to the scheduler
-                        }
-                        if (copy(host, m, block)) {
-                            remaining.remove(m);
-                        } else {
-                            mergerWaits = true;
-                        }
-                    } finally {
-                        block.release();
+        BlockingQueue<Object> arrivals = fetch(service, blocks);
+        for (int i = 0; i < blocks.size(); i++) {
+            Object arrival = next(arrivals, service, blocks.size() - i);
+            if (arrival instanceof FetchedBlock block) {
+                try {
+                    TaskAttemptID m = mapOf.get(block.id());
+                    if (mergerWaits) {
+                        continue; // the merge manager is full: the rest go back to the scheduler
                     }
-                    continue;
+                    if (copy(host, m, block)) {
+                        remaining.remove(m);
+                    } else {
+                        mergerWaits = true;
+                    }
+                } finally {
+                    block.release();
                 }
-                Failure f = (Failure) arrival;
-                TaskAttemptID m = mapOf.get(f.block());
-                String why = f.cause().getMessage() == null ? f.cause().toString() : f.cause().getMessage();
-                if (why.contains("cannot connect")) {
-                    unreachable = f.cause();
-                } else if (why.contains(REFUSED) && !why.contains(REFUSED + f.block() + ":")) {
-                    askAgain.add(f.block()); // refused for another block's sake
-                } else if (!why.contains("no map output") && fallback && why.contains(REFUSED)) {
-                    // The service has the output but will not serve it by RDMA (cannot register the file,
-                    // say): HTTP can. The stock fetcher gets this map alone, below.
-                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + ": " + why
-                            + "; fetching it over HTTP");
-                    remaining.remove(m);
-                    overHttp.add(m);
-                } else {
-                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + " failed: " + why);
-                    metrics.failedFetch();
-                    scheduler.copyFailed(m, host, true, false);
-                }
+                continue;
             }
-            pending = askAgain;
+            Failure f = (Failure) arrival;
+            TaskAttemptID m = mapOf.get(f.block());
+            String why = f.cause().getMessage() == null ? f.cause().toString() : f.cause().getMessage();
+            switch (BlockFetchException.kindOf(f.cause())) {
+                case UNREACHABLE, NOT_AUTHENTICATED -> unreachable = f.cause();
+                case REFUSED -> {
+                    if (fallback) {
+                        // The service has the output but will not serve it by RDMA (cannot register the
+                        // file, say): HTTP can. The stock fetcher gets this map alone, below.
+                        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + ": " + why
+                                + "; fetching it over HTTP");
+                        remaining.remove(m);
+                        overHttp.add(m);
+                    } else {
+                        failed(host, m, service, why);
+                    }
+                }
+                case NO_SUCH_OUTPUT, FAILED -> failed(host, m, service, why);
+            }
         }
         if (!overHttp.isEmpty()) {
             fetchOverHttp(host, overHttp);
@@ -168,6 +161,13 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         for (TaskAttemptID m : remaining) {
             scheduler.putBackKnownMapOutput(host, m);
         }
+    }
+
+    /** A read error for map {@code m}, reported as the stock fetcher does: the scheduler may have it re-run. */
+    private void failed(MapHost host, TaskAttemptID m, InetSocketAddress service, String why) {
+        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + " failed: " + why);
+        metrics.failedFetch();
+        scheduler.copyFailed(m, host, true, false);
     }
 
     /** Starts fetching {@code blocks}; their outcomes (a FetchedBlock or a Failure each) arrive in the queue. */

@@ -137,13 +137,13 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
 
     @Override
     public void initializeApplication(ApplicationInitializationContext context) {
-        spark.initializeApplication(context);
         String app = context.getApplicationId().toString();
         ByteBuffer data = context.getApplicationDataForService();
         byte[] secret = new byte[data == null ? 0 : data.remaining()];
         if (data != null) {
-            data.duplicate().get(secret);
+            data.duplicate().get(secret); // read before Spark's half sees the buffer
         }
+        spark.initializeApplication(context);
         if (secret.length == 0) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle Spark service: " + app + " gave no secret (spark.authenticate="
                     + "false), so its shuffle is not served over RDMA; Spark's service still serves it over TCP");

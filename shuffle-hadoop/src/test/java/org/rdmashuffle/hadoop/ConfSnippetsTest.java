@@ -45,6 +45,7 @@ class ConfSnippetsTest {
         assertEquals(RdmaSparkShuffleService.class, service);
         String classpath = yarn.get(String.format(YarnConfiguration.NM_AUX_SERVICES_CLASSPATH, RdmaSparkShuffleService.NAME));
         assertTrue(classpath.contains("-yarn.jar:") && classpath.endsWith("-yarn-shuffle.jar"), classpath);
+        assertTrue(yarn.getBoolean("spark.authenticate", false), "Spark's half authenticates executors only if told so");
     }
 
     @Test

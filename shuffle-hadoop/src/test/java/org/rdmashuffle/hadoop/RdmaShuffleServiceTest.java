@@ -29,6 +29,7 @@ import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.rdmashuffle.core.client.BlockFetchException;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.config.EngineConfig;
 
@@ -158,6 +159,8 @@ class RdmaShuffleServiceTest {
             TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 1);
             assertTrue(got.failure() != null && got.failure().getMessage().contains("partition 1 at 1000")
                     && got.failure().getMessage().contains("previous one's end 900"), String.valueOf(got.failure()));
+            assertEquals(BlockFetchException.Kind.REFUSED, BlockFetchException.kindOf(got.failure()),
+                    "the output is there but cannot be served by RDMA (HTTP may)");
         }
         assertEquals(0, service.engineCounters().registeredMapOutputBytes());
     }
@@ -183,7 +186,7 @@ class RdmaShuffleServiceTest {
         Files.delete(out.dataFile);
         try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
             TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 0);
-            assertTrue(got.failure() != null && got.failure().getMessage().contains("no map output"),
+            assertTrue(got.noSuchOutput() && got.failure().getMessage().contains("no map output"),
                     String.valueOf(got.failure()));
         }
     }

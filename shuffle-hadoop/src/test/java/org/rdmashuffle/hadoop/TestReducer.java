@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
@@ -18,10 +19,15 @@ import org.rdmashuffle.core.config.EngineConfig;
 final class TestReducer implements AutoCloseable {
     /** What one block's fetch came to: its bytes and raw length, or the failure. */
     record Result(byte[] bytes, long rawLength, Throwable failure) {
-        /** Refused by the service: it was reached (the control plane answered) and would not serve. */
+        /** Refused by the service at the handshake: it was reached and would not authenticate us. */
         boolean refused() {
-            return failure != null && failure.getMessage().contains("cannot connect")
-                    && !failure.getMessage().contains("cannot reach the control plane");
+            return failure != null
+                    && BlockFetchException.kindOf(failure) == BlockFetchException.Kind.NOT_AUTHENTICATED;
+        }
+
+        /** The service answered that it has no such map output. */
+        boolean noSuchOutput() {
+            return failure != null && BlockFetchException.kindOf(failure) == BlockFetchException.Kind.NO_SUCH_OUTPUT;
         }
     }
 

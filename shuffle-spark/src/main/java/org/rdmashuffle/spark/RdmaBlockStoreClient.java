@@ -15,6 +15,7 @@ import org.apache.spark.storage.ShuffleBlockBatchId;
 import org.apache.spark.storage.ShuffleBlockId;
 import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 
@@ -74,7 +75,14 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
 
             @Override
             public void onBlockFetchFailure(BlockId block, Throwable cause) {
-                listener.onBlockFetchFailure(names.get(block), cause);
+                String name = names.get(block);
+                if (manager.fallsBackToSparksService(BlockFetchException.kindOf(cause))) {
+                    // The node's RDMA half is down or will not serve this output; Spark's half beside it can.
+                    manager.blocksOverFallback.incrementAndGet();
+                    builtIn.fetchBlocks(host, port, execId, new String[] {name}, listener, downloadFileManager);
+                    return;
+                }
+                listener.onBlockFetchFailure(name, cause);
             }
         });
     }

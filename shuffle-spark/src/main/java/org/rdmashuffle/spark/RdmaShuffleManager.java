@@ -213,6 +213,18 @@ public final class RdmaShuffleManager implements ShuffleManager {
         }
     }
 
+    /**
+     * Whether a block the node's service could not give by RDMA is fetched from Spark's shuffle service
+     * beside it instead: in service mode with fallback on, when the RDMA half is unreachable, refuses
+     * the handshake, or will not serve the output. (An executor serving its own outputs that cannot be
+     * reached is gone: Spark's transport would only retry the same dead peer.)
+     */
+    boolean fallsBackToSparksService(org.rdmashuffle.core.client.BlockFetchException.Kind kind) {
+        return conf.getBoolean(SERVICE_ENABLED, false) && conf.getBoolean(FALLBACK, true)
+                && kind != org.rdmashuffle.core.client.BlockFetchException.Kind.NO_SUCH_OUTPUT
+                && kind != org.rdmashuffle.core.client.BlockFetchException.Kind.FAILED;
+    }
+
     /** Puts the engine's address into the shuffle server id that every MapStatus of this executor carries. */
     private static void publish(BlockManager bm, InetSocketAddress address) {
         BlockManagerId id = bm.shuffleServerId();

@@ -116,19 +116,25 @@ public final class PeerFetcher {
 
     /** Asks the peer for these blocks; each gets exactly one listener call. */
     public void fetch(List<BlockId> blocks, BlockFetchListener listener) {
+        request(wanted(blocks, listener));
+    }
+
+    /** Sends one FetchRequest per batch (blocks of one shuffle, as many as an answer can hold). */
+    private void request(List<Wanted> blocks) {
         List<Wanted> refused = null;
         Throwable why = null;
         synchronized (this) {
             if (failed) {
-                refused = wanted(blocks, listener);
+                refused = blocks;
                 why = new IllegalStateException("the connection failed just before this fetch");
             } else {
                 int i = 0;
                 while (i < blocks.size() && why == null) {
-                    int shuffle = blocks.get(i).shuffleId();
+                    int shuffle = blocks.get(i).id().shuffleId();
                     List<Wanted> batch = new ArrayList<>();
-                    while (i < blocks.size() && batch.size() < limits.maxBlocksPerRequest() && blocks.get(i).shuffleId() == shuffle) {
-                        batch.add(new Wanted(blocks.get(i++), listener));
+                    while (i < blocks.size() && batch.size() < limits.maxBlocksPerRequest()
+                            && blocks.get(i).id().shuffleId() == shuffle) {
+                        batch.add(blocks.get(i++));
                     }
                     long id = transport.nextId();
                     awaiting.put(id, new Request(batch, System.nanoTime()));
@@ -139,12 +145,12 @@ public final class PeerFetcher {
                     }
                 }
                 if (why != null && i < blocks.size()) {
-                    refused = wanted(blocks.subList(i, blocks.size()), listener);
+                    refused = blocks.subList(i, blocks.size());
                 }
             }
         }
         if (refused != null) {
-            notifyFailed(refused, "the request could not be sent", why);
+            notifyFailed(refused, BlockFetchException.Kind.FAILED, "the request could not be sent", why);
         }
         if (why != null) {
             fail(why);
@@ -159,7 +165,9 @@ public final class PeerFetcher {
     public void onMessage(Message message) {
         List<Wanted> empty = new ArrayList<>();
         List<Wanted> refused = null;
+        List<Wanted> askAgain = List.of();
         String refusal = null;
+        BlockFetchException.Kind refusalKind = null;
         Throwable broken = null;
         synchronized (this) {
             if (failed) {
@@ -182,11 +190,23 @@ public final class PeerFetcher {
                         broken = new java.io.IOException("the peer closed the connection: " + e.reason());
                 case Message.ErrorResponse e -> {
                     Request req = awaiting.remove(e.requestId());
+                    Wanted named = req == null || e.block() == null ? null
+                            : req.blocks.stream().filter(w -> w.id().equals(e.block())).findFirst().orElse(null);
                     if (req == null) {
                         broken = new MalformedMessageException("an error for request " + e.requestId() + ", which is not awaited");
+                    } else if (e.block() != null && named == null) {
+                        broken = new MalformedMessageException("an error for request " + e.requestId() + " about " + e.block()
+                                + ", which it did not ask for");
                     } else {
-                        refused = req.blocks;
+                        // About one block: the peer looked no further, so the others are asked again.
+                        refused = named == null ? req.blocks : List.of(named);
+                        if (named != null) {
+                            askAgain = new ArrayList<>(req.blocks);
+                            askAgain.remove(named);
+                        }
                         refusal = e.reason();
+                        refusalKind = e.kind() == Message.ErrorKind.NO_SUCH_OUTPUT ? BlockFetchException.Kind.NO_SUCH_OUTPUT
+                                : BlockFetchException.Kind.REFUSED;
                     }
                 }
                 case Message.FetchRequest q -> broken = new MalformedMessageException("a fetch request on a fetching connection");
@@ -205,11 +225,14 @@ public final class PeerFetcher {
             deliver(w, FetchedBlock.empty(w.id()));
         }
         if (refused != null) {
-            notifyFailed(refused, "the peer refused: " + refusal, null);
+            notifyFailed(refused, refusalKind, "the peer refused: " + refusal, null);
         }
         if (broken != null) {
             fail(broken);
         } else {
+            if (!askAgain.isEmpty()) {
+                request(askAgain);
+            }
             pump();
         }
     }
@@ -310,7 +333,7 @@ public final class PeerFetcher {
             }
         }
         if (!tooLarge.isEmpty()) {
-            notifyFailed(tooLarge, "the block is larger than the fetch buffer memory ("
+            notifyFailed(tooLarge, BlockFetchException.Kind.FAILED, "the block is larger than the fetch buffer memory ("
                     + transport.buffers().limitBytes() + " bytes) can hold", null);
         }
         if (postFailed != null) {
@@ -405,13 +428,13 @@ public final class PeerFetcher {
         String reason = reasonOf(cause);
         for (Chain c : chains) {
             releaseBuffers(c.reads);
-            notifyFailed(c.reads.stream().map(r -> r.wanted).toList(), reason, cause);
+            notifyFailed(c.reads.stream().map(r -> r.wanted).toList(), BlockFetchException.Kind.FAILED, reason, cause);
         }
         for (Request r : requests) {
-            notifyFailed(r.blocks, reason, cause);
+            notifyFailed(r.blocks, BlockFetchException.Kind.FAILED, reason, cause);
         }
         if (!reads.isEmpty()) {
-            notifyFailed(reads.stream().map(r -> r.wanted).toList(), reason, cause);
+            notifyFailed(reads.stream().map(r -> r.wanted).toList(), BlockFetchException.Kind.FAILED, reason, cause);
         }
         if (held > 0 || !chains.isEmpty()) {
             transport.budget().wakeWaiters();
@@ -424,13 +447,13 @@ public final class PeerFetcher {
     }
 
     /** Tells each listener which of its blocks failed, in one exception per listener. */
-    private void notifyFailed(List<Wanted> blocks, String reason, Throwable cause) {
+    private void notifyFailed(List<Wanted> blocks, BlockFetchException.Kind kind, String reason, Throwable cause) {
         Map<BlockFetchListener, List<BlockId>> byListener = new LinkedHashMap<>();
         for (Wanted w : blocks) {
             byListener.computeIfAbsent(w.listener(), k -> new ArrayList<>()).add(w.id());
         }
         for (Map.Entry<BlockFetchListener, List<BlockId>> e : byListener.entrySet()) {
-            BlockFetchException failure = new BlockFetchException(peer(), e.getValue(), reason, cause);
+            BlockFetchException failure = new BlockFetchException(peer(), e.getValue(), kind, reason, cause);
             for (BlockId id : e.getValue()) {
                 try {
                     e.getKey().onBlockFetchFailure(id, failure);

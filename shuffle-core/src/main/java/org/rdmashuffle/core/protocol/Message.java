@@ -42,13 +42,29 @@ public sealed interface Message {
         }
     }
 
+    /** Why a request was not answered with descriptors, for the reducer to act on (not only to print). */
+    enum ErrorKind {
+        /** The peer has no such map output (never written there, lost, or of another application). */
+        NO_SUCH_OUTPUT,
+        /** The peer has the output but will not serve it by RDMA (cannot register it, bad partition range, ...). */
+        REFUSED
+    }
+
     /**
-     * The request failed; {@code reason} says why, for the reducer's error. Request id {@link
+     * The request failed; {@code reason} says why, for the reducer's error. With a {@code block}, the
+     * error is about that block alone and the request's other blocks were not looked at: the reducer
+     * asks for them again. Without one it is about every block of the request. Request id {@link
      * #CONNECTION_ERROR} speaks of the connection (e.g. a malformed message): the peer closes it next.
      */
-    record ErrorResponse(long requestId, String reason) implements Message {
+    record ErrorResponse(long requestId, ErrorKind kind, BlockId block, String reason) implements Message {
         public ErrorResponse {
+            Objects.requireNonNull(kind, "kind");
             Objects.requireNonNull(reason, "reason");
+        }
+
+        /** An error about the whole request (or connection). */
+        public ErrorResponse(long requestId, String reason) {
+            this(requestId, ErrorKind.REFUSED, null, reason);
         }
     }
 }

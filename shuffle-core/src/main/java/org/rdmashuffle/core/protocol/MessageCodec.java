@@ -202,6 +202,15 @@ public final class MessageCodec {
         @Override
         public void write(Kryo kryo, Output out, Message.ErrorResponse r) {
             out.writeVarLong(r.requestId(), true);
+            out.writeByte(r.kind().ordinal());
+            BlockId b = r.block();
+            out.writeBoolean(b != null);
+            if (b != null) {
+                out.writeVarInt(b.shuffleId(), true);
+                out.writeVarLong(b.mapId(), true);
+                out.writeVarInt(b.startPartition(), true);
+                out.writeVarInt(b.endPartition() - b.startPartition(), true);
+            }
             String reason = r.reason().length() > MAX_REASON_CHARS ? r.reason().substring(0, MAX_REASON_CHARS) : r.reason();
             byte[] utf8 = reason.getBytes(java.nio.charset.StandardCharsets.UTF_8);
             out.writeVarInt(utf8.length, true);
@@ -211,12 +220,29 @@ public final class MessageCodec {
         @Override
         public Message.ErrorResponse read(Kryo kryo, Input in, Class<Message.ErrorResponse> type) {
             long id = in.readVarLong(true);
+            int kind = in.readByte();
+            if (kind < 0 || kind >= Message.ErrorKind.values().length) {
+                throw new MalformedMessageException("error response " + id + ": unknown kind " + kind);
+            }
+            BlockId block = null;
+            if (in.readBoolean()) {
+                int shuffle = in.readVarInt(true);
+                long map = in.readVarLong(true);
+                int start = in.readVarInt(true);
+                int span = in.readVarInt(true);
+                if (shuffle < 0 || start < 0 || span <= 0 || start + span < 0) {
+                    throw new MalformedMessageException("error response " + id + ": shuffle " + shuffle + ", map " + map
+                            + ", partitions from " + start + " spanning " + span);
+                }
+                block = new BlockId(shuffle, map, start, start + span);
+            }
             // Bounded before allocating: Kryo's own readString would size its buffer from the sender's length.
             int bytes = in.readVarInt(true);
             if (bytes < 0 || bytes > 4 * MAX_REASON_CHARS || bytes > in.limit() - in.position()) {
                 throw new MalformedMessageException("error response " + id + ": reason of " + bytes + " bytes");
             }
-            return new Message.ErrorResponse(id, new String(in.readBytes(bytes), java.nio.charset.StandardCharsets.UTF_8));
+            return new Message.ErrorResponse(id, Message.ErrorKind.values()[kind], block,
+                    new String(in.readBytes(bytes), java.nio.charset.StandardCharsets.UTF_8));
         }
     }
 }

@@ -9,12 +9,13 @@ import org.rdmashuffle.core.protocol.Message;
 
 /**
  * Answers a reducer's FetchRequest from the registry: one descriptor per block, or an ErrorResponse
- * naming the first block that cannot be served (unknown map output, partitions beyond the output,
- * registered memory exhausted, file gone). Never throws for a bad request.
+ * about the first block that cannot be served — {@code NO_SUCH_OUTPUT} for an unknown map output,
+ * {@code REFUSED} for partitions beyond the output, registered memory exhausted, a file that cannot
+ * be mapped. The reducer asks again for the request's other blocks. Never throws for a bad request.
  */
 public final class FetchRequestHandler {
     /** Reasons are cut to this many characters so an error always fits a receive buffer. */
-    static final int MAX_REASON = 1000;
+    static final int MAX_REASON = 900;
 
     private final MapOutputRegistry registry;
 
@@ -36,6 +37,7 @@ public final class FetchRequestHandler {
                      | UncheckedIOException | org.rdmashuffle.verbs.VerbsException e) {
                 String reason = b + ": " + e.getMessage();
                 return new Message.ErrorResponse(request.requestId(),
+                        e instanceof NoSuchMapOutputException ? Message.ErrorKind.NO_SUCH_OUTPUT : Message.ErrorKind.REFUSED, b,
                         reason.length() > MAX_REASON ? reason.substring(0, MAX_REASON) : reason);
             }
         }

@@ -287,7 +287,7 @@ public final class MapOutputRegistry implements AutoCloseable {
             }
         }
         if (out == null) {
-            throw new IllegalArgumentException("no map output " + mapId + " of shuffle " + shuffleId
+            throw new NoSuchMapOutputException("no map output " + mapId + " of shuffle " + shuffleId
                     + (app.equals(OWN) ? "" : " of " + app) + " is registered here");
         }
         return out;

@@ -33,7 +33,8 @@ class MessageCodecTest {
                 new Message.FetchRequest(7, 3, List.of(new BlockId(3, 0, 2, 9), new BlockId(3, 1L << 40, 0, 1))),
                 new Message.FetchResponse(7, List.of(new BlockDescriptor(3, 5, 2, 9, 0x7f00_1234_5000L, 12345, -17, 40_000),
                         new BlockDescriptor(3, 6, 2, 9, 0, 0, 0))),
-                new Message.ErrorResponse(8, "no map output 4 of shuffle 3 is registered here (ünïcode ok)"));
+                new Message.ErrorResponse(8, "no map output 4 of shuffle 3 is registered here (ünïcode ok)"),
+                new Message.ErrorResponse(9, Message.ErrorKind.NO_SUCH_OUTPUT, new BlockId(3, 1L << 40, 2, 5), "lost"));
         for (Message m : messages) {
             int n = codec.encode(m, buffer);
             assertEquals(m, codec.decode(buffer, n));
@@ -81,6 +82,12 @@ class MessageCodecTest {
         buffer.set(ValueLayout.JAVA_BYTE, n - 1, (byte) 0);
         MalformedMessageException e = assertThrows(MalformedMessageException.class, () -> loose.decode(buffer, n));
         assertTrue(e.getMessage().contains("map 3, partitions from 4 spanning 0"), e.getMessage());
+
+        // An error of a kind no one defined: the byte after the tag and the one-byte request id.
+        codec.encode(new Message.ErrorResponse(1, Message.ErrorKind.REFUSED, BlockId.of(2, 3, 4), "no"), buffer);
+        buffer.set(ValueLayout.JAVA_BYTE, 2, (byte) 7);
+        e = assertThrows(MalformedMessageException.class, () -> loose.decode(buffer, 16));
+        assertTrue(e.getMessage().contains("unknown kind 7"), e.getMessage());
     }
 
     @Test
