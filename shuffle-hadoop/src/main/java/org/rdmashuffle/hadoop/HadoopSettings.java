@@ -37,6 +37,18 @@ final class HadoopSettings {
         return c.validate();
     }
 
+    /**
+     * A NodeManager service's engine settings: it listens on {@code service.bindAddress}:{@code port};
+     * the software provider's data listener defaults to the host's address when that is the wildcard.
+     */
+    static EngineConfig serviceEngineConfig(Configuration conf, int port) {
+        String bind = conf.get(SERVICE_BIND_ADDRESS, "0.0.0.0");
+        if (conf.get(SOFTWARE_BIND_ADDRESS) == null && bind.equals("0.0.0.0")) {
+            conf.set(SOFTWARE_BIND_ADDRESS, localAddress());
+        }
+        return engineConfig(conf, bind, port);
+    }
+
     static int servicePort(Configuration conf) {
         return conf.getInt(SERVICE_PORT, DEFAULT_SERVICE_PORT);
     }

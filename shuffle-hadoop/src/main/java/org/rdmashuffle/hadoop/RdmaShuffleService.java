@@ -5,7 +5,6 @@ import javax.crypto.SecretKey;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapred.JobConf;
 import org.apache.hadoop.mapred.ShuffleHandler;
-import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.security.token.SecretManager;
 import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
 import org.rdmashuffle.core.RdmaShuffleEngine;
@@ -42,11 +41,7 @@ public class RdmaShuffleService extends ShuffleHandler {
     @Override
     protected void serviceInit(Configuration conf) throws Exception {
         super.serviceInit(conf);
-        String bind = conf.get(HadoopSettings.SERVICE_BIND_ADDRESS, "0.0.0.0");
-        if (conf.get(HadoopSettings.SOFTWARE_BIND_ADDRESS) == null && bind.equals("0.0.0.0")) {
-            conf.set(HadoopSettings.SOFTWARE_BIND_ADDRESS, HadoopSettings.localAddress());
-        }
-        engineConfig = HadoopSettings.engineConfig(conf, bind, HadoopSettings.servicePort(conf));
+        engineConfig = HadoopSettings.serviceEngineConfig(conf, HadoopSettings.servicePort(conf));
         authenticate = conf.getBoolean(HadoopSettings.SERVICE_AUTHENTICATE, true);
     }
 
@@ -58,8 +53,7 @@ public class RdmaShuffleService extends ShuffleHandler {
         MapOutputFiles outputs = new MapOutputFiles(new JobConf(getConfig()), getAuxiliaryLocalPathHandler(),
                 job -> userRsrc.get(job));
         engine.resolver(outputs);
-        metrics = new ServiceMetrics(METRICS_SOURCE, engine, outputs::resolved);
-        DefaultMetricsSystem.instance().register(METRICS_SOURCE, "rdma-shuffle service engine", metrics);
+        metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle service engine", engine, outputs::resolved);
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + engine.providerName()
                 + " device " + engine.deviceName() + " at " + engine.address()
                 + (authenticate ? "" : " WITHOUT authentication (rdma.shuffle.service.authenticate=false)"));
@@ -69,7 +63,7 @@ public class RdmaShuffleService extends ShuffleHandler {
     protected void serviceStop() throws Exception {
         try {
             if (metrics != null) {
-                DefaultMetricsSystem.instance().unregisterSource(METRICS_SOURCE);
+                metrics.unregister();
                 metrics = null;
             }
             if (engine != null) {

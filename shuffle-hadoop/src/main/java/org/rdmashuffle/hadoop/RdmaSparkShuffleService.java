@@ -14,7 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.yarn.server.api.ApplicationInitializationContext;
 import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
 import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
@@ -99,11 +98,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     @Override
     protected void serviceInit(Configuration conf) throws Exception {
         spark.init(conf);
-        String bind = conf.get(HadoopSettings.SERVICE_BIND_ADDRESS, "0.0.0.0");
-        if (conf.get(HadoopSettings.SOFTWARE_BIND_ADDRESS) == null && bind.equals("0.0.0.0")) {
-            conf.set(HadoopSettings.SOFTWARE_BIND_ADDRESS, HadoopSettings.localAddress());
-        }
-        engineConfig = HadoopSettings.engineConfig(conf, bind, conf.getInt(SPARK_SERVICE_PORT, DEFAULT_SPARK_SERVICE_PORT));
+        engineConfig = HadoopSettings.serviceEngineConfig(conf, conf.getInt(SPARK_SERVICE_PORT, DEFAULT_SPARK_SERVICE_PORT));
         super.serviceInit(conf);
     }
 
@@ -113,8 +108,8 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
         server = new SparkShuffleServer(engineConfig, this::applicationDirs,
                 Verbs.choose(engineConfig.provider()).orElseThrow());
         recover();
-        metrics = new ServiceMetrics(METRICS_SOURCE, server.engine(), server::outputsResolved);
-        DefaultMetricsSystem.instance().register(METRICS_SOURCE, "rdma-shuffle Spark service engine", metrics);
+        metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle Spark service engine", server.engine(),
+                server::outputsResolved);
         super.serviceStart();
     }
 
@@ -122,7 +117,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     protected void serviceStop() throws Exception {
         try {
             if (metrics != null) {
-                DefaultMetricsSystem.instance().unregisterSource(METRICS_SOURCE);
+                metrics.unregister();
                 metrics = null;
             }
             if (server != null) {

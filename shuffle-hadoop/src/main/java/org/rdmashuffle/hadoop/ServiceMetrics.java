@@ -27,7 +27,19 @@ final class ServiceMetrics implements MetricsSource {
     private final RdmaShuffleEngine engine;
     private final java.util.function.LongSupplier resolved;
 
-    ServiceMetrics(String record, RdmaShuffleEngine engine, java.util.function.LongSupplier resolved) {
+    /** Publishes {@code engine}'s counters as source {@code record} in the NodeManager's metrics system. */
+    static ServiceMetrics register(String record, String description, RdmaShuffleEngine engine,
+                                   java.util.function.LongSupplier resolved) {
+        ServiceMetrics m = new ServiceMetrics(record, engine, resolved);
+        org.apache.hadoop.metrics2.lib.DefaultMetricsSystem.instance().register(record, description, m);
+        return m;
+    }
+
+    void unregister() {
+        org.apache.hadoop.metrics2.lib.DefaultMetricsSystem.instance().unregisterSource(record);
+    }
+
+    private ServiceMetrics(String record, RdmaShuffleEngine engine, java.util.function.LongSupplier resolved) {
         this.record = record;
         this.engine = engine;
         this.resolved = resolved;

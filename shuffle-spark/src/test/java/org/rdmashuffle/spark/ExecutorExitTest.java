@@ -55,34 +55,15 @@ class ExecutorExitTest {
     void executorExits_itsShuffleOutputIsStillFetchedFromTheService() throws Exception {
         Path local = Files.createDirectories(scratch.resolve("local"));
         TransportConf transport = new TransportConf("shuffle", new MapConfigProvider(Map.of()));
-        SecretKeyHolder anyApp = new SecretKeyHolder() {
-            @Override
-            public String getSaslUser(String appId) {
-                return "sparkSaslUser";
-            }
-
-            @Override
-            public String getSecretKey(String appId) {
-                return SECRET;
-            }
-        };
         EngineConfig engine = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software")
                 .set(EngineConfig.KEY_BIND_ADDRESS, "127.0.0.1").set(EngineConfig.KEY_RECEIVE_BUFFERS, "64")
                 .set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "16m");
         ExternalBlockHandler handler = new ExternalBlockHandler(transport, null);
         try (TransportContext context = new TransportContext(transport, handler, true);
-             TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, anyApp)));
+             TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, ANY_APP)));
              SparkShuffleServer rdmaService = new SparkShuffleServer(engine, app -> applicationDirs(local),
                      Verbs.choose("software").orElseThrow())) {
-            SparkConf conf = SparkClusterSupport.conf("executor exits", true, scratch)
-                    .set("spark.authenticate", "true").set("spark.authenticate.secret", SECRET)
-                    .set("spark.shuffle.service.enabled", "true")
-                    .set("spark.shuffle.service.port", Integer.toString(sparkService.getPort()))
-                    .set(RdmaShuffleManager.SERVICE_ENABLED, "true")
-                    .set(RdmaShuffleManager.SERVICE_PORT, Integer.toString(rdmaService.address().getPort()))
-                    .set(RdmaShuffleManager.FALLBACK, "false")
-                    // Both executors live on 127.0.0.1: without this the survivor would read the dead one's files from disk.
-                    .set("spark.shuffle.readHostLocalDisk", "false");
+            SparkConf conf = serviceConf("executor exits", sparkService.getPort(), rdmaService.address().getPort(), false);
             try (JavaSparkContext sc = new JavaSparkContext(conf)) {
                 rdmaService.applicationStarted(sc.sc().applicationId(), SECRET.getBytes(StandardCharsets.UTF_8));
                 Tasks tasks = new Tasks();
@@ -101,28 +82,7 @@ class ExecutorExitTest {
                 assertTrue(tasks.removed(victim).await(60, TimeUnit.SECONDS), "executor " + victim + " did not exit");
                 tasks.clear();
 
-                List<long[]> perPartition = shuffled.mapPartitionsWithIndex((p, records) -> {
-                    long[] a = new long[3];
-                    while (records.hasNext()) {
-                        Tuple2<Integer, String> r = records.next();
-                        a[0]++;
-                        a[1] += r._2().hashCode();
-                        if (Math.floorMod(r._1().hashCode(), 4) != p) {
-                            a[2]++; // a record in the wrong partition
-                        }
-                    }
-                    return List.of(a).iterator();
-                }, false).collect();
-                long[] total = new long[3];
-                perPartition.forEach(a -> {
-                    total[0] += a[0];
-                    total[1] += a[1];
-                    total[2] += a[2];
-                });
-
-                assertEquals(ROWS, total[0], "rows after the shuffle");
-                assertEquals(expectedHashSum(), total[1], "sum of the values' hashes");
-                assertEquals(0, total[2], "rows in a partition their key does not hash to");
+                assertRightResult(shuffled);
                 assertEquals(Map.of(), tasks.shuffleMapTasksByExecutor(), "map tasks re-run after the executor exited");
                 assertEquals(victimMaps, rdmaService.outputsResolved(),
                         "outputs of the exited executor " + victim + " served by the service");
@@ -130,6 +90,78 @@ class ExecutorExitTest {
                 assertTrue(counts[0] > 0, "blocks fetched over RDMA: " + counts[0]);
                 assertEquals(0, counts[1], "blocks fetched over Spark's transport");
             }
+        } finally {
+            handler.close();
+        }
+    }
+
+    /** Spark's service stand-in accepts any application with {@link #SECRET} (on YARN, the one the NodeManager was handed). */
+    private static final SecretKeyHolder ANY_APP = new SecretKeyHolder() {
+        @Override
+        public String getSaslUser(String appId) {
+            return "sparkSaslUser";
+        }
+
+        @Override
+        public String getSecretKey(String appId) {
+            return SECRET;
+        }
+    };
+
+    /** Executors registering with Spark's service at {@code sparkPort}, reducers fetching from the RDMA half at {@code rdmaPort}. */
+    private SparkConf serviceConf(String name, int sparkPort, int rdmaPort, boolean fallback) throws java.io.IOException {
+        return SparkClusterSupport.conf(name, true, scratch)
+                .set("spark.authenticate", "true").set("spark.authenticate.secret", SECRET)
+                .set("spark.shuffle.service.enabled", "true")
+                .set("spark.shuffle.service.port", Integer.toString(sparkPort))
+                .set(RdmaShuffleManager.SERVICE_ENABLED, "true")
+                .set(RdmaShuffleManager.SERVICE_PORT, Integer.toString(rdmaPort))
+                .set(RdmaShuffleManager.FALLBACK, Boolean.toString(fallback))
+                // Both executors live on 127.0.0.1: without this they would read each other's files from disk.
+                .set("spark.shuffle.readHostLocalDisk", "false");
+    }
+
+    /** Every row arrived, once, in the partition its key hashes to. */
+    private static void assertRightResult(JavaPairRDD<Integer, String> shuffled) {
+        List<long[]> perPartition = shuffled.mapPartitionsWithIndex((p, records) -> {
+            long[] a = new long[3];
+            while (records.hasNext()) {
+                Tuple2<Integer, String> r = records.next();
+                a[0]++;
+                a[1] += r._2().hashCode();
+                if (Math.floorMod(r._1().hashCode(), 4) != p) {
+                    a[2]++; // a record in the wrong partition
+                }
+            }
+            return List.of(a).iterator();
+        }, false).collect();
+        long[] total = new long[3];
+        perPartition.forEach(a -> {
+            total[0] += a[0];
+            total[1] += a[1];
+            total[2] += a[2];
+        });
+        assertEquals(ROWS, total[0], "rows after the shuffle");
+        assertEquals(expectedHashSum(), total[1], "sum of the values' hashes");
+        assertEquals(0, total[2], "rows in a partition their key does not hash to");
+    }
+
+    @Test
+    void theServicesRdmaHalfCannotBeReached_blocksComeFromSparksHalf_withFallback() throws Exception {
+        TransportConf transport = new TransportConf("shuffle", new MapConfigProvider(Map.of()));
+        ExternalBlockHandler handler = new ExternalBlockHandler(transport, null);
+        int nobody;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            nobody = s.getLocalPort(); // closed again: nothing listens there
+        }
+        try (TransportContext context = new TransportContext(transport, handler, true);
+             TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, ANY_APP)));
+             JavaSparkContext sc = new JavaSparkContext(serviceConf("rdma half down", sparkService.getPort(), nobody, true))) {
+            awaitExecutors(sc, 2);
+            assertRightResult(pairs(sc).partitionBy(new HashPartitioner(4)));
+            long[] counts = SparkClusterSupport.fetchCounts(sc);
+            assertEquals(0, counts[0], "blocks fetched over RDMA with nothing at the RDMA port");
+            assertTrue(counts[1] > 0, "blocks fetched from Spark's half over TCP: " + counts[1]);
         } finally {
             handler.close();
         }

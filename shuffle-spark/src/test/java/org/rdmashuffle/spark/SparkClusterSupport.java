@@ -31,6 +31,9 @@ final class SparkClusterSupport {
             Files.createFile(home.resolve("RELEASE"));
         }
         Path local = Files.createDirectories(scratch.resolve("local"));
+        // The in-process workers take their local dirs from a JVM-wide cache filled by the first
+        // context: forget it, so this test's executors write under this test's spark.local.dir.
+        org.apache.spark.util.Utils$.MODULE$.clearLocalRootDirs();
         SparkConf conf = new SparkConf().setMaster(MASTER).setAppName(name)
                 .set("spark.home", home.toString())
                 .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")

@@ -43,32 +43,25 @@ public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
             if (!Files.isDirectory(root)) {
                 continue;
             }
-            try (DirectoryStream<Path> managers = Files.newDirectoryStream(root, "blockmgr-*")) {
-                for (Path manager : managers) {
-                    try (DirectoryStream<Path> subDirs = Files.newDirectoryStream(manager, "[0-9a-f][0-9a-f]")) {
-                        for (Path sub : subDirs) {
-                            Path index = sub.resolve(name + ".index");
-                            if (Files.isRegularFile(index)) {
-                                return read(index, findData(root, name));
-                            }
-                        }
-                    }
-                }
+            Path index = find(root, name + ".index");
+            if (index != null) {
+                // The data file may hash into another of the executor's local dirs than its index.
+                return read(index, find(root, name + ".data"));
             }
         }
         LOG.log(System.Logger.Level.DEBUG, () -> "no " + name + " of " + app + " on this node");
         return null;
     }
 
-    /** The data file may hash into another local dir than its index: look in all of them. */
-    private static Path findData(Path root, String name) throws IOException {
+    /** {@code root/blockmgr-*}/{@code <two hex digits>/fileName}, or null. */
+    private static Path find(Path root, String fileName) throws IOException {
         try (DirectoryStream<Path> managers = Files.newDirectoryStream(root, "blockmgr-*")) {
             for (Path manager : managers) {
                 try (DirectoryStream<Path> subDirs = Files.newDirectoryStream(manager, "[0-9a-f][0-9a-f]")) {
                     for (Path sub : subDirs) {
-                        Path data = sub.resolve(name + ".data");
-                        if (Files.isRegularFile(data)) {
-                            return data;
+                        Path file = sub.resolve(fileName);
+                        if (Files.isRegularFile(file)) {
+                            return file;
                         }
                     }
                 }
