@@ -10,7 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -65,7 +67,9 @@ import org.rdmashuffle.verbs.WorkCompletions;
  *
  * <p>Serving side: {@link #registerMapOutput} records a committed output; a reducer's FetchRequest
  * arriving over SEND/RECV is answered with (address, length, rkey) per block, the file being
- * registered as a memory region on first use ({@link MapOutputRegistry}).
+ * registered as a memory region on first use ({@link MapOutputRegistry}). The completion poller
+ * answers requests whose outputs are known and registered; the others (an output to find on disk,
+ * a file to register) go to {@code serverThreads} threads, so slow work never stalls completions.
  *
  * <p>Fetching side: {@link #fetchBlocks} sets up (or reuses) the data connection to the peer through
  * the authenticated control plane, then a {@link PeerFetcher} asks for descriptors and pulls the
@@ -121,6 +125,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final FetchBudget budget;
     private final MapOutputRegistry registry;
     private final FetchRequestHandler requests;
+    /** Answer the fetch requests the poller cannot answer at once. */
+    private final ExecutorService servers;
     private final ControlServer controlServer;
     private final ControlClientPool controlClients;
     private final ScheduledExecutorService timer;
@@ -196,12 +202,17 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.timer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-timer").unstarted(r));
             made.add(timer::shutdownNow);
-            this.fetchBuffers = new RegisteredBufferPool(pd, Math.max(config.fetchBufferMemory(), FETCH_BUFFER_CHUNK),
-                    FETCH_BUFFER_CHUNK, this::onFetchBufferReleased);
+            // Exactly fetchBufferMemory: registered in chunks of 4 MiB, or of the largest power of two it holds if less.
+            this.fetchBuffers = new RegisteredBufferPool(pd, config.fetchBufferMemory(),
+                    (int) Math.min(FETCH_BUFFER_CHUNK, Long.highestOneBit(config.fetchBufferMemory())), this::onFetchBufferReleased);
             made.add(fetchBuffers);
             this.registry = new MapOutputRegistry(pd, config.registeredMemoryLimit(), config.fetchTimeout().toMillis());
             made.add(registry);
             this.requests = new FetchRequestHandler(registry);
+            java.util.concurrent.atomic.AtomicInteger serverIds = new java.util.concurrent.atomic.AtomicInteger();
+            this.servers = Executors.newFixedThreadPool(config.serverThreads(), r -> Thread.ofPlatform().daemon()
+                    .name("rdma-shuffle-server-" + serverIds.getAndIncrement()).unstarted(r));
+            made.add(servers::shutdownNow);
             int decodeBound = config.receiveBufferSize();
             this.codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
             this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout());
@@ -719,18 +730,42 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 protocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests are served");
                 return;
             }
-            Message answer = requests.answer(
-                    c.attachment() instanceof String app ? app : MapOutputRegistry.OWN, r);
+            String app = c.attachment() instanceof String a ? a : MapOutputRegistry.OWN;
+            Message ready = requests.answerIfReady(app, r);
+            if (ready != null) {
+                reply(c, r, ready);
+                return;
+            }
             try {
-                send(c, answer, false);
-            } catch (IllegalArgumentException tooBig) {
-                send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
-                        + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
-            } catch (RuntimeException e) {
-                connectionFailed(c, e);
+                servers.execute(() -> {
+                    Message answer;
+                    try {
+                        answer = requests.answer(app, r);
+                    } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
+                        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
+                        answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer: " + e);
+                    }
+                    reply(c, r, answer);
+                });
+            } catch (RejectedExecutionException closing) {
+                // the engine is closing: the reducer learns it from the connection's end
             }
         } else if (c.attachment() instanceof PeerFetcher f) {
             f.onMessage(m);
+        }
+    }
+
+    private void reply(DataConnection c, Message.FetchRequest r, Message answer) {
+        if (c.isClosed()) {
+            return; // retired while a server thread answered
+        }
+        try {
+            send(c, answer, false);
+        } catch (IllegalArgumentException tooBig) {
+            send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
+                    + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
+        } catch (RuntimeException e) {
+            connectionFailed(c, e);
         }
     }
 
@@ -858,8 +893,12 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             closed = true;
         }
         timer.shutdownNow();
+        servers.shutdownNow();
         try {
             asyncEvents.join(1000);
+            // A server thread may be in a disk search or a registration; not waiting longer keeps close
+            // bounded, and what it does after finds the registry and connections closed.
+            servers.awaitTermination(1, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -176,6 +176,11 @@ final class EngineTestSupport {
             done.countDown();
         }
 
+        /** Whether every block was answered within {@code d}. */
+        boolean answeredWithin(Duration d) throws InterruptedException {
+            return done.await(d.toMillis(), TimeUnit.MILLISECONDS);
+        }
+
         Collector await() throws InterruptedException {
             assertTrue(done.await(WAIT.toSeconds(), TimeUnit.SECONDS), "blocks still owed: " + done.getCount() + " (fetched "
                     + fetched.size() + ", failed " + failed.size() + ")");

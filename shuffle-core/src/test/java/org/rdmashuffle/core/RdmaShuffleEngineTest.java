@@ -94,8 +94,9 @@ class RdmaShuffleEngineTest {
             pair.client.fetchBlocks(pair.server.address(), List.of(big), got);
             got.await();
             Throwable e = got.failed.get(big);
-            assertTrue(e instanceof BlockFetchException && e.getMessage().contains("larger than the fetch buffer memory"),
-                    String.valueOf(e));
+            assertTrue(e instanceof BlockFetchException && e.getMessage().contains("larger than the fetch buffer memory")
+                    && e.getMessage().contains("fetchBufferMemory"), String.valueOf(e));
+            assertEquals(BlockFetchException.Kind.TOO_LARGE, BlockFetchException.kindOf(e), "another transport may take it");
             EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
         }
     }

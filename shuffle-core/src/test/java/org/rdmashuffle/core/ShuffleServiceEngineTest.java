@@ -193,4 +193,51 @@ class ShuffleServiceEngineTest {
                     String.valueOf(c.failed.get(block)));
         }
     }
+
+    @Test
+    void aSlowDiskSearch_doesNotStallRequestsForRegisteredOutputs() throws Exception {
+        try (Node node = new Node()) {
+            EngineTestSupport.MapOutput known = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("k")), 0, 7,
+                    2, 3000, 8);
+            EngineTestSupport.MapOutput onDisk = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("d")), 0, 9,
+                    2, 3000, 9);
+            node.service.registerMapOutput("app-a", 0, 7, known.file(), known.offsets());
+            java.util.concurrent.CountDownLatch searching = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch diskAnswers = new java.util.concurrent.CountDownLatch(1);
+            node.service.resolver((app, shuffle, map) -> {
+                if (map != 9) {
+                    return null;
+                }
+                searching.countDown();
+                try {
+                    diskAnswers.await();
+                } catch (InterruptedException e) {
+                    throw new java.io.IOException(e);
+                }
+                return new MapOutputRegistry.ResolvedOutput(onDisk.file(), onDisk.offsets(), null);
+            });
+            try {
+                List<BlockId> slowBlocks = EngineTestSupport.everyPartition(List.of(onDisk));
+                Collector slow = new Collector(slowBlocks.size());
+                node.reducerA.fetchBlocks(node.service.address(), slowBlocks, slow);
+                assertTrue(searching.await(30, java.util.concurrent.TimeUnit.SECONDS), "the service never looked for map 9");
+
+                // The same reducer, the same connection: a request for a registered output is answered
+                // while the disk search for map 9 is still under way.
+                List<BlockId> knownBlocks = EngineTestSupport.everyPartition(List.of(known));
+                Collector fast = new Collector(knownBlocks.size());
+                node.reducerA.fetchBlocks(node.service.address(), knownBlocks, fast);
+                assertTrue(fast.answeredWithin(java.time.Duration.ofSeconds(20)),
+                        "a request for a registered output waited for another output's disk search");
+                fast.assertAllIntact(EngineTestSupport.expected(List.of(known), knownBlocks));
+                assertTrue(slow.fetched.isEmpty() && slow.failed.isEmpty(), "map 9 was answered before it was found");
+
+                diskAnswers.countDown();
+                slow.await().assertAllIntact(EngineTestSupport.expected(List.of(onDisk), slowBlocks));
+            } finally {
+                diskAnswers.countDown();
+            }
+            EngineTestSupport.assertNothingLeaks(node.reducerA, node.service);
+        }
+    }
 }

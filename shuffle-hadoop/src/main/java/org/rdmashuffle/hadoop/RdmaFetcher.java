@@ -44,7 +44,8 @@ import org.rdmashuffle.core.client.FetchedBlock;
  * ({@code copyFailed}, which reports the map to the application master); a service that cannot be
  * reached is a connection error, or, with fallback on, the host is fetched over HTTP by the stock
  * code from then on. With fallback on, an output the service has but cannot serve by RDMA (it cannot
- * register the file, say) is fetched over HTTP in the same round. A merge manager that says "wait"
+ * register the file, say), or a block larger than the reducer's fetch buffers, is fetched over HTTP
+ * in the same round. A merge manager that says "wait"
  * gets the rest of the host's maps back.
  */
 final class RdmaFetcher<K, V> extends Fetcher<K, V> {
@@ -121,10 +122,12 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
             String why = f.cause().getMessage() == null ? f.cause().toString() : f.cause().getMessage();
             switch (BlockFetchException.kindOf(f.cause())) {
                 case UNREACHABLE, NOT_AUTHENTICATED -> unreachable = f.cause();
-                case REFUSED -> {
+                case REFUSED, TOO_LARGE -> {
                     if (fallback) {
                         // The service has the output but will not serve it by RDMA (cannot register the
-                        // file, say): HTTP can. The stock fetcher gets this map alone, below.
+                        // file, say), or the block is more than this reducer's fetch buffers hold: HTTP
+                        // can (the merge manager takes large outputs to disk). The stock fetcher gets
+                        // this map alone, below.
                         LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + ": " + why
                                 + "; fetching it over HTTP");
                         remaining.remove(m);

@@ -41,8 +41,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * MapReduce jobs on a YARN cluster whose NodeManager runs {@link RdmaShuffleService}, reducers
  * shuffling with {@link RdmaShuffleConsumerPlugin}: the sorted output equals the stock shuffle's, a
- * lost map output is re-run, an unreachable service falls back to HTTP, and a reducer without the
- * job's secret reads nothing.
+ * lost map output is re-run, an unreachable service, an output it will not serve and blocks too large
+ * for the reducer's fetch buffers fall back to HTTP, and a reducer without the job's secret reads nothing.
  */
 class MapReduceOverRdmaTest {
     private static final int ROWS = 1_000_000;
@@ -116,6 +116,18 @@ class MapReduceOverRdmaTest {
         assertSameOutput(stock, mixed);
         assertEquals(0, mixed.failedMaps, "nothing was re-run: the refused output came over HTTP");
         assertEquals(MAPS - 1, servedMapOutputs() - resolvedBefore, "all other outputs were served by RDMA");
+    }
+
+    @Test
+    void blocksLargerThanTheReducersFetchBuffers_areFetchedOverHttp_withFallback() throws Exception {
+        long perBlock = stock.shuffleBytes / ((long) MAPS * REDUCES);
+        assertTrue(perBlock > 3 << 19, "this test needs blocks well above 1 MiB, not " + perBlock + " bytes");
+        JobConf conf = cluster.rdmaJobConf(true);
+        conf.set(HadoopSettings.PREFIX + org.rdmashuffle.core.config.EngineConfig.KEY_FETCH_BUFFER_MEMORY, "1m");
+        Outcome big = sort("too-large", conf);
+        assertSameOutput(stock, big);
+        assertEquals(0, big.failedMaps, "nothing was re-run: the blocks came over HTTP");
+        assertEquals(stock.shuffleBytes, big.shuffleBytes, "reduce shuffle bytes, stock vs over HTTP");
     }
 
     @Test

@@ -76,8 +76,8 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
             @Override
             public void onBlockFetchFailure(BlockId block, Throwable cause) {
                 String name = names.get(block);
-                if (manager.fallsBackToSparksService(BlockFetchException.kindOf(cause))) {
-                    // The node's RDMA half is down or will not serve this output; Spark's half beside it can.
+                if (manager.fetchesOverSparkInstead(BlockFetchException.kindOf(cause))) {
+                    // RDMA cannot carry this block (see fetchesOverSparkInstead); Spark's transport can.
                     manager.blocksOverFallback.incrementAndGet();
                     builtIn.fetchBlocks(host, port, execId, new String[] {name}, listener, downloadFileManager);
                     return;

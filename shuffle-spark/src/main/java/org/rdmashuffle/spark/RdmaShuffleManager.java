@@ -214,15 +214,22 @@ public final class RdmaShuffleManager implements ShuffleManager {
     }
 
     /**
-     * Whether a block the node's service could not give by RDMA is fetched from Spark's shuffle service
-     * beside it instead: in service mode with fallback on, when the RDMA half is unreachable, refuses
-     * the handshake, or will not serve the output. (An executor serving its own outputs that cannot be
-     * reached is gone: Spark's transport would only retry the same dead peer.)
+     * Whether a block the engine could not fetch is fetched with Spark's own transport instead (with
+     * fallback on): one the server will not serve by RDMA ({@code REFUSED}) or that is larger than this
+     * reducer's fetch buffers ({@code TOO_LARGE}; Spark streams large blocks to disk), from whichever
+     * server Spark would have asked; and in service mode, when the node's RDMA half is unreachable or
+     * refuses the handshake, from Spark's half beside it. (An executor serving its own outputs that
+     * cannot be reached is gone: Spark's transport would only retry the same dead peer.)
      */
-    boolean fallsBackToSparksService(org.rdmashuffle.core.client.BlockFetchException.Kind kind) {
-        return conf.getBoolean(SERVICE_ENABLED, false) && conf.getBoolean(FALLBACK, true)
-                && kind != org.rdmashuffle.core.client.BlockFetchException.Kind.NO_SUCH_OUTPUT
-                && kind != org.rdmashuffle.core.client.BlockFetchException.Kind.FAILED;
+    boolean fetchesOverSparkInstead(org.rdmashuffle.core.client.BlockFetchException.Kind kind) {
+        if (!conf.getBoolean(FALLBACK, true)) {
+            return false;
+        }
+        return switch (kind) {
+            case REFUSED, TOO_LARGE -> true;
+            case UNREACHABLE, NOT_AUTHENTICATED -> conf.getBoolean(SERVICE_ENABLED, false);
+            case NO_SUCH_OUTPUT, FAILED -> false;
+        };
     }
 
     /** Puts the engine's address into the shuffle server id that every MapStatus of this executor carries. */

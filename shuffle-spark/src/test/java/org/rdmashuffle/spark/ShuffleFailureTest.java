@@ -192,4 +192,52 @@ class ShuffleFailureTest {
                     e.getMessage());
         }
     }
+
+    /** Map {@code m}'s rows: key 0 gets 1 KiB values of random letters (barely compressible), key 1 short ones. */
+    private static List<scala.Tuple2<Integer, String>> bigAndSmallRows(int m) {
+        java.util.Random random = new java.util.Random(m);
+        List<scala.Tuple2<Integer, String>> rows = new java.util.ArrayList<>();
+        char[] big = new char[1024];
+        for (int i = 0; i < 1500; i++) {
+            for (int k = 0; k < big.length; k++) {
+                big[k] = (char) ('a' + random.nextInt(26));
+            }
+            rows.add(new scala.Tuple2<>(0, new String(big)));
+        }
+        for (int i = 0; i < 100; i++) {
+            rows.add(new scala.Tuple2<>(1, "small-" + m + "-" + i));
+        }
+        return rows;
+    }
+
+    @Test
+    void aBlockLargerThanTheReducersFetchBuffers_comesOverSparksTransport_andNoStageReRuns() throws Exception {
+        // 1 MiB of fetch buffers; each map's key-0 block is about 1.5 MB.
+        SparkConf conf = SparkClusterSupport.conf("too large", true, scratch).set("spark.shuffle.rdma.fetchBufferMemory", "1m");
+        int maps = 8;
+        List<String> expected = new java.util.ArrayList<>();
+        for (int key = 0; key < 2; key++) {
+            List<String> values = new java.util.ArrayList<>();
+            for (int m = 0; m < maps; m++) {
+                for (scala.Tuple2<Integer, String> t : bigAndSmallRows(m)) {
+                    if (t._1() == key) {
+                        values.add(t._2());
+                    }
+                }
+            }
+            expected.add("(" + key + "," + Workloads.summary(values) + ")");
+        }
+        try (JavaSparkContext sc = new JavaSparkContext(conf)) {
+            StageFailures failures = new StageFailures();
+            sc.sc().addSparkListener(failures);
+            List<String> got = sc.parallelize(java.util.stream.IntStream.range(0, maps).boxed().toList(), maps)
+                    .flatMapToPair(m -> bigAndSmallRows(m).iterator()).groupByKey(2).mapValues(Workloads::summary).collect()
+                    .stream().map(String::valueOf).sorted().toList();
+            assertEquals(expected, got);
+            assertEquals(List.of(), failures.reasons, "no fetch failed, no stage ran again");
+            long[] counts = SparkClusterSupport.fetchCounts(sc);
+            assertTrue(counts[0] > 0, "the small blocks came over RDMA: " + java.util.Arrays.toString(counts));
+            assertTrue(counts[1] > 0, "the large blocks came over Spark's transport: " + java.util.Arrays.toString(counts));
+        }
+    }
 }

@@ -22,6 +22,11 @@ public final class BlockFetchException extends IOException {
         NO_SUCH_OUTPUT,
         /** The peer has the output but will not serve it by RDMA (cannot register it, ...): another transport may. */
         REFUSED,
+        /**
+         * The block is larger than this reducer's registered fetch buffers can ever hold
+         * ({@code fetchBufferMemory}): a transport that streams it to disk can take it.
+         */
+        TOO_LARGE,
         /** The fetch itself failed: a broken connection, a timeout, a failed read, a malformed answer. */
         FAILED
     }

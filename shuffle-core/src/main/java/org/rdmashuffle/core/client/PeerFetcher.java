@@ -333,8 +333,9 @@ public final class PeerFetcher {
             }
         }
         if (!tooLarge.isEmpty()) {
-            notifyFailed(tooLarge, BlockFetchException.Kind.FAILED, "the block is larger than the fetch buffer memory ("
-                    + transport.buffers().limitBytes() + " bytes) can hold", null);
+            notifyFailed(tooLarge, BlockFetchException.Kind.TOO_LARGE, "the block is larger than the fetch buffer memory ("
+                    + transport.buffers().limitBytes() + " bytes, " + org.rdmashuffle.core.config.EngineConfig.KEY_FETCH_BUFFER_MEMORY
+                    + ") can hold", null);
         }
         if (postFailed != null) {
             fail(postFailed);

@@ -41,6 +41,7 @@ public final class EngineConfig {
     public static final String KEY_REGISTERED_MEMORY_LIMIT = "registeredMemoryLimit";
     public static final String KEY_FETCH_BUFFER_MEMORY = "fetchBufferMemory";
     public static final String KEY_POLLER_THREADS = "pollerThreads";
+    public static final String KEY_SERVER_THREADS = "serverThreads";
     public static final String KEY_BUSY_POLL = "busyPoll";
     public static final String KEY_CONNECT_TIMEOUT = "connectTimeout";
     public static final String KEY_FETCH_TIMEOUT = "fetchTimeout";
@@ -65,6 +66,7 @@ public final class EngineConfig {
     long registeredMemoryLimit = 64L << 30;
     long fetchBufferMemory = 256L << 20;
     int pollerThreads = 1;
+    int serverThreads = 2;
     Duration busyPoll = Duration.ofNanos(50_000);
     Duration connectTimeout = Duration.ofSeconds(10);
     Duration fetchTimeout = Duration.ofSeconds(120);
@@ -99,8 +101,8 @@ public final class EngineConfig {
         return java.util.List.of(KEY_PROVIDER, KEY_DEVICE, KEY_PORT, KEY_GID_INDEX, KEY_BIND_ADDRESS, KEY_CONTROL_PORT,
                 KEY_QPS_PER_PEER, KEY_CHAIN_LENGTH, KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER,
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
-                KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_BUSY_POLL,
-                KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS);
+                KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
+                KEY_BUSY_POLL, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS);
     }
 
     /** Sets one key (without prefix) from its text form; returns this. */
@@ -124,6 +126,7 @@ public final class EngineConfig {
             case KEY_REGISTERED_MEMORY_LIMIT -> registeredMemoryLimit = parseBytes(v);
             case KEY_FETCH_BUFFER_MEMORY -> fetchBufferMemory = parseBytes(v);
             case KEY_POLLER_THREADS -> pollerThreads = Integer.parseInt(v);
+            case KEY_SERVER_THREADS -> serverThreads = Integer.parseInt(v);
             case KEY_BUSY_POLL -> busyPoll = parseDuration(v);
             case KEY_CONNECT_TIMEOUT -> connectTimeout = parseDuration(v);
             case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
@@ -150,6 +153,7 @@ public final class EngineConfig {
         require(registeredMemoryLimit > 0, KEY_REGISTERED_MEMORY_LIMIT, "positive", registeredMemoryLimit);
         require(fetchBufferMemory >= (1 << 20), KEY_FETCH_BUFFER_MEMORY, "at least 1m", fetchBufferMemory);
         require(pollerThreads >= 1 && pollerThreads <= 64, KEY_POLLER_THREADS, "1..64", pollerThreads);
+        require(serverThreads >= 1 && serverThreads <= 64, KEY_SERVER_THREADS, "1..64", serverThreads);
         require(!busyPoll.isNegative(), KEY_BUSY_POLL, "not negative", busyPoll);
         require(connectTimeout.toMillis() > 0, KEY_CONNECT_TIMEOUT, "positive", connectTimeout);
         require(fetchTimeout.toMillis() > 0, KEY_FETCH_TIMEOUT, "positive", fetchTimeout);
@@ -184,6 +188,7 @@ public final class EngineConfig {
         m.put(KEY_REGISTERED_MEMORY_LIMIT, Long.toString(registeredMemoryLimit));
         m.put(KEY_FETCH_BUFFER_MEMORY, Long.toString(fetchBufferMemory));
         m.put(KEY_POLLER_THREADS, Integer.toString(pollerThreads));
+        m.put(KEY_SERVER_THREADS, Integer.toString(serverThreads));
         m.put(KEY_BUSY_POLL, busyPoll.toNanos() / 1000 + "us");
         m.put(KEY_CONNECT_TIMEOUT, connectTimeout.toMillis() + "ms");
         m.put(KEY_FETCH_TIMEOUT, fetchTimeout.toMillis() + "ms");
@@ -243,6 +248,8 @@ public final class EngineConfig {
     public long registeredMemoryLimit() { return registeredMemoryLimit; }
     public long fetchBufferMemory() { return fetchBufferMemory; }
     public int pollerThreads() { return pollerThreads; }
+    /** Threads answering fetch requests that need slow work (finding an output on disk, registering its file). */
+    public int serverThreads() { return serverThreads; }
     public Duration busyPoll() { return busyPoll; }
     public Duration connectTimeout() { return connectTimeout; }
     public Duration fetchTimeout() { return fetchTimeout; }

@@ -29,10 +29,28 @@ public final class FetchRequestHandler {
 
     /** Answers a request of a reducer authenticated for {@code app}: it sees that application's outputs only. */
     public Message answer(String app, Message.FetchRequest request) {
+        return answer(app, request, true);
+    }
+
+    /**
+     * As {@link #answer(String, Message.FetchRequest)} if no block needs slow work (an output found on
+     * disk, a file registered); null otherwise. The completion poller answers these itself.
+     */
+    public Message answerIfReady(String app, Message.FetchRequest request) {
+        return answer(app, request, false);
+    }
+
+    private Message answer(String app, Message.FetchRequest request, boolean mayBlock) {
         List<BlockDescriptor> blocks = new ArrayList<>(request.blocks().size());
         for (BlockId b : request.blocks()) {
             try {
-                blocks.add(registry.describe(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition()));
+                BlockDescriptor d = mayBlock
+                        ? registry.describe(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition())
+                        : registry.describeIfRegistered(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition());
+                if (d == null) {
+                    return null;
+                }
+                blocks.add(d);
             } catch (IllegalArgumentException | IllegalStateException | RegisteredMemoryExhaustedException
                      | UncheckedIOException | org.rdmashuffle.verbs.VerbsException e) {
                 String reason = b + ": " + e.getMessage();

@@ -11,6 +11,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.LongSupplier;
 
 import org.rdmashuffle.verbs.Access;
@@ -26,7 +27,11 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  * <p>Registered memory is bounded: when registering would exceed the limit, the least recently
  * described regions are released, except those described within the lease period (a reducer may be
  * reading them right now). If nothing can be released the request fails with
- * {@link RegisteredMemoryExhaustedException} naming the numbers. Thread-safe.
+ * {@link RegisteredMemoryExhaustedException} naming the numbers.
+ *
+ * <p>Thread-safe, and the slow work runs outside its lock — a resolver's disk search, registering a
+ * file (ibv_reg_mr pins, and so reads, every page) — so requests for registered outputs are answered
+ * while other outputs are found or registered.
  *
  * <p>Outputs belong to an application: an executor's engine serves its own ({@link #OWN}), a node's
  * shuffle service many, each reducer seeing only those of the application it authenticated for. A
@@ -52,7 +57,10 @@ public final class MapOutputRegistry implements AutoCloseable {
     private record ShuffleKey(String app, int shuffleId) {
     }
 
-    /** Finds map outputs that were not registered: asked on the first request for one, under the registry's lock. */
+    /**
+     * Finds map outputs that were not registered: asked on the first request for one, outside the
+     * registry's lock and possibly from several threads at once.
+     */
     public interface Resolver {
         /** The output, or null if the application has none by that id. */
         ResolvedOutput resolve(String app, int shuffleId, long mapId) throws IOException;
@@ -73,6 +81,10 @@ public final class MapOutputRegistry implements AutoCloseable {
         final long[] offsets;
         final long[] rawLengths;
         MemoryRegion region;
+        /** Set while a thread registers the file outside the lock; others wait on it. */
+        CompletableFuture<Void> registration;
+        /** Replaced by a re-attempt, or its shuffle or application forgotten. */
+        boolean released;
         long describedAt;
 
         MapOutput(int shuffleId, long mapId, Path dataFile, long[] offsets, long[] rawLengths) {
@@ -166,14 +178,94 @@ public final class MapOutputRegistry implements AutoCloseable {
         return describe(OWN, shuffleId, mapId, start, end);
     }
 
-    /** As {@link #describe(int, long, int, int)}, for an output of application {@code app}. */
-    public synchronized BlockDescriptor describe(String app, int shuffleId, long mapId, int start, int end) {
+    /**
+     * As {@link #describe(int, long, int, int)}, for an output of application {@code app}. The slow
+     * parts run outside the registry's lock, so they do not hold up requests for outputs already
+     * registered: finding an output nobody registered (the resolver's disk search) and registering
+     * its file (which pins, and so reads, every page of it). Requests for an output whose file is
+     * being registered wait for that one registration.
+     */
+    public BlockDescriptor describe(String app, int shuffleId, long mapId, int start, int end) {
+        while (true) {
+            MapOutput out = output(app, shuffleId, mapId);
+            CompletableFuture<Void> registration;
+            boolean mine = false;
+            synchronized (this) {
+                ensureOpen();
+                if (out.released) {
+                    continue; // replaced or forgotten meanwhile: look again
+                }
+                BlockDescriptor d = describe(out, start, end);
+                if (d != null) {
+                    return d;
+                }
+                if (out.registration == null) {
+                    makeRoom(out.size(), out);
+                    registeredBytes += out.size(); // reserved while the file is registered outside the lock
+                    out.registration = new CompletableFuture<>();
+                    mine = true;
+                }
+                registration = out.registration;
+            }
+            if (mine) {
+                register(out, registration);
+            } else {
+                try {
+                    registration.join();
+                } catch (java.util.concurrent.CompletionException e) {
+                    throw e.getCause() instanceof RuntimeException r ? r : e;
+                }
+            }
+        }
+    }
+
+    /**
+     * As {@link #describe(String, int, long, int, int)} when that needs no slow work; null when it
+     * would have to find the output on disk or register its file. For the completion poller, which
+     * answers what it can at once and hands the rest to threads that may block.
+     */
+    public synchronized BlockDescriptor describeIfRegistered(String app, int shuffleId, long mapId, int start, int end) {
         ensureOpen();
-        MapOutput out = find(app, shuffleId, mapId);
+        MapOutput out = known(app, shuffleId, mapId);
+        if (out == null && resolver != null) {
+            return null;
+        }
+        return describe(required(out, app, shuffleId, mapId), start, end);
+    }
+
+    /** The output, known or found by the resolver (outside the lock); NoSuchMapOutputException if neither. */
+    private MapOutput output(String app, int shuffleId, long mapId) {
+        Resolver r;
+        synchronized (this) {
+            ensureOpen();
+            MapOutput out = known(app, shuffleId, mapId);
+            if (out != null || resolver == null) {
+                return required(out, app, shuffleId, mapId);
+            }
+            r = resolver;
+        }
+        ResolvedOutput found;
+        try {
+            found = r.resolve(app, shuffleId, mapId);
+        } catch (IOException e) {
+            throw new UncheckedIOException("map output " + mapId + " of shuffle " + shuffleId + ": " + e.getMessage(), e);
+        }
+        synchronized (this) {
+            ensureOpen();
+            MapOutput out = known(app, shuffleId, mapId); // another request may have found it meanwhile
+            if (out == null && found != null) {
+                out = add(app, shuffleId, mapId, found);
+            }
+            return required(out, app, shuffleId, mapId);
+        }
+    }
+
+    /** The block of partitions {@code [start, end)} of {@code out}; null if its file is not registered. Under the lock. */
+    private BlockDescriptor describe(MapOutput out, int start, int end) {
         int partitions = out.offsets.length - 1;
         if (start < 0 || end > partitions || start >= end) {
-            throw new IllegalArgumentException("partitions [" + start + ", " + end + ") of map output " + mapId
-                    + " of shuffle " + shuffleId + ", which has " + partitions);
+            throw new IllegalArgumentException("partitions [" + start + ", " + end + ") of map output " + out.mapId
+                    + " of shuffle " + out.shuffleId + ", which has " + partitions);
         }
         long offset = out.offsets[start];
         long length = out.offsets[end] - offset;
@@ -185,30 +277,49 @@ public final class MapOutputRegistry implements AutoCloseable {
             }
         }
         if (length == 0) {
-            return new BlockDescriptor(shuffleId, mapId, start, end, 0, 0, 0, raw);
+            return new BlockDescriptor(out.shuffleId, out.mapId, start, end, 0, 0, 0, raw);
         }
-        MemoryRegion region = registeredRegion(out);
+        if (out.region == null) {
+            return null;
+        }
+        registered.get(out); // touch: most recently used
         out.describedAt = clock.getAsLong();
-        return new BlockDescriptor(shuffleId, mapId, start, end, region.address() + offset, length, region.rkey(), raw);
+        return new BlockDescriptor(out.shuffleId, out.mapId, start, end, out.region.address() + offset, length,
+                out.region.rkey(), raw);
     }
 
-    private MemoryRegion registeredRegion(MapOutput out) {
-        if (out.region != null) {
-            registered.get(out); // touch: most recently used
-            return out.region;
-        }
-        makeRoom(out.size(), out);
+    /** Registers {@code out}'s file, outside the lock; its bytes were reserved. Completes {@code registration} either way. */
+    private void register(MapOutput out, CompletableFuture<Void> registration) {
+        MemoryRegion region = null;
+        RuntimeException failure = null;
         try (FileChannel ch = FileChannel.open(out.dataFile, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             // READ and WRITE: kernels before 6.2 can only register a writable file mapping (see
             // ProtectionDomain.registerFile). Peers still only read: the region allows REMOTE_READ alone.
-            out.region = pd.registerFile(ch, 0, out.size(), Access.REMOTE_READ);
+            region = pd.registerFile(ch, 0, out.size(), Access.REMOTE_READ);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot map " + out.dataFile + " for registration", e);
+            failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration", e);
+        } catch (RuntimeException e) {
+            failure = e;
         }
-        registered.put(out, Boolean.TRUE);
-        registeredBytes += out.size();
-        registrations++;
-        return out.region;
+        synchronized (this) {
+            out.registration = null;
+            if (failure == null && !out.released && !closed) {
+                out.region = region;
+                registered.put(out, Boolean.TRUE);
+                registrations++;
+                region = null;
+            } else {
+                registeredBytes -= out.size(); // give the reservation back
+            }
+        }
+        if (region != null) {
+            region.close(); // its output was forgotten while it was being registered
+        }
+        if (failure != null) {
+            registration.completeExceptionally(failure);
+            throw failure;
+        }
+        registration.complete(null);
     }
 
     private void makeRoom(long bytes, MapOutput forWhom) {
@@ -239,7 +350,9 @@ public final class MapOutputRegistry implements AutoCloseable {
         registeredBytes -= out.size();
     }
 
+    /** Forgets {@code out}: deregisters its region, or has a registration under way give its region back. */
     private void release(MapOutput out) {
+        out.released = true;
         if (out.region != null) {
             registered.remove(out);
             deregister(out);
@@ -272,20 +385,12 @@ public final class MapOutputRegistry implements AutoCloseable {
         return n;
     }
 
-    private MapOutput find(String app, int shuffleId, long mapId) {
+    private MapOutput known(String app, int shuffleId, long mapId) {
         Map<Long, MapOutput> maps = outputs.get(new ShuffleKey(app, shuffleId));
-        MapOutput out = maps == null ? null : maps.get(mapId);
-        if (out == null && resolver != null) {
-            ResolvedOutput found;
-            try {
-                found = resolver.resolve(app, shuffleId, mapId);
-            } catch (IOException e) {
-                throw new UncheckedIOException("map output " + mapId + " of shuffle " + shuffleId + ": " + e.getMessage(), e);
-            }
-            if (found != null) {
-                out = add(app, shuffleId, mapId, found);
-            }
-        }
+        return maps == null ? null : maps.get(mapId);
+    }
+
+    private static MapOutput required(MapOutput out, String app, int shuffleId, long mapId) {
         if (out == null) {
             throw new NoSuchMapOutputException("no map output " + mapId + " of shuffle " + shuffleId
                     + (app.equals(OWN) ? "" : " of " + app) + " is registered here");
@@ -293,7 +398,7 @@ public final class MapOutputRegistry implements AutoCloseable {
         return out;
     }
 
-    /** Bytes registered with the device now. */
+    /** Bytes registered with the device now, or reserved by registrations under way. */
     public synchronized long registeredBytes() {
         return registeredBytes;
     }

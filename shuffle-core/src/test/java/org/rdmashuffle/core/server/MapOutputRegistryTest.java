@@ -2,6 +2,9 @@ package org.rdmashuffle.core.server;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +13,10 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.AfterEach;
@@ -167,5 +174,208 @@ class MapOutputRegistryTest {
         assertEquals(0, registry.registeredBytes());
         assertEquals(0, registry.registeredRegions());
         assertThrows(IllegalStateException.class, () -> registry.describe(2, 1, 0, 1));
+    }
+
+    /** Threads of their own: the common pool has one on a 2-core machine, and a blocked task would starve the others. */
+    private final java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(3, r -> {
+        Thread t = new Thread(r, "registry-test");
+        t.setDaemon(true);
+        return t;
+    });
+
+    @AfterEach
+    void stopThreads() {
+        threads.shutdownNow();
+    }
+
+    @Test
+    void aDiskSearchForOneApplication_doesNotHoldUpAnotherApplicationsKnownOutputs() throws Exception {
+        Path known = dataFile("b.data", 1000);
+        Path slow = dataFile("a.data", 2000);
+        CountDownLatch searching = new CountDownLatch(1);
+        CountDownLatch diskAnswers = new CountDownLatch(1);
+        try (MapOutputRegistry registry = new MapOutputRegistry(pd, 1 << 20, 60_000, now::get)) {
+            registry.register("app-b", 0, 5, known, new long[] {0, 1000});
+            registry.describe("app-b", 0, 5, 0, 1);
+            registry.resolver((app, shuffle, map) -> {
+                searching.countDown();
+                try {
+                    diskAnswers.await();
+                } catch (InterruptedException e) {
+                    throw new IOException(e);
+                }
+                return new MapOutputRegistry.ResolvedOutput(slow, new long[] {0, 2000}, null);
+            });
+            CompletableFuture<BlockDescriptor> searched = CompletableFuture.supplyAsync(
+                    () -> registry.describe("app-a", 0, 9, 0, 1), threads);
+            assertTrue(searching.await(10, TimeUnit.SECONDS), "the resolver was never asked");
+
+            // While app-a's output is being looked for, app-b's is described, and the registry answers.
+            CompletableFuture<BlockDescriptor> other = CompletableFuture.supplyAsync(
+                    () -> registry.describe("app-b", 0, 5, 0, 1), threads);
+            assertEquals(1000, other.get(10, TimeUnit.SECONDS).length(), "a known output waited for another's disk search");
+            assertEquals(1, registry.mapOutputs());
+            assertFalse(searched.isDone());
+
+            diskAnswers.countDown();
+            assertEquals(2000, searched.get(10, TimeUnit.SECONDS).length());
+            assertEquals(2, registry.mapOutputs());
+        }
+    }
+
+    @Test
+    void twoRequestsFindingTheSameOutput_registerItOnce() throws Exception {
+        Path file = dataFile("a.data", 3000);
+        CountDownLatch bothSearching = new CountDownLatch(2);
+        AtomicInteger searches = new AtomicInteger();
+        try (MapOutputRegistry registry = new MapOutputRegistry(pd, 1 << 20, 60_000, now::get)) {
+            registry.resolver((app, shuffle, map) -> {
+                searches.incrementAndGet();
+                bothSearching.countDown();
+                try {
+                    bothSearching.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    throw new IOException(e);
+                }
+                return new MapOutputRegistry.ResolvedOutput(file, new long[] {0, 1000, 3000}, null);
+            });
+            CompletableFuture<BlockDescriptor> first = CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 1, 0, 1), threads);
+            CompletableFuture<BlockDescriptor> second = CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 1, 1, 2), threads);
+            BlockDescriptor a = first.get(10, TimeUnit.SECONDS);
+            BlockDescriptor b = second.get(10, TimeUnit.SECONDS);
+            assertEquals(2, searches.get(), "both searched at once");
+            assertEquals(1, registry.mapOutputs());
+            assertEquals(1, registry.registrations(), "the output found twice was registered once");
+            assertEquals(a.rkey(), b.rkey());
+            assertEquals(a.address() + 1000, b.address());
+        }
+    }
+
+    @Test
+    void describeIfRegistered_answersWithoutSlowWork_orNull() throws IOException {
+        Path file = dataFile("s.data", 4000);
+        try (MapOutputRegistry registry = new MapOutputRegistry(pd, 1 << 20, 60_000, now::get)) {
+            registry.register("app", 3, 1, file, new long[] {0, 0, 4000});
+            assertNotNull(registry.describeIfRegistered("app", 3, 1, 0, 1), "an empty block needs no region");
+            assertNull(registry.describeIfRegistered("app", 3, 1, 1, 2), "the file is not registered yet");
+            assertEquals(0, registry.registrations());
+            assertThrows(IllegalArgumentException.class, () -> registry.describeIfRegistered("app", 3, 1, 1, 3));
+            assertThrows(NoSuchMapOutputException.class, () -> registry.describeIfRegistered("app", 3, 2, 0, 1),
+                    "no resolver: an unknown output is an error at once");
+
+            BlockDescriptor registered = registry.describe("app", 3, 1, 1, 2);
+            assertEquals(registered, registry.describeIfRegistered("app", 3, 1, 1, 2));
+
+            registry.resolver((app, shuffle, map) -> null);
+            assertNull(registry.describeIfRegistered("app", 3, 2, 0, 1), "with a resolver, an unknown output needs a search");
+            assertThrows(NoSuchMapOutputException.class, () -> registry.describe("app", 3, 2, 0, 1));
+        }
+    }
+
+    /** The test's protection domain, except that registering a file of {@code slowLength} bytes waits until {@code proceed} opens. */
+    private static final class SlowFileRegistrations implements ProtectionDomain {
+        final ProtectionDomain pd;
+        final long slowLength;
+        final CountDownLatch registering = new CountDownLatch(1);
+        final CountDownLatch proceed = new CountDownLatch(1);
+
+        SlowFileRegistrations(ProtectionDomain pd, long slowLength) {
+            this.pd = pd;
+            this.slowLength = slowLength;
+        }
+
+        @Override
+        public MemoryRegion registerFile(java.nio.channels.FileChannel file, long offset, long length, int access) {
+            if (length != slowLength) {
+                return pd.registerFile(file, offset, length, access);
+            }
+            registering.countDown();
+            try {
+                proceed.await();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+            return pd.registerFile(file, offset, length, access);
+        }
+
+        @Override
+        public VerbsContext context() {
+            return pd.context();
+        }
+
+        @Override
+        public MemoryRegion register(java.lang.foreign.MemorySegment memory, int access) {
+            return pd.register(memory, access);
+        }
+
+        @Override
+        public MemoryRegion allocateAndRegister(long bytes, int access) {
+            return pd.allocateAndRegister(bytes, access);
+        }
+
+        @Override
+        public org.rdmashuffle.verbs.SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit) {
+            return pd.createSharedReceiveQueue(maxWr, maxSge, limit);
+        }
+
+        @Override
+        public QueuePair createQueuePair(QueuePairConfig config) {
+            return pd.createQueuePair(config);
+        }
+
+        @Override
+        public void close() {
+            // the test closes its own protection domain
+        }
+    }
+
+    @Test
+    void aSlowFileRegistration_holdsUpOnlyTheRequestsForThatOutput() throws Exception {
+        Path small = dataFile("small.data", 1000);
+        Path big = dataFile("big.data", 5000);
+        SlowFileRegistrations registration = new SlowFileRegistrations(pd, 5000);
+        try (MapOutputRegistry registry = new MapOutputRegistry(registration, 1 << 20, 60_000, now::get)) {
+            registry.register("app", 0, 1, small, new long[] {0, 1000});
+            registry.register("app", 0, 2, big, new long[] {0, 2000, 5000});
+            BlockDescriptor one = registry.describe("app", 0, 1, 0, 1);
+            CompletableFuture<BlockDescriptor> first = CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 2, 0, 1), threads);
+            assertTrue(registration.registering.await(10, TimeUnit.SECONDS), "map 2's file was never registered");
+            CompletableFuture<BlockDescriptor> sameOutput = CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 2, 1, 2), threads);
+
+            // While map 2's file is being registered, the registry answers about everything else.
+            assertEquals(one, CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 1, 0, 1), threads)
+                    .get(10, TimeUnit.SECONDS), "a registered output waited for another output's registration");
+            assertNull(registry.describeIfRegistered("app", 0, 2, 0, 1), "map 2 is not registered yet");
+            assertEquals(6000, registry.registeredBytes(), "map 2's bytes are reserved while it registers");
+            assertFalse(first.isDone() || sameOutput.isDone());
+
+            registration.proceed.countDown();
+            BlockDescriptor a = first.get(10, TimeUnit.SECONDS);
+            BlockDescriptor b = sameOutput.get(10, TimeUnit.SECONDS);
+            assertEquals(2, registry.registrations(), "the second request for map 2 waited for the first's registration");
+            assertEquals(a.rkey(), b.rkey());
+            assertEquals(a.address() + 2000, b.address());
+            assertEquals(a, registry.describeIfRegistered("app", 0, 2, 0, 1));
+        }
+    }
+
+    @Test
+    void anOutputForgottenWhileItsFileIsRegistered_givesItsRegionBack() throws Exception {
+        Path file = dataFile("a.data", 3000);
+        SlowFileRegistrations registration = new SlowFileRegistrations(pd, 3000);
+        try (MapOutputRegistry registry = new MapOutputRegistry(registration, 1 << 20, 60_000, now::get)) {
+            registry.register("app", 4, 1, file, new long[] {0, 3000});
+            CompletableFuture<BlockDescriptor> describing = CompletableFuture.supplyAsync(() -> registry.describe("app", 4, 1, 0, 1), threads);
+            assertTrue(registration.registering.await(10, TimeUnit.SECONDS), "the file was never registered");
+            assertEquals(1, registry.unregisterApplication("app"));
+            registration.proceed.countDown();
+
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> describing.get(10, TimeUnit.SECONDS));
+            assertTrue(e.getCause() instanceof NoSuchMapOutputException, String.valueOf(e.getCause()));
+            assertEquals(0, registry.registeredBytes(), "the reservation was given back");
+            assertEquals(0, registry.registeredRegions());
+            assertEquals(0, registry.mapOutputs());
+        }
     }
 }

@@ -19,6 +19,13 @@ import org.rdmashuffle.core.server.MapOutputRegistry;
  * and a map output is the pair {@code shuffle_<shuffle>_<map>_0.index} and {@code .data} there. Spark's
  * map ids are task attempt ids, unique within an application, so the first pair found is the output.
  *
+ * <p>Where to look first is computed as Spark's {@code DiskBlockManager} places a file: an executor
+ * with {@code L} local dirs puts {@code name} in sub dir {@code (hash(name) / L) % 64} of one of its
+ * {@code blockmgr-*} dirs. On YARN an executor's local dirs are the application's dirs on every
+ * NodeManager local dir, so {@code L} is their number and each {@code blockmgr-*} dir needs one look.
+ * An executor laid out otherwise (a failed disk, {@code spark.diskStore.subDirectories} changed) is
+ * found by searching every sub dir, which {@link #searches()} counts.
+ *
  * <p>Only the directories the service itself names for an authenticated application are searched; a
  * reducer names nothing but the shuffle and map ids. Spark-free (it runs in a NodeManager).
  */
@@ -27,6 +34,9 @@ public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
 
     private final Function<String, List<Path>> applicationDirs;
     private final AtomicLong resolved = new AtomicLong();
+    private final AtomicLong searches = new AtomicLong();
+    /** Spark's default {@code spark.diskStore.subDirectories}. */
+    static final int SUB_DIRS_PER_LOCAL_DIR = 64;
 
     /** @param applicationDirs the directories holding an application's {@code blockmgr-*} dirs on this node; empty if none */
     public SparkOutputFiles(Function<String, List<Path>> applicationDirs) {
@@ -39,35 +49,52 @@ public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
             return null;
         }
         String name = "shuffle_" + shuffleId + "_" + mapId + "_0";
-        for (Path root : applicationDirs.apply(app)) {
-            if (!Files.isDirectory(root)) {
-                continue;
-            }
-            Path index = find(root, name + ".index");
-            if (index != null) {
-                // The data file may hash into another of the executor's local dirs than its index.
-                return read(index, find(root, name + ".data"));
+        List<Path> roots = applicationDirs.apply(app);
+        List<Path> managers = new java.util.ArrayList<>();
+        for (Path root : roots) {
+            if (Files.isDirectory(root)) {
+                try (DirectoryStream<Path> found = Files.newDirectoryStream(root, "blockmgr-*")) {
+                    found.forEach(managers::add);
+                }
             }
         }
-        LOG.log(System.Logger.Level.DEBUG, () -> "no " + name + " of " + app + " on this node");
-        return null;
+        Path index = find(managers, roots.size(), name + ".index");
+        if (index == null) {
+            LOG.log(System.Logger.Level.DEBUG, () -> "no " + name + " of " + app + " on this node");
+            return null;
+        }
+        // The data file may hash into another of the executor's local dirs than its index.
+        return read(index, find(managers, roots.size(), name + ".data"));
     }
 
-    /** {@code root/blockmgr-*}/{@code <two hex digits>/fileName}, or null. */
-    private static Path find(Path root, String fileName) throws IOException {
-        try (DirectoryStream<Path> managers = Files.newDirectoryStream(root, "blockmgr-*")) {
-            for (Path manager : managers) {
-                try (DirectoryStream<Path> subDirs = Files.newDirectoryStream(manager, "[0-9a-f][0-9a-f]")) {
-                    for (Path sub : subDirs) {
-                        Path file = sub.resolve(fileName);
-                        if (Files.isRegularFile(file)) {
-                            return file;
-                        }
+    /** {@code fileName} in one of {@code managers}' sub dirs: where Spark would have put it first, then anywhere; or null. */
+    private Path find(List<Path> managers, int localDirs, String fileName) throws IOException {
+        String expected = subDirOf(fileName, Math.max(1, localDirs));
+        for (Path manager : managers) {
+            Path file = manager.resolve(expected).resolve(fileName);
+            if (Files.isRegularFile(file)) {
+                return file;
+            }
+        }
+        searches.incrementAndGet();
+        for (Path manager : managers) {
+            try (DirectoryStream<Path> subDirs = Files.newDirectoryStream(manager, "[0-9a-f][0-9a-f]")) {
+                for (Path sub : subDirs) {
+                    Path file = sub.resolve(fileName);
+                    if (Files.isRegularFile(file)) {
+                        return file;
                     }
                 }
             }
         }
         return null;
+    }
+
+    /** The sub dir Spark's DiskBlockManager puts {@code fileName} in, for an executor with {@code localDirs} local dirs. */
+    static String subDirOf(String fileName, int localDirs) {
+        int h = fileName.hashCode();
+        int hash = h == Integer.MIN_VALUE ? 0 : Math.abs(h); // Spark's Utils.nonNegativeHash
+        return String.format("%02x", (hash / localDirs) % SUB_DIRS_PER_LOCAL_DIR);
     }
 
     private MapOutputRegistry.ResolvedOutput read(Path index, Path data) throws IOException {
@@ -95,6 +122,11 @@ public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
             }
         }
         return offsets;
+    }
+
+    /** Files not where Spark's hashing puts them for the application's number of dirs, so searched for in every sub dir. */
+    public long searches() {
+        return searches.get();
     }
 
     /** Map outputs found and handed to the registry so far. */
