@@ -292,10 +292,8 @@ public final class MapOutputRegistry implements AutoCloseable {
     private void register(MapOutput out, CompletableFuture<Void> registration) {
         MemoryRegion region = null;
         RuntimeException failure = null;
-        try (FileChannel ch = FileChannel.open(out.dataFile, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            // READ and WRITE: kernels before 6.2 can only register a writable file mapping (see
-            // ProtectionDomain.registerFile). Peers still only read: the region allows REMOTE_READ alone.
-            region = pd.registerFile(ch, 0, out.size(), Access.REMOTE_READ);
+        try (FileChannel ch = openForRegistration(out.dataFile)) {
+            region = pd.registerFile(ch, 0, out.size(), Access.REMOTE_READ); // peers only read, however it was opened
         } catch (IOException e) {
             failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration", e);
         } catch (RuntimeException e) {
@@ -320,6 +318,24 @@ public final class MapOutputRegistry implements AutoCloseable {
             throw failure;
         }
         registration.complete(null);
+    }
+
+    /**
+     * Read-write if this process may: kernels before 6.2 register only a writable file mapping (see
+     * ProtectionDomain.registerFile). Else read-only, which kernels from 6.2 register: a NodeManager
+     * serving outputs its containers wrote as another user (LinuxContainerExecutor) may read them only.
+     */
+    private static FileChannel openForRegistration(Path file) throws IOException {
+        try {
+            return FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        } catch (IOException notWritable) {
+            try {
+                return FileChannel.open(file, StandardOpenOption.READ);
+            } catch (IOException e) {
+                e.addSuppressed(notWritable);
+                throw e;
+            }
+        }
     }
 
     private void makeRoom(long bytes, MapOutput forWhom) {

@@ -378,4 +378,77 @@ class MapOutputRegistryTest {
             assertEquals(0, registry.mapOutputs());
         }
     }
+
+    /** The block's bytes, read by RDMA_READ over a fresh pair of queue pairs. */
+    private byte[] readRemotely(BlockDescriptor b) {
+        try (CompletionQueue cq = context.createCompletionQueue(8, null, 0);
+             QueuePair reducer = pd.createQueuePair(QueuePairConfig.of(cq, 8, 1, 1));
+             QueuePair server = pd.createQueuePair(QueuePairConfig.of(cq, 8, 1, 1));
+             MemoryRegion into = pd.allocateAndRegister(b.length(), Access.LOCAL_WRITE);
+             SendWorkRequests chain = SendWorkRequests.allocate(1, 1);
+             WorkCompletions wc = WorkCompletions.allocate(1)) {
+            ConnectOptions o = device.options;
+            reducer.connect(server.localEndpoint(o), o);
+            server.connect(reducer.localEndpoint(o), o);
+            chain.get(0).rdmaRead(1, SendFlags.SIGNALED, into, 0, (int) b.length(), b.address(), b.rkey());
+            reducer.postSend(chain, 1);
+            while (cq.poll(wc) == 0) {
+                Thread.onSpinWait();
+            }
+            assertTrue(wc.isSuccess(0), () -> wc.failure(0).getMessage());
+            return into.segment().asSlice(0, b.length()).toArray(ValueLayout.JAVA_BYTE);
+        }
+    }
+
+    /** Makes {@code file} unwritable for this process: its mode bits, or for root (who ignores them) the immutable attribute. */
+    private static boolean makeUnwritable(Path file) throws IOException, InterruptedException {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("r--r--r--"));
+        } else if (new ProcessBuilder("chattr", "+i", file.toString()).redirectErrorStream(true).start().waitFor() != 0) {
+            return false;
+        }
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+            return false;
+        } catch (IOException expected) {
+            return true;
+        }
+    }
+
+    private static void makeWritable(Path file) throws IOException, InterruptedException {
+        if ("root".equals(System.getProperty("user.name"))) {
+            new ProcessBuilder("chattr", "-i", file.toString()).redirectErrorStream(true).start().waitFor();
+        }
+        Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+    }
+
+    /** Whether this is Linux before 6.2, which cannot register a read-only file mapping with a real device. */
+    private static boolean kernelBefore62() {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(\\d+)\\.(\\d+)").matcher(System.getProperty("os.version"));
+        return m.find() && Integer.parseInt(m.group(1)) * 100 + Integer.parseInt(m.group(2)) < 602;
+    }
+
+    @Test
+    void aDataFileThisProcessMayNotWrite_isRegisteredReadOnly() throws Exception {
+        Path file = dataFile("another-users.data", 6000);
+        org.junit.jupiter.api.Assumptions.assumeTrue(makeUnwritable(file),
+                "cannot make a file unwritable for this process here (root, and chattr +i refused)");
+        try (MapOutputRegistry registry = new MapOutputRegistry(pd, 1 << 20, 60_000, now::get)) {
+            registry.register("app", 1, 1, file, new long[] {0, 2500, 6000});
+            boolean realDevice = "ibverbs".equals(System.getProperty("rdmashuffle.test.provider"));
+            if (realDevice && kernelBefore62()) {
+                // Linux < 6.2 pins registered pages for write: the error says so rather than failing obscurely.
+                org.rdmashuffle.verbs.VerbsException e = assertThrows(org.rdmashuffle.verbs.VerbsException.class,
+                        () -> registry.describe("app", 1, 1, 1, 2));
+                assertTrue(e.getMessage().contains("cannot register a read-only file mapping"), e.getMessage());
+                return;
+            }
+            BlockDescriptor b = registry.describe("app", 1, 1, 1, 2);
+            assertEquals(3500, b.length());
+            assertEquals(1, registry.registeredRegions());
+            byte[] expected = java.util.Arrays.copyOfRange(Files.readAllBytes(file), 2500, 6000);
+            assertArrayEquals(expected, readRemotely(b), "the block's bytes, read over the read-only registration");
+        } finally {
+            makeWritable(file);
+        }
+    }
 }
