@@ -896,8 +896,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         servers.shutdownNow();
         try {
             asyncEvents.join(1000);
-            // A server thread may be in a disk search or a registration; not waiting longer keeps close
-            // bounded, and what it does after finds the registry and connections closed.
+            // A server thread may be in a disk search (it then finds the registry closed) or in a
+            // registration, which cannot be interrupted: the registry's close waits for that one.
             servers.awaitTermination(1, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -48,6 +48,8 @@ public final class MapOutputRegistry implements AutoCloseable {
     /** Registered outputs in least-recently-described order. */
     private final LinkedHashMap<MapOutput, Boolean> registered = new LinkedHashMap<>(16, 0.75f, true);
     private long registeredBytes;
+    /** Registrations running outside the lock; {@link #close} waits for them. */
+    private final java.util.Set<CompletableFuture<Void>> registrationsUnderWay = new java.util.HashSet<>();
     private long registrations;
     private boolean closed;
 
@@ -203,6 +205,7 @@ public final class MapOutputRegistry implements AutoCloseable {
                     makeRoom(out.size(), out);
                     registeredBytes += out.size(); // reserved while the file is registered outside the lock
                     out.registration = new CompletableFuture<>();
+                    registrationsUnderWay.add(out.registration);
                     mine = true;
                 }
                 registration = out.registration;
@@ -301,6 +304,7 @@ public final class MapOutputRegistry implements AutoCloseable {
         }
         synchronized (this) {
             out.registration = null;
+            registrationsUnderWay.remove(registration);
             if (failure == null && !out.released && !closed) {
                 out.region = region;
                 registered.put(out, Boolean.TRUE);
@@ -444,14 +448,27 @@ public final class MapOutputRegistry implements AutoCloseable {
         }
     }
 
-    /** Deregisters every region. */
+    /** Deregisters every region, after waiting for registrations under way. */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
+    public void close() {
+        List<CompletableFuture<Void>> underWay;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            List<ShuffleKey> shuffles = new ArrayList<>(outputs.keySet());
+            shuffles.forEach(k -> unregisterShuffle(k.app(), k.shuffleId()));
+            underWay = new ArrayList<>(registrationsUnderWay);
         }
-        closed = true;
-        List<ShuffleKey> shuffles = new ArrayList<>(outputs.keySet());
-        shuffles.forEach(k -> unregisterShuffle(k.app(), k.shuffleId()));
+        // ibv_reg_mr cannot be interrupted: wait for registrations under way, which close their
+        // regions on seeing the registry closed, so none outlives it (or its protection domain).
+        for (CompletableFuture<Void> r : underWay) {
+            try {
+                r.join();
+            } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException failed) {
+                // it failed: nothing was registered
+            }
+        }
     }
 }

@@ -400,6 +400,28 @@ class MapOutputRegistryTest {
         }
     }
 
+    @Test
+    void closingDuringARegistration_waitsForIt_andLeavesNothingRegistered() throws Exception {
+        Path file = dataFile("a.data", 7000);
+        SlowFileRegistrations registration = new SlowFileRegistrations(pd, 7000);
+        MapOutputRegistry registry = new MapOutputRegistry(registration, 1 << 20, 60_000, now::get);
+        registry.register("app", 2, 1, file, new long[] {0, 7000});
+        CompletableFuture<BlockDescriptor> describing = CompletableFuture.supplyAsync(() -> registry.describe("app", 2, 1, 0, 1), threads);
+        assertTrue(registration.registering.await(10, TimeUnit.SECONDS), "the file was never registered");
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(registry::close, threads);
+        Thread.sleep(200);
+        assertFalse(closing.isDone(), "close returned while a registration it cannot interrupt was under way");
+
+        registration.proceed.countDown();
+        closing.get(10, TimeUnit.SECONDS);
+        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> describing.get(10, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof IllegalStateException && e.getCause().getMessage().contains("closed"),
+                String.valueOf(e.getCause()));
+        assertEquals(0, registry.registeredBytes());
+        assertEquals(0, registry.registeredRegions());
+    }
+
     /** Makes {@code file} unwritable for this process: its mode bits, or for root (who ignores them) the immutable attribute. */
     private static boolean makeUnwritable(Path file) throws IOException, InterruptedException {
         if (!"root".equals(System.getProperty("user.name"))) {
