@@ -55,11 +55,19 @@ public final class TpcdsData {
                         Session s = Session.getDefaultSession().withScale(scale).withParallelism(chunks)
                                 .withChunkNumber(chunk).withTable(table).withNoSexism(false);
                         Column[] columns = table.getColumns();
-                        List<Row> out2 = new ArrayList<>();
-                        for (List<List<String>> parentAndChild : Results.constructResults(table, s)) {
-                            out2.add(toRow(columns, parentAndChild.get(0)));
-                        }
-                        return out2.iterator();
+                        // Streamed, not collected: a chunk of a fact table at scale 1 is more than an executor's heap.
+                        java.util.Iterator<List<List<String>>> generated = Results.constructResults(table, s).iterator();
+                        return new java.util.Iterator<Row>() {
+                            @Override
+                            public boolean hasNext() {
+                                return generated.hasNext();
+                            }
+
+                            @Override
+                            public Row next() {
+                                return toRow(columns, generated.next().get(0));
+                            }
+                        };
                     });
             spark.createDataFrame(rows, schema(t)).write().mode("overwrite").parquet(out.toString());
             made++;
