@@ -26,7 +26,12 @@ final class Charts {
         int n = labels.size();
         int barWidth = n > 40 ? 9 : n > 10 ? 18 : 80;
         int left = 80;
-        int width = Math.max(480, left + 40 + n * (barWidth + 4));
+        Font titleFont = new Font(Font.SANS_SERIF, Font.BOLD, 14);
+        Font labelFont = new Font(Font.SANS_SERIF, Font.PLAIN, 11);
+        int titleWidth = new BufferedImage(1, 1, BufferedImage.TYPE_INT_RGB).createGraphics().getFontMetrics(titleFont)
+                .stringWidth(title);
+        // Wide enough for the bars and for the whole title.
+        int width = Math.max(480, Math.max(left + 40 + n * (barWidth + 4), left + titleWidth + 20));
         int height = 420;
         int top = 50;
         int bottom = 90;
@@ -45,16 +50,17 @@ final class Charts {
         g.setColor(Color.WHITE);
         g.fillRect(0, 0, width, height);
         g.setColor(Color.BLACK);
-        g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 14));
+        g.setFont(titleFont);
         g.drawString(title, left, 25);
-        g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 11));
+        g.setFont(labelFont);
         int plotHeight = height - top - bottom;
         g.drawLine(left, top, left, top + plotHeight);
         g.drawLine(left, top + plotHeight, width - 20, top + plotHeight);
         for (int t = 0; t <= 4; t++) {
             double v = max * t / 4;
             int y = top + plotHeight - (int) (plotHeight * t / 4.0);
-            g.drawString(String.format("%.3g", v), 5, y + 4);
+            String tick = String.format("%.3g", v);
+            g.drawString(tick, left - 6 - g.getFontMetrics().stringWidth(tick), y + 4); // right-aligned: clear of the axis label
             g.setColor(new Color(230, 230, 230));
             g.drawLine(left + 1, y, width - 20, y);
             g.setColor(Color.BLACK);
