@@ -59,6 +59,12 @@ public final class MapOutputRegistry implements AutoCloseable {
     private record ShuffleKey(String app, int shuffleId) {
     }
 
+    private record OutputKey(String app, int shuffleId, long mapId) {
+    }
+
+    /** Resolver searches under way, so concurrent requests for one unknown output share one. */
+    private final Map<OutputKey, CompletableFuture<MapOutput>> searches = new HashMap<>();
+
     /**
      * Finds map outputs that were not registered: asked on the first request for one, outside the
      * registry's lock and possibly from several threads at once.
@@ -236,31 +242,61 @@ public final class MapOutputRegistry implements AutoCloseable {
         return describe(required(out, app, shuffleId, mapId), start, end);
     }
 
-    /** The output, known or found by the resolver (outside the lock); NoSuchMapOutputException if neither. */
+    /**
+     * The output, known or found by the resolver (outside the lock); NoSuchMapOutputException if
+     * neither. Requests for the same unknown output share one search: at a stage's start every
+     * reducer asks for every map output at once.
+     */
     private MapOutput output(String app, int shuffleId, long mapId) {
-        Resolver r;
+        OutputKey key = new OutputKey(app, shuffleId, mapId);
+        CompletableFuture<MapOutput> search;
+        Resolver r = null;
         synchronized (this) {
             ensureOpen();
             MapOutput out = known(app, shuffleId, mapId);
             if (out != null || resolver == null) {
                 return required(out, app, shuffleId, mapId);
             }
-            r = resolver;
-        }
-        ResolvedOutput found;
-        try {
-            found = r.resolve(app, shuffleId, mapId);
-        } catch (IOException e) {
-            throw new UncheckedIOException("map output " + mapId + " of shuffle " + shuffleId + ": " + e.getMessage(), e);
-        }
-        synchronized (this) {
-            ensureOpen();
-            MapOutput out = known(app, shuffleId, mapId); // another request may have found it meanwhile
-            if (out == null && found != null) {
-                out = add(app, shuffleId, mapId, found);
+            search = searches.get(key);
+            if (search == null) {
+                search = new CompletableFuture<>();
+                searches.put(key, search);
+                r = resolver;
             }
-            return required(out, app, shuffleId, mapId);
         }
+        if (r == null) { // another request is searching
+            try {
+                return required(search.join(), app, shuffleId, mapId);
+            } catch (java.util.concurrent.CompletionException e) {
+                throw e.getCause() instanceof RuntimeException cause ? cause : e;
+            }
+        }
+        MapOutput out = null;
+        RuntimeException failure = null;
+        try {
+            ResolvedOutput found = r.resolve(app, shuffleId, mapId);
+            synchronized (this) {
+                ensureOpen();
+                out = known(app, shuffleId, mapId); // registered meanwhile
+                if (out == null && found != null) {
+                    out = add(app, shuffleId, mapId, found);
+                }
+            }
+        } catch (IOException e) {
+            failure = new UncheckedIOException("map output " + mapId + " of shuffle " + shuffleId + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            failure = e;
+        } finally {
+            synchronized (this) {
+                searches.remove(key);
+            }
+        }
+        if (failure != null) {
+            search.completeExceptionally(failure);
+            throw failure;
+        }
+        search.complete(out);
+        return required(out, app, shuffleId, mapId);
     }
 
     /** The block of partitions {@code [start, end)} of {@code out}; null if its file is not registered. Under the lock. */

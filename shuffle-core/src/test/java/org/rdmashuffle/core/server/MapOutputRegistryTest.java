@@ -224,28 +224,34 @@ class MapOutputRegistryTest {
     }
 
     @Test
-    void twoRequestsFindingTheSameOutput_registerItOnce() throws Exception {
+    void requestsForTheSameUnknownOutput_shareOneSearch_andOneRegistration() throws Exception {
         Path file = dataFile("a.data", 3000);
-        CountDownLatch bothSearching = new CountDownLatch(2);
+        CountDownLatch searching = new CountDownLatch(1);
+        CountDownLatch diskAnswers = new CountDownLatch(1);
         AtomicInteger searches = new AtomicInteger();
         try (MapOutputRegistry registry = new MapOutputRegistry(pd, 1 << 20, 60_000, now::get)) {
             registry.resolver((app, shuffle, map) -> {
                 searches.incrementAndGet();
-                bothSearching.countDown();
+                searching.countDown();
                 try {
-                    bothSearching.await(10, TimeUnit.SECONDS);
+                    diskAnswers.await();
                 } catch (InterruptedException e) {
                     throw new IOException(e);
                 }
                 return new MapOutputRegistry.ResolvedOutput(file, new long[] {0, 1000, 3000}, null);
             });
             CompletableFuture<BlockDescriptor> first = CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 1, 0, 1), threads);
+            assertTrue(searching.await(10, TimeUnit.SECONDS), "the resolver was never asked");
             CompletableFuture<BlockDescriptor> second = CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 1, 1, 2), threads);
+            Thread.sleep(200); // the second request reaches the search under way
+            assertFalse(second.isDone(), "the second request did not wait for the search under way");
+
+            diskAnswers.countDown();
             BlockDescriptor a = first.get(10, TimeUnit.SECONDS);
             BlockDescriptor b = second.get(10, TimeUnit.SECONDS);
-            assertEquals(2, searches.get(), "both searched at once");
+            assertEquals(1, searches.get(), "one search for both requests");
             assertEquals(1, registry.mapOutputs());
-            assertEquals(1, registry.registrations(), "the output found twice was registered once");
+            assertEquals(1, registry.registrations(), "one registration for both requests");
             assertEquals(a.rkey(), b.rkey());
             assertEquals(a.address() + 1000, b.address());
         }
