@@ -15,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
@@ -209,7 +210,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.registry = new MapOutputRegistry(pd, config.registeredMemoryLimit(), config.fetchTimeout().toMillis());
             made.add(registry);
             this.requests = new FetchRequestHandler(registry);
-            java.util.concurrent.atomic.AtomicInteger serverIds = new java.util.concurrent.atomic.AtomicInteger();
+            AtomicInteger serverIds = new AtomicInteger();
             this.servers = Executors.newFixedThreadPool(config.serverThreads(), r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-server-" + serverIds.getAndIncrement()).unstarted(r));
             made.add(servers::shutdownNow);

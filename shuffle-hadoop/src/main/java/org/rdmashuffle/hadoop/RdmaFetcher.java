@@ -45,8 +45,7 @@ import org.rdmashuffle.core.client.FetchedBlock;
  * reached is a connection error, or, with fallback on, the host is fetched over HTTP by the stock
  * code from then on. With fallback on, an output the service has but cannot serve by RDMA (it cannot
  * register the file, say), or a block larger than the reducer's fetch buffers, is fetched over HTTP
- * in the same round. A merge manager that says "wait"
- * gets the rest of the host's maps back.
+ * in the same round. A merge manager that says "wait" gets the rest of the host's maps back.
  */
 final class RdmaFetcher<K, V> extends Fetcher<K, V> {
     private static final System.Logger LOG = System.getLogger(RdmaFetcher.class.getName());

@@ -11,7 +11,9 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.function.LongSupplier;
 
 import org.rdmashuffle.verbs.Access;
@@ -49,7 +51,9 @@ public final class MapOutputRegistry implements AutoCloseable {
     private final LinkedHashMap<MapOutput, Boolean> registered = new LinkedHashMap<>(16, 0.75f, true);
     private long registeredBytes;
     /** Registrations running outside the lock; {@link #close} waits for them. */
-    private final java.util.Set<CompletableFuture<Void>> registrationsUnderWay = new java.util.HashSet<>();
+    private final Set<CompletableFuture<Void>> registrationsUnderWay = new java.util.HashSet<>();
+    /** Resolver searches under way, so concurrent requests for one unknown output share one. */
+    private final Map<OutputKey, CompletableFuture<MapOutput>> searches = new HashMap<>();
     private long registrations;
     private boolean closed;
 
@@ -61,9 +65,6 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     private record OutputKey(String app, int shuffleId, long mapId) {
     }
-
-    /** Resolver searches under way, so concurrent requests for one unknown output share one. */
-    private final Map<OutputKey, CompletableFuture<MapOutput>> searches = new HashMap<>();
 
     /**
      * Finds map outputs that were not registered: asked on the first request for one, outside the
@@ -219,11 +220,7 @@ public final class MapOutputRegistry implements AutoCloseable {
             if (mine) {
                 register(out, registration);
             } else {
-                try {
-                    registration.join();
-                } catch (java.util.concurrent.CompletionException e) {
-                    throw e.getCause() instanceof RuntimeException r ? r : e;
-                }
+                awaitOther(registration);
             }
         }
     }
@@ -265,11 +262,7 @@ public final class MapOutputRegistry implements AutoCloseable {
             }
         }
         if (r == null) { // another request is searching
-            try {
-                return required(search.join(), app, shuffleId, mapId);
-            } catch (java.util.concurrent.CompletionException e) {
-                throw e.getCause() instanceof RuntimeException cause ? cause : e;
-            }
+            return required(awaitOther(search), app, shuffleId, mapId);
         }
         MapOutput out = null;
         RuntimeException failure = null;
@@ -297,6 +290,15 @@ public final class MapOutputRegistry implements AutoCloseable {
         }
         search.complete(out);
         return required(out, app, shuffleId, mapId);
+    }
+
+    /** What another thread's search or registration came to; its failure is thrown here as it was there. */
+    private static <T> T awaitOther(CompletableFuture<T> work) {
+        try {
+            return work.join();
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof RuntimeException cause ? cause : e;
+        }
     }
 
     /** The block of partitions {@code [start, end)} of {@code out}; null if its file is not registered. Under the lock. */
@@ -502,7 +504,7 @@ public final class MapOutputRegistry implements AutoCloseable {
         for (CompletableFuture<Void> r : underWay) {
             try {
                 r.join();
-            } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException failed) {
+            } catch (CompletionException | java.util.concurrent.CancellationException failed) {
                 // it failed: nothing was registered
             }
         }
