@@ -1,0 +1,44 @@
+package org.rdmashuffle.core.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+/** Settings read from a property source: defaults, and a bad value refused with its key and value. */
+class EngineConfigTest {
+    private static EngineConfig read(Map<String, String> props) {
+        return EngineConfig.fromProperties("rdma.shuffle.", props::get);
+    }
+
+    @Test
+    void serverThreads_defaultsToTwo_andIsRead() {
+        assertEquals(2, read(Map.of()).serverThreads());
+        assertEquals(5, read(Map.of("rdma.shuffle.serverThreads", "5")).serverThreads());
+        assertEquals("5", read(Map.of("rdma.shuffle.serverThreads", "5")).describe().get(EngineConfig.KEY_SERVER_THREADS));
+    }
+
+    @Test
+    void serverThreadsOutOfRangeOrNotANumber_isRefusedNamingTheKey() {
+        IllegalArgumentException none = assertThrows(IllegalArgumentException.class,
+                () -> read(Map.of("rdma.shuffle.serverThreads", "0")));
+        assertEquals("serverThreads must be 1..64, not 0", none.getMessage());
+        IllegalArgumentException many = assertThrows(IllegalArgumentException.class,
+                () -> read(Map.of("rdma.shuffle.serverThreads", "65")));
+        assertEquals("serverThreads must be 1..64, not 65", many.getMessage());
+        IllegalArgumentException text = assertThrows(IllegalArgumentException.class,
+                () -> read(Map.of("rdma.shuffle.serverThreads", "two")));
+        assertTrue(text.getMessage().startsWith("rdma.shuffle.serverThreads=two: "), text.getMessage());
+    }
+
+    @Test
+    void fetchBufferMemoryBelowOneMebibyte_isRefusedNamingTheKey() {
+        assertEquals(1L << 20, read(Map.of("rdma.shuffle.fetchBufferMemory", "1m")).fetchBufferMemory());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> read(Map.of("rdma.shuffle.fetchBufferMemory", "512k")));
+        assertEquals("fetchBufferMemory must be at least 1m, not 524288", e.getMessage());
+    }
+}
