@@ -8,7 +8,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=jdk.sh
 source "$root/bin/jdk.sh"
 echo "building (mvn install -DskipTests) ..." >&2
-(cd "$root" && mvn -B -q -DskipTests -Dshade.skip=true -pl benchmarks -am install >/dev/null)
+# RDMA_SHUFFLE_BUILD_PLUGIN=1: also the shaded plugin jar (the cluster bed ships it as users do).
+shade_skip=-Dshade.skip=true
+[ "${RDMA_SHUFFLE_BUILD_PLUGIN:-0}" = 1 ] && shade_skip=
+if ! (cd "$root" && mvn -B -q -DskipTests $shade_skip -pl benchmarks -am install >"$root/.build.log" 2>&1); then
+  tail -40 "$root/.build.log" >&2
+  echo "the build failed (whole log: $root/.build.log)" >&2
+  exit 1
+fi
 (cd "$root" && mvn -B -q -pl benchmarks dependency:build-classpath -Dmdep.outputFile="$root/benchmarks/target/classpath.txt" >/dev/null)
 BENCHMARKS_CLASSPATH="$root/benchmarks/target/classes:$(cat "$root/benchmarks/target/classpath.txt")"
 SPARK_JVM_OPTIONS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -XX:+IgnoreUnrecognizedVMOptions"

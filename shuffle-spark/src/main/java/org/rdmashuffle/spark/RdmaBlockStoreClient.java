@@ -63,8 +63,7 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
         engine.fetchBlocks(peer, ids, new BlockFetchListener() {
             @Override
             public void onBlockFetched(FetchedBlock block) {
-                manager.blocksOverRdma.incrementAndGet();
-                manager.bytesOverRdma.addAndGet(block.size());
+                manager.fetchedOverRdma(peer, block.size());
                 FetchedBlockManagedBuffer buffer = new FetchedBlockManagedBuffer(block);
                 try {
                     listener.onBlockFetchSuccess(names.get(block.id()), buffer); // Spark retains what it keeps

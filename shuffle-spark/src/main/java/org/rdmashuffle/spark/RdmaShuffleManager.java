@@ -2,7 +2,10 @@ package org.rdmashuffle.spark;
 
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
 import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
@@ -53,6 +56,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     /** The port of every node's RDMA shuffle service for Spark (default {@value #DEFAULT_SERVICE_PORT}). */
     public static final String SERVICE_PORT = PREFIX + "service.port";
     public static final int DEFAULT_SERVICE_PORT = 13571;
+    /** The value conf/spark-defaults.conf ships for spark.authenticate.secret, to be replaced. */
+    static final String SHIPPED_SECRET_PLACEHOLDER = "REPLACE-ME-";
     /** How an executor's shuffle server id says where its engine listens. */
     static final String TOPOLOGY_PREFIX = "rdma-shuffle=";
 
@@ -68,6 +73,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     final AtomicLong blocksOverRdma = new AtomicLong();
     final AtomicLong bytesOverRdma = new AtomicLong();
     final AtomicLong blocksOverFallback = new AtomicLong();
+    /** Blocks fetched over RDMA by the address of the engine that served them (what crossed which link). */
+    private final ConcurrentMap<String, LongAdder> rdmaBlocksByServer = new ConcurrentSkipListMap<>();
 
     public RdmaShuffleManager(SparkConf conf) {
         this.conf = conf;
@@ -181,7 +188,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
         }
         byte[] secret = null;
         if (conf.getBoolean("spark.authenticate", false)) {
-            secret = env.securityManager().getSecretKey().getBytes(StandardCharsets.UTF_8);
+            secret = requireChosenSecret(env.securityManager().getSecretKey()).getBytes(StandardCharsets.UTF_8);
         }
         RdmaShuffleEngine e = RdmaShuffleEngine.start(config, conf.getAppId(), secret);
         InetSocketAddress servedAt = service ? InetSocketAddress.createUnresolved(host, conf.getInt(SERVICE_PORT,
@@ -196,6 +203,19 @@ public final class RdmaShuffleManager implements ShuffleManager {
                 + "blocks over " + e.providerName() + " device " + e.deviceName() + "; its outputs are served by "
                 + (service ? "the node's shuffle service at " + servedAt : "itself, control plane " + e.address()));
         return e;
+    }
+
+    /**
+     * The secret, unless it is the placeholder conf/spark-defaults.conf ships with: a secret printed in
+     * a public file authenticates anyone, so the engine refuses it by name.
+     */
+    static String requireChosenSecret(String secret) {
+        if (secret != null && secret.startsWith(SHIPPED_SECRET_PLACEHOLDER)) {
+            throw new IllegalArgumentException("spark.authenticate.secret is still the placeholder from rdma-shuffle's "
+                    + "conf/spark-defaults.conf: put a secret of your own (openssl rand -hex 32) in every node's "
+                    + "spark-defaults.conf (docs/spark.md, Authentication)");
+        }
+        return secret;
     }
 
     /**
@@ -266,8 +286,18 @@ public final class RdmaShuffleManager implements ShuffleManager {
         String carrier = e != null ? "RDMA engine on " + e.providerName() + " device " + e.deviceName() + " (control "
                 + e.address().getHostString() + ":" + e.address().getPort() + ")"
                 : "Spark's built-in transport (RDMA engine unavailable: " + m.unavailable + ")";
-        return carrier + "; fetched " + m.blocksOverRdma.get() + " blocks (" + m.bytesOverRdma.get() + " bytes) over RDMA, "
-                + m.blocksOverFallback.get() + " over the built-in transport";
+        StringBuilder from = new StringBuilder();
+        m.rdmaBlocksByServer.forEach((server, blocks) -> from.append(from.isEmpty() ? " from " : ", ").append(server)
+                .append(" (").append(blocks.sum()).append(')'));
+        return carrier + "; fetched " + m.blocksOverRdma.get() + " blocks (" + m.bytesOverRdma.get() + " bytes) over RDMA"
+                + from + ", " + m.blocksOverFallback.get() + " over the built-in transport";
+    }
+
+    /** Counts one block fetched over RDMA from the engine at {@code server}. */
+    void fetchedOverRdma(InetSocketAddress server, long bytes) {
+        blocksOverRdma.incrementAndGet();
+        bytesOverRdma.addAndGet(bytes);
+        rdmaBlocksByServer.computeIfAbsent(server.getHostString(), k -> new LongAdder()).increment();
     }
 
     /** Blocks this JVM fetched over RDMA and over the built-in transport: {@code [rdma, builtIn]}. */

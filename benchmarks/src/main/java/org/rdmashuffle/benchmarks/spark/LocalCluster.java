@@ -11,7 +11,8 @@ import org.rdmashuffle.spark.RdmaShuffleManager;
  * The Spark configuration every benchmark job runs with: local-cluster mode (separate executor JVMs,
  * started from this JVM's classpath), everything on 127.0.0.1, Kryo, and either Spark's built-in
  * shuffle or rdma-shuffle on its default provider. {@code SPARK_HOME} must name a directory; it is
- * made into an empty Spark home if it is not one.
+ * made into an empty Spark home if it is not one. A job started by {@code spark-submit} (on the
+ * cluster bed) takes its master and settings from there instead ({@link #submittedConf}).
  */
 public final class LocalCluster {
     /** System property: the master (default local-cluster[2,1,1024]). */
@@ -35,6 +36,39 @@ public final class LocalCluster {
                 .filter(a -> a.startsWith("--add-opens") || a.startsWith("--sun-misc") || a.startsWith("-XX:+IgnoreUnrecognized")
                         || a.startsWith("-Djdk.reflect") || a.startsWith("-Dio.netty"))
                 .toList());
+    }
+
+    /** Whether this JVM is a driver started by {@code spark-submit}, which passes its settings as system properties. */
+    public static boolean submitted() {
+        return System.getProperty("spark.master") != null;
+    }
+
+    /**
+     * The configuration {@code spark-submit} gave this driver (its spark-defaults.conf, {@code --master},
+     * {@code --conf}s), with the shuffle chosen: {@code rdma} is the plugin, {@code builtin} Spark's own
+     * sort shuffle whatever the defaults say; both ship the same jars and use the same serializer.
+     */
+    public static SparkConf submittedConf(String appName, String shuffle) {
+        SparkConf conf = new SparkConf().setAppName(appName + " (" + shuffle + ")")
+                .setIfMissing("spark.serializer", "org.apache.spark.serializer.KryoSerializer");
+        switch (shuffle) {
+            case "rdma" -> conf.set("spark.shuffle.manager", RdmaShuffleManager.class.getName());
+            case "builtin" -> conf.set("spark.shuffle.manager", "sort");
+            default -> throw new IllegalArgumentException("shuffle rdma or builtin, not " + shuffle);
+        }
+        return conf;
+    }
+
+    /** Waits (at most 120 s) until {@code count} executors have registered, so no run is timed on fewer. */
+    public static void awaitExecutors(org.apache.spark.api.java.JavaSparkContext sc, int count) throws InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(120);
+        while (sc.sc().getExecutorIds().size() < count) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("only " + sc.sc().getExecutorIds().size() + " of " + count
+                        + " executors registered in 120 s (see the Workers' logs)");
+            }
+            Thread.sleep(100);
+        }
     }
 
     /** @param shuffle {@code rdma} or {@code builtin} */

@@ -18,21 +18,26 @@ import org.rdmashuffle.spark.RdmaShuffleManager;
 import scala.Tuple2;
 
 /**
- * The main job: a shuffle-heavy Spark job in local-cluster mode (two executor JVMs), through this
- * plugin on its embedded default (the software provider), or through Spark's built-in shuffle.
- * {@code rows} rows of (key, 64-character random text) are grouped by key, so every row crosses the
- * shuffle (about 350 MB at the default 5,000,000 rows, Kryo-serialized, lz4).
+ * The main job: a shuffle-heavy Spark job through this plugin on its embedded default (the software
+ * provider), or through Spark's built-in shuffle. {@code rows} rows of (key, 64-character random
+ * text) are grouped by key, so every row crosses the shuffle (about 350 MB at the default 5,000,000
+ * rows, Kryo-serialized, lz4).
  *
  * <pre>
- *   ShuffleJob [--rows N] [--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS]
+ *   ShuffleJob [--rows N] [--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E]
  * </pre>
- * It prints the result (identical either way), the shuffle metrics, and what carried the data.
- * {@code --compare R} runs the job R times each way, alternated, and prints the ratios.
+ * Run as a plain program it uses local-cluster mode (two executor JVMs on 127.0.0.1); submitted with
+ * {@code spark-submit} (as {@code bin/shuffle-job --hosts N} does, see {@code cluster.ClusterJob}) it
+ * runs on the master and settings it was given, and waits for {@code E} executors before the clock
+ * starts. It prints the result (identical either way), the shuffle metrics, and what carried each
+ * executor's blocks, with the executor's address. {@code --compare R} runs the job R times each way,
+ * alternated, and prints the median of the per-round ratios.
  */
 public final class ShuffleJob {
     /** What one run produced and measured. */
     record Run(String shuffle, String result, long wallMs, long shuffleWriteBytes, long remoteBytesRead, long localBytesRead,
-               long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers) {
+               long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers, int executorsLost,
+               int stagesRetried) {
     }
 
     /** Sums the shuffle metrics of every finished task. */
@@ -43,6 +48,20 @@ public final class ShuffleJob {
         final AtomicLong waitMs = new AtomicLong();
         final AtomicLong records = new AtomicLong();
         final AtomicLong remoteBlocks = new AtomicLong();
+        final java.util.concurrent.atomic.AtomicInteger executorsLost = new java.util.concurrent.atomic.AtomicInteger();
+        final java.util.concurrent.atomic.AtomicInteger stagesRetried = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override
+        public void onExecutorRemoved(org.apache.spark.scheduler.SparkListenerExecutorRemoved e) {
+            executorsLost.incrementAndGet();
+        }
+
+        @Override
+        public void onStageSubmitted(org.apache.spark.scheduler.SparkListenerStageSubmitted e) {
+            if (e.stageInfo().attemptNumber() > 0) {
+                stagesRetried.incrementAndGet();
+            }
+        }
 
         @Override
         public void onTaskEnd(SparkListenerTaskEnd e) {
@@ -65,28 +84,39 @@ public final class ShuffleJob {
         int partitions = 16;
         String shuffle = "rdma";
         int compare = 0;
+        int executors = 2;
+        boolean killExecutor = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rows" -> rows = Integer.parseInt(args[++i]);
                 case "--partitions" -> partitions = Integer.parseInt(args[++i]);
                 case "--shuffle" -> shuffle = args[++i];
                 case "--compare" -> compare = Integer.parseInt(args[++i]);
-                default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: ShuffleJob [--rows N] [--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS])");
+                case "--executors" -> executors = Integer.parseInt(args[++i]);
+                case "--kill-executor-in-reduce" -> killExecutor = true;
+                default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (usage: ShuffleJob [--rows N] "
+                        + "[--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E] [--kill-executor-in-reduce])");
             }
         }
         if (compare == 0) {
-            print(run(shuffle, rows, partitions));
+            print(run(shuffle, rows, partitions, executors, killExecutor));
             return;
         }
         List<Run> runs = new ArrayList<>();
+        List<Double> wallRatios = new ArrayList<>();
+        List<Double> waitRatios = new ArrayList<>();
         for (int r = 0; r < compare; r++) {
+            Run[] round = new Run[2];
             for (String s : r % 2 == 0 ? List.of("builtin", "rdma") : List.of("rdma", "builtin")) {
-                Run run = run(s, rows, partitions);
-                System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  result %s%n", r + 1, s, run.wallMs(), run.fetchWaitMs(),
-                        run.result());
+                Run run = run(s, rows, partitions, executors, killExecutor);
+                System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  %d remote blocks  result %s%s%n", r + 1, s, run.wallMs(),
+                        run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
+                run.carriers().forEach(c -> System.out.println("    " + c));
+                round[s.equals("rdma") ? 0 : 1] = run;
                 runs.add(run);
             }
+            wallRatios.add((double) round[0].wallMs() / round[1].wallMs());
+            waitRatios.add((double) round[0].fetchWaitMs() / Math.max(1, round[1].fetchWaitMs()));
         }
         String reference = runs.get(0).result();
         if (runs.stream().anyMatch(x -> !x.result().equals(reference))) {
@@ -102,20 +132,50 @@ public final class ShuffleJob {
         System.out.println("| built-in | " + median(builtin) + " | " + median(builtinWait) + " |");
         System.out.println("| rdma-shuffle (" + runs.stream().filter(x -> x.shuffle().equals("rdma")).findFirst().get().carriers().get(0)
                 .replaceAll(".*RDMA engine on (\\w+).*", "$1") + ") | " + median(rdma) + " | " + median(rdmaWait) + " |");
-        System.out.printf("wall-time ratio rdma/built-in: %.2f (below 1 is faster); identical results: %s%n",
-                (double) median(rdma) / median(builtin), reference);
+        System.out.printf("identical results in all %d runs: %s%n", runs.size(), reference);
+        String hosts = executorHosts(runs).size() + (executorHosts(runs).size() == 1 ? " host" : " hosts");
+        System.out.printf("ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(wallRatios), compare, hosts);
+        System.out.printf("fetch wait ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(waitRatios), compare, hosts);
+    }
+
+    /** The distinct addresses executors ran at, from the carriers lines ("executor 1 at 10.0.0.3: ..."). */
+    private static java.util.Set<String> executorHosts(List<Run> runs) {
+        java.util.Set<String> hosts = new java.util.TreeSet<>();
+        for (Run r : runs) {
+            for (String c : r.carriers()) {
+                java.util.regex.Matcher m = java.util.regex.Pattern.compile("^executor \\S+ at (\\S+):").matcher(c);
+                if (m.find()) {
+                    hosts.add(m.group(1));
+                }
+            }
+        }
+        return hosts;
+    }
+
+    /** The median of per-round ratios (below 1: the plugin was faster). */
+    private static double medianOf(List<Double> ratios) {
+        List<Double> sorted = ratios.stream().sorted().toList();
+        int n = sorted.size();
+        return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
     }
 
     private static long median(long[] sorted) {
         return sorted.length % 2 == 1 ? sorted[sorted.length / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
     }
 
-    static Run run(String shuffle, int rows, int partitions) throws Exception {
-        SparkConf conf = LocalCluster.conf("rdma-shuffle main job", shuffle);
+    /**
+     * One run of the job. With {@code killExecutor}, the executor running the first attempt of reduce
+     * partition 0 dies (halts) once that task has started fetching: a host lost mid-shuffle, which
+     * Spark must recover from (its outputs are gone: fetch failures, map stage re-run) with the same result.
+     */
+    static Run run(String shuffle, int rows, int partitions, int executors, boolean killExecutor) throws Exception {
+        SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf("rdma-shuffle main job", shuffle)
+                : LocalCluster.conf("rdma-shuffle main job", shuffle);
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
             Metrics metrics = new Metrics();
             sc.sc().addSparkListener(metrics);
-            sc.parallelize(IntStream.range(0, 4).boxed().toList(), 4).count(); // executors up before the clock starts
+            LocalCluster.awaitExecutors(sc, executors);
+            sc.parallelize(IntStream.range(0, 4).boxed().toList(), 4).count(); // executors warm before the clock starts
             long t0 = System.nanoTime();
             int perPartition = rows / partitions;
             JavaPairRDD<Long, String> data = sc.parallelize(IntStream.range(0, partitions).boxed().toList(), partitions)
@@ -139,7 +199,14 @@ public final class ShuffleJob {
                             return new Tuple2<>(random.nextLong(100_000), Base64.getEncoder().encodeToString(raw)); // 64 chars
                         }
                     });
-            List<Tuple2<Long, long[]>> groups = data.groupByKey(partitions).mapValues(values -> {
+            List<Tuple2<Long, long[]>> groups = data.groupByKey(partitions).mapPartitionsToPair(it -> {
+                org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+                if (killExecutor && it.hasNext() && task.partitionId() == 0 && task.stageAttemptNumber() == 0
+                        && task.attemptNumber() == 0) {
+                    Runtime.getRuntime().halt(137); // the executor dies in the middle of the reduce stage
+                }
+                return it;
+            }, true).mapValues(values -> {
                 long count = 0;
                 long hash = 0;
                 for (String v : values) {
@@ -159,25 +226,37 @@ public final class ShuffleJob {
             String result = groups.size() + " keys, " + total + " rows, checksum " + Long.toHexString(checksum);
             Thread.sleep(500); // let the listener bus deliver the last task ends
             Run measured = new Run(shuffle, result, wallMs, metrics.written.get(), metrics.remote.get(), metrics.local.get(),
-                    metrics.waitMs.get(), metrics.records.get(), metrics.remoteBlocks.get(), List.of());
-            List<String> carriers = shuffle.equals("rdma") ? carriers(sc) : List.of("Spark's built-in shuffle");
+                    metrics.waitMs.get(), metrics.records.get(), metrics.remoteBlocks.get(), List.of(), metrics.executorsLost.get(),
+                    metrics.stagesRetried.get());
+            List<String> carriers = carriers(sc, shuffle);
             return new Run(measured.shuffle(), measured.result(), measured.wallMs(), measured.shuffleWriteBytes(),
                     measured.remoteBytesRead(), measured.localBytesRead(), measured.fetchWaitMs(), measured.recordsRead(),
-                    measured.remoteBlocks(), carriers);
+                    measured.remoteBlocks(), carriers, measured.executorsLost(), measured.stagesRetried());
         }
     }
 
-    /** What carried each executor's shuffle, asked of the executors themselves. */
-    private static List<String> carriers(JavaSparkContext sc) {
-        return sc.parallelize(IntStream.range(0, 32).boxed().toList(), 32)
-                .map(i -> "executor " + org.apache.spark.SparkEnv.get().executorId() + ": " + RdmaShuffleManager.describe())
+    /** What carried each executor's shuffle, asked of the executors themselves, with each one's address. */
+    private static List<String> carriers(JavaSparkContext sc, String shuffle) {
+        int tasks = 16 * Math.max(2, sc.sc().getExecutorIds().size());
+        return sc.parallelize(IntStream.range(0, tasks).boxed().toList(), tasks)
+                .map(i -> {
+                    org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+                    return "executor " + env.executorId() + " at " + env.blockManager().blockManagerId().host() + ": "
+                            + (shuffle.equals("rdma") ? RdmaShuffleManager.describe() : "Spark's built-in shuffle");
+                })
                 .distinct().collect().stream().sorted().toList();
+    }
+
+    /** What Spark had to recover from in a run, if anything. */
+    private static String recovery(Run r) {
+        return r.executorsLost() == 0 && r.stagesRetried() == 0 ? ""
+                : "  (recovered: " + r.executorsLost() + " executors lost, " + r.stagesRetried() + " stage attempts retried)";
     }
 
     private static void print(Run r) {
         System.out.println();
         System.out.println("result:  " + r.result());
-        System.out.printf("time:    %d ms (%s shuffle)%n", r.wallMs(), r.shuffle());
+        System.out.printf("time:    %d ms (%s shuffle)%s%n", r.wallMs(), r.shuffle(), recovery(r));
         System.out.printf("shuffle: %.1f MB written; read %.1f MB remote + %.1f MB local in %d remote blocks; %d records; "
                 + "fetch wait %d ms%n", r.shuffleWriteBytes() / 1e6, r.remoteBytesRead() / 1e6, r.localBytesRead() / 1e6,
                 r.remoteBlocks(), r.recordsRead(), r.fetchWaitMs());

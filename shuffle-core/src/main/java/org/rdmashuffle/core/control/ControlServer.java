@@ -63,9 +63,14 @@ public final class ControlServer implements AutoCloseable {
                                     new LengthFieldPrepender(4), new Session(secrets, handler));
                         }
                     }).bind(bind).syncUninterruptibly().channel();
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // Netty rethrows the checked BindException undeclared
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            throw e;
+            // Netty's BindException names neither the address nor the port: the operator needs both.
+            throw new IllegalStateException("rdma-shuffle control plane cannot listen on "
+                    + (bind.getAddress() != null ? bind.getAddress().getHostAddress() : bind.getHostString()) + ":"
+                    + bind.getPort() + " (" + e.getMessage() + "): "
+                    + (String.valueOf(e.getMessage()).contains("in use") ? "another process has that port; choose another "
+                    + "controlPort or 0 for any" : "is that address one of this host's? (bindAddress)"), e);
         }
     }
 

@@ -39,6 +39,26 @@ class ControlPlaneTest {
     }
 
     @Test
+    void aPortAlreadyInUse_isRefusedNamingThePort() throws IOException {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            InetSocketAddress busy = new InetSocketAddress(InetAddress.getLoopbackAddress(), taken.getLocalPort());
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> new ControlServer(busy, null, (session, type, payload) -> payload, MAX_FRAME).close());
+            assertTrue(e.getMessage().contains("127.0.0.1:" + taken.getLocalPort()) && e.getMessage().contains("in use"),
+                    e.getMessage());
+        }
+    }
+
+    @Test
+    void anAddressThisHostDoesNotHave_isRefusedNamingTheAddress() {
+        // TEST-NET-2 (RFC 5737): assigned to no host, so bind fails locally and nothing is sent.
+        InetSocketAddress foreign = new InetSocketAddress("198.51.100.77", 0);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> new ControlServer(foreign, null, (session, type, payload) -> payload, MAX_FRAME).close());
+        assertTrue(e.getMessage().contains("198.51.100.77:0") && e.getMessage().contains("bindAddress"), e.getMessage());
+    }
+
+    @Test
     void anAuthenticatedPeerGetsReplies() throws IOException {
         try (ControlServer s = server(Map.of("app-1", SECRET));
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {

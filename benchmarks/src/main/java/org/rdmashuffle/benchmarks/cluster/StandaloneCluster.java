@@ -1,0 +1,157 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Spark's standalone cluster on a {@link ClusterBed}: the Master in the bed's first host, the driver's
+ * host second, and a Worker in each further host, each a separate process of Spark's own classes
+ * started inside its host. Logs go to {@code logs/} under the run directory.
+ */
+public final class StandaloneCluster implements AutoCloseable {
+    static final int MASTER_PORT = 7077;
+    private static final long START_SECONDS = 180;
+    private static final Pattern REGISTERED = Pattern.compile("Registering worker (\\S+):\\d+");
+
+    private final ClusterBed bed;
+    private final SparkHome home;
+    private final Path logs;
+    private final List<Process> daemons = new ArrayList<>();
+
+    private StandaloneCluster(ClusterBed bed, SparkHome home, Path logs) {
+        this.bed = bed;
+        this.home = home;
+        this.logs = logs;
+    }
+
+    /**
+     * Starts the Master and one Worker per host after the second, and waits until every Worker has
+     * registered with the Master (bounded).
+     *
+     * @param workerCores cores each Worker offers (one executor per Worker takes them all)
+     */
+    public static StandaloneCluster start(ClusterBed bed, SparkHome home, Path runDir, int workerCores) throws IOException,
+            InterruptedException {
+        if (bed.hosts().size() < 4) {
+            throw new IllegalArgumentException("a standalone cluster needs a host for the Master, one for the driver and "
+                    + "at least two for Workers: " + bed.hosts().size() + " hosts given");
+        }
+        StandaloneCluster c = new StandaloneCluster(bed, home, Files.createDirectories(runDir.resolve("logs")));
+        try {
+            ClusterBed.Host master = bed.hosts().get(0);
+            c.daemon(master, "master", "org.apache.spark.deploy.master.Master",
+                    List.of("--host", master.address(), "--port", Integer.toString(MASTER_PORT), "--webui-port", "8080"),
+                    Map.of());
+            for (ClusterBed.Host w : c.workerHosts()) {
+                Path dir = Files.createDirectories(runDir.resolve(w.namespace().substring(w.namespace().lastIndexOf('-') + 1)));
+                c.daemon(w, "worker-" + w.address(), "org.apache.spark.deploy.worker.Worker",
+                        List.of("--host", w.address(), "--cores", Integer.toString(workerCores), "--memory", "2g",
+                                "--work-dir", dir.resolve("work").toString(), c.masterUrl()),
+                        Map.of("SPARK_LOCAL_DIRS", Files.createDirectories(dir.resolve("local")).toString()));
+            }
+            c.awaitWorkers();
+            return c;
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    public String masterUrl() {
+        return "spark://" + bed.hosts().get(0).address() + ":" + MASTER_PORT;
+    }
+
+    public ClusterBed.Host driverHost() {
+        return bed.hosts().get(1);
+    }
+
+    public List<ClusterBed.Host> workerHosts() {
+        return bed.hosts().subList(2, bed.hosts().size());
+    }
+
+    public SparkHome home() {
+        return home;
+    }
+
+    /**
+     * Starts {@code spark-submit} in client mode in the driver's host: {@code --master} this cluster, the
+     * driver bound to its host's address, everything else from the installation's spark-defaults.conf.
+     * The caller owns the process (its output is piped to the caller).
+     */
+    public Process submit(String mainClass, Path appJar, List<String> appArgs) throws IOException, InterruptedException {
+        ClusterBed.Host d = driverHost();
+        List<String> args = new ArrayList<>(List.of("--master", masterUrl(), "--deploy-mode", "client",
+                "--conf", "spark.driver.host=" + d.address(), "--conf", "spark.driver.bindAddress=" + d.address(),
+                "--class", mainClass, appJar.toString()));
+        args.addAll(appArgs);
+        Map<String, String> env = home.environment(d.address());
+        ProcessBuilder pb = new ProcessBuilder(d.command(home.command("org.apache.spark.deploy.SparkSubmit", args, env)))
+                .redirectError(logs.resolve("driver.log").toFile());
+        pb.environment().putAll(env);
+        return pb.start();
+    }
+
+    private void daemon(ClusterBed.Host host, String name, String className, List<String> args, Map<String, String> extraEnv)
+            throws IOException, InterruptedException {
+        Map<String, String> env = new java.util.HashMap<>(home.environment(host.address()));
+        env.putAll(extraEnv);
+        ProcessBuilder pb = new ProcessBuilder(host.command(home.command(className, args, env)))
+                .redirectErrorStream(true).redirectOutput(logs.resolve(name + ".log").toFile());
+        pb.environment().putAll(env);
+        daemons.add(pb.start());
+    }
+
+    private void awaitWorkers() throws IOException, InterruptedException {
+        Path log = logs.resolve("master.log");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_SECONDS);
+        int expected = workerHosts().size();
+        while (true) {
+            for (Process p : daemons) {
+                if (!p.isAlive()) {
+                    throw new IOException("a Spark daemon exited while the cluster started (exit " + p.exitValue()
+                            + "); see the logs in " + logs);
+                }
+            }
+            String text = Files.exists(log) ? Files.readString(log) : "";
+            Matcher m = REGISTERED.matcher(text);
+            java.util.Set<String> registered = new java.util.HashSet<>();
+            while (m.find()) {
+                registered.add(m.group(1));
+            }
+            if (registered.size() >= expected) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IOException(registered.size() + " of " + expected + " Workers registered with the Master in "
+                        + START_SECONDS + " s; see the logs in " + logs);
+            }
+            Thread.sleep(250);
+        }
+    }
+
+    public Path logs() {
+        return logs;
+    }
+
+    /** Stops the daemons (TERM, so Workers stop their executors; then KILL), bounded. */
+    @Override
+    public void close() throws InterruptedException {
+        for (Process p : daemons.reversed()) {
+            p.destroy();
+        }
+        for (Process p : daemons) {
+            if (!p.waitFor(20, TimeUnit.SECONDS)) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+                p.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+}

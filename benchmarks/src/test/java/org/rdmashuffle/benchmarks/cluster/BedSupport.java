@@ -1,0 +1,42 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Assumptions;
+
+/** What the cluster-bed tests share: the skip rule, and running a command to its output. */
+final class BedSupport {
+    private BedSupport() {
+    }
+
+    /** Skips the test where hosts cannot be made, with the reason; under CI=true that fails instead. */
+    static void requireBed() {
+        String cause = ClusterBed.unavailabilityCause();
+        if (cause != null && "true".equals(System.getenv("CI"))) {
+            throw new AssertionError("CI must run the cluster-bed tests, but " + cause);
+        }
+        Assumptions.assumeTrue(cause == null, () -> "no cluster bed here: " + cause + " (run as root with iproute2)");
+    }
+
+    /** Runs {@code command} (bounded: 60 s) and returns its exit status and output, stderr included. */
+    static Output run(List<String> command) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError(command + " did not finish in 60 s");
+        }
+        return new Output(p.exitValue(), out);
+    }
+
+    static String output(String... command) throws IOException, InterruptedException {
+        return run(List.of(command)).text();
+    }
+
+    record Output(int status, String text) {
+    }
+}

@@ -1,0 +1,106 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code bin/cluster-bed}: hosts that reach only each other, nothing added to the machine's own
+ * namespace, nothing left behind, even by a run that was killed.
+ */
+class ClusterBedTest {
+    @BeforeEach
+    void bed() {
+        BedSupport.requireBed();
+    }
+
+    @Test
+    void theMachinesOwnNamespaceGainsNoAddressRouteOrLink_andHostsRouteOnlyTheirSubnet() throws Exception {
+        String before = ownNamespace();
+        try (ClusterBed bed = ClusterBed.start(3, "25gbit")) {
+            assertEquals(before, ownNamespace(), "the bed changed the machine's own namespace");
+            assertEquals(3, bed.hosts().size());
+            for (ClusterBed.Host h : bed.hosts()) {
+                String routes = BedSupport.output("ip", "-n", h.namespace(), "-4", "route");
+                assertEquals(List.of("10.213.7.0/24 dev eth0 proto kernel scope link src " + h.address()),
+                        routes.lines().map(String::strip).toList(), "a host routes only the bed's subnet: " + routes);
+                String link = BedSupport.output("ip", "-n", h.namespace(), "link", "show", "eth0");
+                assertTrue(link.contains("mtu 9000") && link.contains("state UP"), link);
+                assertTrue(BedSupport.output("ip", "netns", "exec", h.namespace(), "tc", "qdisc", "show", "dev", "eth0")
+                        .contains("tbf"), "the link is shaped");
+                assertTrue(BedSupport.output("ip", "-n", h.namespace(), "addr", "show", "lo").contains("UP"), "lo is up");
+            }
+        }
+        assertEquals(before, ownNamespace());
+    }
+
+    @Test
+    void leftoversOfAKilledRun_areRemovedByTheNextRun() throws Exception {
+        ClusterBed killed = ClusterBed.start(2, null);
+        String prefix = killed.namespacePrefix();
+        killed.script().destroyForcibly(); // SIGKILL: no trap runs
+        killed.script().waitFor(10, TimeUnit.SECONDS);
+        assertEquals(3, namespaces(prefix).size(), "a killed run leaves its hosts and bridge behind");
+        try (ClusterBed next = ClusterBed.start(1, null)) {
+            assertEquals(List.of(), namespaces(prefix), "the next run removed the killed run's namespaces");
+            assertEquals(2, namespaces(next.namespacePrefix()).size());
+        }
+    }
+
+    @Test
+    void aClosedBedLeavesNoNamespaceAndNoProcess() throws Exception {
+        String prefix;
+        long sleeper;
+        try (ClusterBed bed = ClusterBed.start(2, null)) {
+            prefix = bed.namespacePrefix();
+            Process p = new ProcessBuilder(bed.hosts().get(0).command(List.of("sleep", "600"))).start();
+            sleeper = p.pid();
+        }
+        assertEquals(List.of(), namespaces(prefix));
+        assertFalse(ProcessHandle.of(sleeper).map(ProcessHandle::isAlive).orElse(false), "a process in a host outlived the bed");
+    }
+
+    @Test
+    void withoutRoot_theBedRefusesWithTheReason(@TempDir Path dir) throws Exception {
+        // A copy nobody can read and run, wherever this checkout lives.
+        Path script = Files.copy(ClusterBed.scriptPath(), dir.resolve("cluster-bed"));
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        BedSupport.Output o = BedSupport.run(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                script.toString(), "--hosts", "1", "--", "true"));
+        assertEquals(ClusterBed.CANNOT, o.status(), o.text());
+        assertTrue(o.text().contains("need root"), o.text());
+    }
+
+    @Test
+    void aDelayWithoutNetem_orABadHostCount_isRefusedByName() throws Exception {
+        BedSupport.Output hosts = BedSupport.run(List.of(ClusterBed.scriptPath().toString(), "--hosts", "0", "--", "true"));
+        assertEquals(2, hosts.status(), hosts.text());
+        assertTrue(hosts.text().contains("--hosts must be 1..200"), hosts.text());
+        BedSupport.Output delay = BedSupport.run(List.of(ClusterBed.scriptPath().toString(), "--hosts", "1", "--delay", "10us",
+                "--", "true"));
+        // Either the kernel has netem (and the run succeeds) or the refusal names what is missing.
+        assertTrue(delay.status() == 0 || delay.text().contains("CONFIG_NET_SCH_NETEM"), delay.text());
+    }
+
+    /** Addresses, routes and links of the namespace this JVM runs in. */
+    private static String ownNamespace() throws Exception {
+        return BedSupport.output("ip", "-o", "addr") + BedSupport.output("ip", "route") + BedSupport.output("ip", "-o", "link")
+                .replaceAll("link-netnsid \\d+", "");
+    }
+
+    private static List<String> namespaces(String prefix) throws Exception {
+        return BedSupport.output("ip", "netns", "list").lines().map(l -> l.split(" ")[0]).filter(n -> n.startsWith(prefix))
+                .toList();
+    }
+}
