@@ -2,8 +2,14 @@
 # TPC-DS with Spark's built-in shuffle and with rdma-shuffle, alternated query by query, results
 # compared; writes benchmarks/results/tpcds-sf<scale>/ (CSV, markdown, PNG charts). Data is generated
 # once per scale under benchmarks/data/ and reused.
-#   benchmarks/tpcds.sh [--scale 0.1|1] [--queries all|q3,q7,...]
+#   benchmarks/tpcds.sh [--scale 0.1|1] [--queries all|q3,q7,...] [--hosts N [--rate RATE]]
+# --hosts N: both applications on Spark's standalone cluster across N Worker hosts of the cluster bed
+# (bin/cluster-bed; needs root), the plugin shipped as users ship it; results go to tpcds-sf<scale>-Nhosts/.
 set -euo pipefail
+for arg in "$@"; do
+  # The cluster ships the plugin as users do: the shaded jar.
+  [ "$arg" = --hosts ] && export RDMA_SHUFFLE_BUILD_PLUGIN=1
+done
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 # shellcheck source=../bin/spark-env.sh

@@ -46,7 +46,7 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
         InetSocketAddress peer = engine == null ? null : engines.get(execId);
         if (peer == null) {
             manager.blocksOverFallback.addAndGet(blockIds.length);
-            builtIn.fetchBlocks(host, port, execId, blockIds, listener, downloadFileManager);
+            builtIn.fetchBlocks(host, port, execId, blockIds, countingFallback(listener), downloadFileManager);
             return;
         }
         List<BlockId> ids = new ArrayList<>(blockIds.length);
@@ -78,12 +78,28 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
                 if (manager.fetchesOverSparkInstead(BlockFetchException.kindOf(cause))) {
                     // RDMA cannot carry this block (see fetchesOverSparkInstead); Spark's transport can.
                     manager.blocksOverFallback.incrementAndGet();
-                    builtIn.fetchBlocks(host, port, execId, new String[] {name}, listener, downloadFileManager);
+                    builtIn.fetchBlocks(host, port, execId, new String[] {name}, countingFallback(listener), downloadFileManager);
                     return;
                 }
                 listener.onBlockFetchFailure(name, cause);
             }
         });
+    }
+
+    /** Counts the bytes Spark's transport delivers in our stead (what the carriers report and TPC-DS records). */
+    private BlockFetchingListener countingFallback(BlockFetchingListener listener) {
+        return new BlockFetchingListener() {
+            @Override
+            public void onBlockFetchSuccess(String blockId, org.apache.spark.network.buffer.ManagedBuffer data) {
+                manager.bytesOverFallback.addAndGet(data.size());
+                listener.onBlockFetchSuccess(blockId, data);
+            }
+
+            @Override
+            public void onBlockFetchFailure(String blockId, Throwable cause) {
+                listener.onBlockFetchFailure(blockId, cause);
+            }
+        };
     }
 
     private static BlockId parse(String name) {

@@ -73,6 +73,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     final AtomicLong blocksOverRdma = new AtomicLong();
     final AtomicLong bytesOverRdma = new AtomicLong();
     final AtomicLong blocksOverFallback = new AtomicLong();
+    final AtomicLong bytesOverFallback = new AtomicLong();
     /** Blocks fetched over RDMA by the address of the engine that served them (what crossed which link). */
     private final ConcurrentMap<String, LongAdder> rdmaBlocksByServer = new ConcurrentSkipListMap<>();
 
@@ -300,9 +301,14 @@ public final class RdmaShuffleManager implements ShuffleManager {
         rdmaBlocksByServer.computeIfAbsent(server.getHostString(), k -> new LongAdder()).increment();
     }
 
-    /** Blocks this JVM fetched over RDMA and over the built-in transport: {@code [rdma, builtIn]}. */
+    /**
+     * What this JVM fetched: {@code [blocks over RDMA, blocks over the built-in transport, bytes over
+     * RDMA, bytes over the built-in transport]} (zeros where no RdmaShuffleManager runs, e.g. with
+     * Spark's own shuffle). Blocks over the built-in transport count when asked for, bytes when delivered.
+     */
     public static long[] fetchCounts() {
         RdmaShuffleManager m = current;
-        return m == null ? new long[2] : new long[] {m.blocksOverRdma.get(), m.blocksOverFallback.get()};
+        return m == null ? new long[4] : new long[] {m.blocksOverRdma.get(), m.blocksOverFallback.get(), m.bytesOverRdma.get(),
+                m.bytesOverFallback.get()};
     }
 }

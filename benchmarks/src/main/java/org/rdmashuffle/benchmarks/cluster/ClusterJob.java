@@ -7,14 +7,9 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.jar.JarEntry;
-import java.util.jar.JarOutputStream;
-import java.util.stream.Stream;
 
 import org.rdmashuffle.benchmarks.spark.ShuffleJob;
 
@@ -23,8 +18,8 @@ import org.rdmashuffle.benchmarks.spark.ShuffleJob;
  * across hosts of our own. The bed gets N + 2 hosts: the Master, the driver, and N Workers (one
  * executor each); the driver is started by {@code spark-submit} with the installation's
  * spark-defaults.conf (the project's, as shipped), the job's jar as the application and the plugin
- * through {@code spark.jars}. Afterwards it checks that nothing was left behind: no namespace of the
- * bed and no process of the run.
+ * through {@code spark.jars} ({@link ClusterRun}). Afterwards it checks that nothing was left behind:
+ * no namespace of the bed and no process of the run.
  *
  * <pre>
  *   ClusterJob --hosts N [--rate RATE] [--cores C] [--run-dir DIR] [ShuffleJob arguments...]
@@ -73,93 +68,42 @@ public final class ClusterJob {
      */
     public static Result run(int workers, String rate, int cores, Path runDir, List<String> jobArgs, PrintStream echo)
             throws IOException, InterruptedException {
-        if (runDir == null) {
-            runDir = Repository.root().resolve("benchmarks/target/cluster-runs")
-                    .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
-        }
-        Files.createDirectories(runDir);
-        SparkHome home = SparkHome.create(runDir.resolve("spark-home"), Repository.pluginJar());
-        Path appJar = appJar(runDir.resolve("rdma-shuffle-main-job.jar"));
         List<String> args = new ArrayList<>(jobArgs);
         args.addAll(List.of("--executors", Integer.toString(workers)));
         List<String> output = new ArrayList<>();
         int exit;
-        String prefix;
-        echo.printf("cluster bed: %d hosts (Master, driver, %d Workers)%s; logs in %s%n", workers + 2, workers,
-                rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)", runDir.resolve("logs"));
-        try (ClusterBed bed = ClusterBed.start(workers + 2, rate)) {
-            prefix = bed.namespacePrefix();
-            try (StandaloneCluster cluster = StandaloneCluster.start(bed, home, runDir, cores)) {
-                echo.println("standalone cluster up: master " + cluster.masterUrl() + ", driver at "
-                        + cluster.driverHost().address() + ", Workers at "
-                        + cluster.workerHosts().stream().map(ClusterBed.Host::address).toList());
-                Process driver = cluster.submit(ShuffleJob.class.getName(), appJar, args);
-                driver.getOutputStream().close();
-                try (BufferedReader out = new BufferedReader(new InputStreamReader(driver.getInputStream(),
-                        StandardCharsets.UTF_8))) {
-                    Thread pump = Thread.ofVirtual().start(() -> {
-                        try {
-                            for (String line = out.readLine(); line != null; line = out.readLine()) {
-                                synchronized (output) {
-                                    output.add(line);
-                                }
-                                echo.println(line);
+        ClusterRun run = ClusterRun.start(workers, rate, cores, runDir, echo);
+        try (run) {
+            Process driver = run.submit(ShuffleJob.class.getName(), List.of(), args, "driver.log");
+            driver.getOutputStream().close();
+            try (BufferedReader out = new BufferedReader(new InputStreamReader(driver.getInputStream(), StandardCharsets.UTF_8))) {
+                Thread pump = Thread.ofVirtual().start(() -> {
+                    try {
+                        for (String line = out.readLine(); line != null; line = out.readLine()) {
+                            synchronized (output) {
+                                output.add(line);
                             }
-                        } catch (IOException e) {
-                            echo.println("(driver output broke off: " + e.getMessage() + ")");
+                            echo.println(line);
                         }
-                    });
-                    if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
-                        driver.destroyForcibly();
-                        throw new IOException("the driver did not finish in " + JOB_MINUTES + " minutes");
+                    } catch (IOException e) {
+                        echo.println("(driver output broke off: " + e.getMessage() + ")");
                     }
-                    pump.join(TimeUnit.SECONDS.toMillis(30));
+                });
+                if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
+                    driver.destroyForcibly();
+                    throw new IOException("the driver did not finish in " + JOB_MINUTES + " minutes");
                 }
-                exit = driver.exitValue();
-                if (exit != 0) {
-                    echo.println("the driver exited with status " + exit + "; its log: " + cluster.logs().resolve("driver.log"));
-                    tail(cluster.logs().resolve("driver.log"), 40, echo);
-                }
+                pump.join(TimeUnit.SECONDS.toMillis(30));
+            }
+            exit = driver.exitValue();
+            if (exit != 0) {
+                echo.println("the driver exited with status " + exit + "; its log: " + run.logs().resolve("driver.log"));
+                tail(run.logs().resolve("driver.log"), 40, echo);
             }
         }
-        return new Result(exit, List.copyOf(output), namespacesLeft(prefix), processesLeft(runDir));
-    }
-
-    /** The job's classes (no resources: executors keep their own logging) as the application jar. */
-    static Path appJar(Path jar) throws IOException {
-        Path classes;
-        try {
-            classes = Path.of(ShuffleJob.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        } catch (java.net.URISyntaxException e) {
-            throw new IOException(e);
+        synchronized (output) {
+            return new Result(exit, List.copyOf(output), run.leftNamespaces(), run.leftProcesses());
         }
-        if (!Files.isDirectory(classes)) {
-            return classes; // already a jar
-        }
-        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar));
-             Stream<Path> files = Files.walk(classes)) {
-            for (Path f : files.filter(p -> p.toString().endsWith(".class")).sorted().toList()) {
-                out.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
-                Files.copy(f, out);
-                out.closeEntry();
-            }
-        }
-        return jar;
-    }
-
-    private static List<String> namespacesLeft(String prefix) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("ip", "netns", "list").redirectErrorStream(true).start();
-        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        p.waitFor(10, TimeUnit.SECONDS);
-        return text.lines().map(l -> l.split(" ")[0]).filter(n -> n.startsWith(prefix)).toList();
-    }
-
-    /** Processes still running whose command line names this run's directory (its daemons and executors do). */
-    private static List<String> processesLeft(Path runDir) {
-        String dir = runDir.toAbsolutePath().toString();
-        return ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid())
-                .filter(h -> h.info().commandLine().map(c -> c.contains(dir)).orElse(false))
-                .map(h -> h.pid() + " " + h.info().command().orElse("?")).toList();
     }
 
     private static void tail(Path file, int lines, PrintStream out) throws IOException {

@@ -82,18 +82,23 @@ public final class StandaloneCluster implements AutoCloseable {
 
     /**
      * Starts {@code spark-submit} in client mode in the driver's host: {@code --master} this cluster, the
-     * driver bound to its host's address, everything else from the installation's spark-defaults.conf.
-     * The caller owns the process (its output is piped to the caller).
+     * driver bound to its host's address, {@code sparkConfs} as {@code --conf}s, everything else from the
+     * installation's spark-defaults.conf. Standard error goes to {@code logs/<logName>}; the caller owns
+     * the process (its standard input and output are piped to the caller).
      */
-    public Process submit(String mainClass, Path appJar, List<String> appArgs) throws IOException, InterruptedException {
+    public Process submit(String mainClass, Path appJar, List<String> sparkConfs, List<String> appArgs, String logName)
+            throws IOException, InterruptedException {
         ClusterBed.Host d = driverHost();
         List<String> args = new ArrayList<>(List.of("--master", masterUrl(), "--deploy-mode", "client",
-                "--conf", "spark.driver.host=" + d.address(), "--conf", "spark.driver.bindAddress=" + d.address(),
-                "--class", mainClass, appJar.toString()));
+                "--conf", "spark.driver.host=" + d.address(), "--conf", "spark.driver.bindAddress=" + d.address()));
+        for (String c : sparkConfs) {
+            args.addAll(List.of("--conf", c));
+        }
+        args.addAll(List.of("--class", mainClass, appJar.toString()));
         args.addAll(appArgs);
         Map<String, String> env = home.environment(d.address());
         ProcessBuilder pb = new ProcessBuilder(d.command(home.command("org.apache.spark.deploy.SparkSubmit", args, env)))
-                .redirectError(logs.resolve("driver.log").toFile());
+                .redirectError(logs.resolve(logName).toFile());
         pb.environment().putAll(env);
         return pb.start();
     }

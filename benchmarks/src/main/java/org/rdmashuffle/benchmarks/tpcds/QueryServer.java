@@ -18,7 +18,9 @@ import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.rdmashuffle.benchmarks.spark.LocalCluster;
+import org.rdmashuffle.spark.RdmaShuffleManager;
 
 /**
  * One Spark application (one shuffle: {@code builtin} or {@code rdma}) that the {@link TpcdsRunner}
@@ -27,27 +29,39 @@ import org.rdmashuffle.benchmarks.spark.LocalCluster;
  * <ul>
  * <li>{@code generate <scale> <dir> <table,...>} → {@code @@ DONE generate <tables made>}</li>
  * <li>{@code register <dir>} → {@code @@ DONE register}</li>
- * <li>{@code run <query> <result file>} → {@code @@ DONE run <ms> <shuffle read bytes> <shuffle write bytes> <rows>}</li>
+ * <li>{@code run <query> <result file>} → {@code @@ DONE run <ms> <shuffle read bytes> <shuffle write bytes> <rows>
+ *     <remote bytes> <bytes over RDMA> <blocks over the built-in transport> <bytes over the built-in transport>}:
+ *     the remote bytes are Spark's own count (of what tasks consumed); the others are what the
+ *     executors' RdmaShuffleManagers counted during the query (all 0 on the built-in shuffle)</li>
  * </ul>
- * A failure answers {@code @@ FAIL <what> <message>}.
+ * A failure answers {@code @@ FAIL <what> <message>}. Started by {@code spark-submit} (the cluster bed)
+ * it takes its master and settings from there, and waits for {@code executors} executors.
+ *
+ * <pre>
+ *   QueryServer builtin|rdma [executors]
+ * </pre>
  */
 public final class QueryServer {
     private static final AtomicLong READ = new AtomicLong();
     private static final AtomicLong WRITTEN = new AtomicLong();
+    private static final AtomicLong REMOTE = new AtomicLong();
 
     public static void main(String[] args) throws Exception {
         String shuffle = args[0];
         PrintStream reply = System.out;
         System.setOut(System.err); // anything else printing goes to the log, not the protocol
         // TPC-DS semantics are not ANSI's: at small scales q90 divides by zero, which ANSI mode refuses.
-        SparkSession spark = SparkSession.builder().config(LocalCluster.conf("tpcds", shuffle)
-                .set("spark.sql.ansi.enabled", "false")).getOrCreate();
+        int executors = args.length > 1 ? Integer.parseInt(args[1]) : 2;
+        SparkSession spark = SparkSession.builder().config((LocalCluster.submitted() ? LocalCluster.submittedConf("tpcds", shuffle)
+                : LocalCluster.conf("tpcds", shuffle)).set("spark.sql.ansi.enabled", "false")).getOrCreate();
+        LocalCluster.awaitExecutors(JavaSparkContext.fromSparkContext(spark.sparkContext()), executors);
         spark.sparkContext().addSparkListener(new SparkListener() {
             @Override
             public void onTaskEnd(SparkListenerTaskEnd e) {
                 if (e.taskMetrics() != null) {
                     READ.addAndGet(e.taskMetrics().shuffleReadMetrics().totalBytesRead());
                     WRITTEN.addAndGet(e.taskMetrics().shuffleWriteMetrics().bytesWritten());
+                    REMOTE.addAndGet(e.taskMetrics().shuffleReadMetrics().remoteBytesRead());
                 }
             }
         });
@@ -82,19 +96,54 @@ public final class QueryServer {
     private static String run(SparkSession spark, String query, Path resultFile) throws Exception {
         String text = TpcdsQueries.select(query).get(query);
         spark.sparkContext().listenerBus().waitUntilEmpty();
+        JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+        long[] before = carried(sc);
         READ.set(0);
         WRITTEN.set(0);
+        REMOTE.set(0);
         long t0 = System.nanoTime();
         List<Row> rows = spark.sql(text).collectAsList();
         long ms = (System.nanoTime() - t0) / 1_000_000;
         spark.sparkContext().listenerBus().waitUntilEmpty();
+        long[] after = carried(sc);
         List<String> lines = new ArrayList<>(rows.size());
         for (Row r : rows) {
             lines.add(format(r));
         }
         lines.sort(null);
         Files.write(resultFile, lines);
-        return ms + " " + READ.get() + " " + WRITTEN.get() + " " + rows.size();
+        return ms + " " + READ.get() + " " + WRITTEN.get() + " " + rows.size() + " " + REMOTE.get() + " " + (after[2] - before[2])
+                + " " + (after[1] - before[1]) + " " + (after[3] - before[3]);
+    }
+
+    /**
+     * The executors' fetch counters ({@link RdmaShuffleManager#fetchCounts()}), summed: asked of every
+     * registered executor (tasks until each has answered, bounded), between queries, so untimed.
+     */
+    static long[] carried(JavaSparkContext sc) {
+        java.util.Set<String> expected = new java.util.HashSet<>(scala.jdk.javaapi.CollectionConverters.asJava(
+                sc.sc().getExecutorIds()));
+        java.util.Map<String, long[]> seen = new java.util.HashMap<>();
+        for (int attempt = 0; attempt < 20 && !seen.keySet().containsAll(expected); attempt++) {
+            int tasks = 8 * Math.max(1, expected.size());
+            for (String answer : sc.parallelize(java.util.stream.IntStream.range(0, tasks).boxed().toList(), tasks).map(i -> {
+                long[] c = RdmaShuffleManager.fetchCounts();
+                return org.apache.spark.SparkEnv.get().executorId() + " " + c[0] + " " + c[1] + " " + c[2] + " " + c[3];
+            }).distinct().collect()) {
+                String[] f = answer.split(" ");
+                seen.put(f[0], new long[] {Long.parseLong(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), Long.parseLong(f[4])});
+            }
+        }
+        if (!seen.keySet().containsAll(expected)) {
+            throw new IllegalStateException("executors " + expected + " did not all report their fetch counters: " + seen.keySet());
+        }
+        long[] sum = new long[4];
+        for (String id : expected) {
+            for (int i = 0; i < 4; i++) {
+                sum[i] += seen.get(id)[i];
+            }
+        }
+        return sum;
     }
 
     /**

@@ -15,27 +15,52 @@ import java.util.Map;
 import java.util.stream.Collectors;
 
 import io.trino.tpcds.Table;
+import org.rdmashuffle.benchmarks.cluster.ClusterRun;
 import org.rdmashuffle.benchmarks.spark.LocalCluster;
 
 /**
  * TPC-DS with Spark's built-in shuffle and with rdma-shuffle, side by side: two Spark applications
- * (each local-cluster, separate executor JVMs) stay up, and every query runs on one and then the
- * other (the order swapped from query to query). Each result is compared row for row (sorted) with
- * the built-in one; a difference is re-checked by running the query on the built-in shuffle again,
- * which tells a query that is not deterministic (e.g. LIMIT over ties) from a wrong answer. The
- * first query runs once on each, unrecorded, before the measured runs.
+ * stay up, and every query runs on one and then the other (the order swapped from query to query).
+ * Each result is compared row for row (sorted) with the built-in one; a difference is re-checked by
+ * running the query on the built-in shuffle again, which tells a query that is not deterministic
+ * (e.g. LIMIT over ties) from a wrong answer; two empty results are "empty", not "match". Per query
+ * it records both row counts, and on each side the remote bytes and how many came over RDMA, so a
+ * run where RDMA silently fell back shows. The first query runs once on each, unrecorded, first.
  *
  * <pre>
- *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--data DIR] [--out DIR]
+ *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--data DIR] [--out DIR] [--hosts N [--rate RATE]]
  * </pre>
- * Writes {@code results.csv}, {@code results.md} and three PNG charts to the output directory.
+ * Without {@code --hosts} both applications are local-cluster (two executor JVMs each, 127.0.0.1).
+ * With it, both run on Spark's standalone cluster across N Worker hosts of the cluster bed
+ * ({@link ClusterRun}), each with one 1-core executor per Worker. Writes {@code results.csv},
+ * {@code results.md} and three PNG charts to the output directory.
  */
 public final class TpcdsRunner {
-    /** One query, both ways. */
+    /** One query, both ways; the byte counts are the shuffle's remote bytes and the part of them RDMA carried. */
     public record Outcome(String query, long builtinMs, long rdmaMs, long shuffleReadBytes, long shuffleWriteBytes,
-                          long rows, String verdict) {
+                          long builtinRows, long rdmaRows, Carried builtin, Carried rdma, String verdict) {
         double ratio() {
             return builtinMs == 0 ? Double.NaN : (double) rdmaMs / builtinMs;
+        }
+
+        /** Whether the two results can be compared as answers (identical, both empty, or not deterministic). */
+        boolean comparable() {
+            return verdict.equals("match") || verdict.equals("empty") || verdict.startsWith("nondeterministic");
+        }
+    }
+
+    /**
+     * What crossed between executors for one query on one side: Spark's count of remote bytes (what the
+     * tasks consumed), and what the plugin's executors fetched over RDMA and had Spark's transport fetch.
+     */
+    public record Carried(boolean plugin, long remoteBytes, long rdmaBytes, long fallbackBlocks, long fallbackBytes) {
+        static Carried of(String reply, boolean plugin) {
+            return new Carried(plugin, field(reply, 6), field(reply, 7), field(reply, 8), field(reply, 9));
+        }
+
+        /** Bytes over Spark's own transport: on the built-in side every remote byte, on the plugin's its fallbacks. */
+        long builtinBytes() {
+            return plugin ? fallbackBytes : remoteBytes;
         }
     }
 
@@ -46,8 +71,19 @@ public final class TpcdsRunner {
         final BufferedReader out;
         final PrintWriter in;
 
-        Server(String shuffle, Path log) throws IOException {
+        Server(String shuffle, Process process, String log) throws IOException {
             this.shuffle = shuffle;
+            this.process = process;
+            out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+            in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
+            String ready = reply();
+            if (!ready.equals("READY")) {
+                throw new IOException(shuffle + " query server: " + ready + " (log: " + log + ")");
+            }
+        }
+
+        /** A local-cluster application: a QueryServer JVM started from this one's classpath and options. */
+        static Server local(String shuffle, Path log) throws IOException {
             List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "-Xmx1g"));
             cmd.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
@@ -57,13 +93,18 @@ public final class TpcdsRunner {
                             || a.startsWith("-D" + LocalCluster.MASTER))
                     .toList());
             cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), QueryServer.class.getName(), shuffle));
-            process = new ProcessBuilder(cmd).redirectError(log.toFile()).start();
-            out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-            in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
-            String ready = reply();
-            if (!ready.equals("READY")) {
-                throw new IOException(shuffle + " query server: " + ready + " (log: " + log + ")");
-            }
+            return new Server(shuffle, new ProcessBuilder(cmd).redirectError(log.toFile()).start(), log.toString());
+        }
+
+        /**
+         * An application on the cluster bed's standalone cluster: one 1-core executor of 1 GiB per
+         * Worker (spark.cores.max caps it, so the other application gets the Workers' other core).
+         */
+        static Server onCluster(String shuffle, ClusterRun cluster, int workers) throws IOException, InterruptedException {
+            String log = "queryserver-" + shuffle + ".log";
+            Process p = cluster.submit(QueryServer.class.getName(), List.of("spark.executor.cores=1", "spark.cores.max=" + workers,
+                    "spark.executor.memory=1g"), List.of(shuffle, Integer.toString(workers)), log);
+            return new Server(shuffle, p, cluster.logs().resolve(log).toString());
         }
 
         /** The next protocol line without its {@code @@ } prefix. */
@@ -102,14 +143,18 @@ public final class TpcdsRunner {
         String queries = "all";
         Path data = null;
         Path out = null;
+        int hosts = 0;
+        String rate = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
+                case "--hosts" -> hosts = Integer.parseInt(args[++i]);
+                case "--rate" -> rate = args[++i];
                 case "--scale" -> scale = Double.parseDouble(args[++i]);
                 case "--queries" -> queries = args[++i];
                 case "--data" -> data = Path.of(args[++i]);
                 case "--out" -> out = Path.of(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--data DIR] [--out DIR])");
+                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--data DIR] [--out DIR] [--hosts N [--rate R]])");
             }
         }
         String sf = String.format(Locale.ROOT, "sf%s", scale).replace(".0", "").replace('.', '_');
@@ -117,26 +162,52 @@ public final class TpcdsRunner {
             data = Path.of("benchmarks", "data", "tpcds-" + sf);
         }
         if (out == null) {
-            out = Path.of("benchmarks", "results", "tpcds-" + sf);
+            out = Path.of("benchmarks", "results", "tpcds-" + sf + (hosts > 0 ? "-" + hosts + "hosts" : ""));
         }
-        List<Outcome> outcomes = run(scale, queries, data, out);
+        List<Outcome> outcomes;
+        if (hosts > 0) {
+            ClusterRun cluster = ClusterRun.start(hosts, rate, 2, null, System.out);
+            try (cluster) {
+                int workers = hosts;
+                Path logs = out;
+                outcomes = run(scale, queries, data.toAbsolutePath(), out, shuffle -> Server.onCluster(shuffle, cluster, workers),
+                        hosts + " Worker hosts" + (rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)"));
+                System.out.println("logs: " + cluster.logs() + " (results in " + logs + ")");
+            }
+            System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", cluster.leftNamespaces().size(),
+                    cluster.leftProcesses().size());
+        } else {
+            outcomes = run(scale, queries, data, out);
+        }
         long bad = outcomes.stream().filter(o -> o.verdict().startsWith("MISMATCH") || o.verdict().startsWith("FAIL rdma")
                 || o.verdict().startsWith("FAIL built-in")).count();
         System.exit(bad == 0 ? 0 : 1);
     }
 
-    /** Runs the queries both ways and writes the results; returns one outcome per query. */
+    /** Starts one of the two applications. */
+    interface Launcher {
+        Server start(String shuffle) throws Exception;
+    }
+
+    /** Runs the queries both ways on local-cluster applications and writes the results; one outcome per query. */
     public static List<Outcome> run(double scale, String queryNames, Path data, Path out) throws Exception {
+        Files.createDirectories(out);
+        return run(scale, queryNames, data, out, shuffle -> Server.local(shuffle, out.resolve(shuffle + ".log")),
+                "local-cluster, 2 executors each, 127.0.0.1");
+    }
+
+    private static List<Outcome> run(double scale, String queryNames, Path data, Path out, Launcher launcher, String where)
+            throws Exception {
         Map<String, String> queries = TpcdsQueries.select(queryNames);
         List<Table> tables = TpcdsQueries.tablesUsed(queries);
         Files.createDirectories(data);
         Files.createDirectories(out);
         Path scratch = Files.createTempDirectory("tpcds-results");
         List<Outcome> outcomes = new ArrayList<>();
-        System.out.printf("TPC-DS scale %s: %d queries over %d tables; data %s; both Spark applications starting%n", scale,
-                queries.size(), tables.size(), data.toAbsolutePath());
-        try (Server builtin = new Server("builtin", out.resolve("builtin.log"));
-             Server rdma = new Server("rdma", out.resolve("rdma.log"))) {
+        System.out.printf("TPC-DS scale %s: %d queries over %d tables; data %s; both Spark applications starting (%s)%n", scale,
+                queries.size(), tables.size(), data.toAbsolutePath(), where);
+        try (Server builtin = launcher.start("builtin");
+             Server rdma = launcher.start("rdma")) {
             long t0 = System.nanoTime();
             expect(builtin.call("generate " + scale + " " + data.toAbsolutePath() + " "
                     + tables.stream().map(Table::getName).collect(Collectors.joining(","))), "DONE generate");
@@ -163,11 +234,13 @@ public final class TpcdsRunner {
                 }
                 Outcome o = outcome(q, b, r, bFile, rFile, builtin, scratch);
                 outcomes.add(o);
-                System.out.printf("[%3d/%d] %-5s built-in %6d ms, rdma %6d ms (%.2f), shuffle %8.1f MB, %5d rows: %s%n", i,
-                        queries.size(), q, o.builtinMs(), o.rdmaMs(), o.ratio(), o.shuffleReadBytes() / 1e6, o.rows(), o.verdict());
+                System.out.printf("[%3d/%d] %-5s built-in %6d ms, rdma %6d ms (%.2f), shuffle %8.1f MB (rdma side: %.1f MB over "
+                        + "RDMA, %.1f MB over Spark's transport), %5d rows: %s%n", i, queries.size(), q, o.builtinMs(), o.rdmaMs(),
+                        o.ratio(), o.shuffleReadBytes() / 1e6, o.rdma().rdmaBytes() / 1e6, o.rdma().builtinBytes() / 1e6,
+                        o.builtinRows(), o.verdict());
             }
         }
-        write(outcomes, scale, out);
+        write(outcomes, scale, where, out);
         return outcomes;
     }
 
@@ -182,51 +255,69 @@ public final class TpcdsRunner {
         if (!b.startsWith("DONE") || !r.startsWith("DONE")) {
             String verdict = !b.startsWith("DONE") && !r.startsWith("DONE") ? "FAIL both: " + b
                     : !r.startsWith("DONE") ? "FAIL rdma: " + r : "FAIL built-in: " + b;
-            return new Outcome(q, field(b, 2), field(r, 2), field(b, 3), field(b, 4), field(b, 5), verdict);
+            return new Outcome(q, field(b, 2), field(r, 2), field(b, 3), field(b, 4), field(b, 5), field(r, 5), Carried.of(b, false),
+                    Carried.of(r, true), verdict);
         }
         String verdict;
-        if (Files.readAllLines(bFile).equals(Files.readAllLines(rFile))) {
-            verdict = "match";
+        List<String> bLines = Files.readAllLines(bFile);
+        if (bLines.equals(Files.readAllLines(rFile))) {
+            verdict = bLines.isEmpty() ? "empty" : "match";
         } else {
             Path again = scratch.resolve(q + ".builtin-again");
             String b2 = builtin.call("run " + q + " " + again);
             boolean stable = b2.startsWith("DONE") && Files.readAllLines(again).equals(Files.readAllLines(bFile));
             verdict = stable ? "MISMATCH (built-in is stable, rdma differs)" : "nondeterministic (built-in differs from itself)";
         }
-        return new Outcome(q, field(b, 2), field(r, 2), field(b, 3), field(b, 4), field(b, 5), verdict);
+        return new Outcome(q, field(b, 2), field(r, 2), field(b, 3), field(b, 4), field(b, 5), field(r, 5), Carried.of(b, false),
+                Carried.of(r, true), verdict);
     }
 
-    /** Field {@code i} of "DONE run ms read write rows", 0 when absent. */
+    /** Field {@code i} of "DONE run ms read write rows remote rdmaBytes fallbackBlocks fallbackBytes", 0 when absent. */
     private static long field(String reply, int i) {
         String[] f = reply.split(" ");
         return f.length > i && f[0].equals("DONE") ? Long.parseLong(f[i]) : 0;
     }
 
-    private static void write(List<Outcome> outcomes, double scale, Path out) throws IOException {
-        StringBuilder csv = new StringBuilder("query,builtin_ms,rdma_ms,ratio,shuffle_read_bytes,shuffle_write_bytes,rows,verdict\n");
-        StringBuilder md = new StringBuilder("| query | built-in ms | rdma-shuffle ms | ratio | shuffle read MB | rows | result |\n"
-                + "|---|---|---|---|---|---|---|\n");
+    private static void write(List<Outcome> outcomes, double scale, String where, Path out) throws IOException {
+        StringBuilder csv = new StringBuilder("query,builtin_ms,rdma_ms,ratio,shuffle_read_bytes,shuffle_write_bytes,builtin_rows,"
+                + "rdma_rows,builtin_remote_bytes,builtin_bytes_over_rdma,builtin_bytes_over_builtin,rdma_remote_bytes,"
+                + "rdma_bytes_over_rdma,rdma_bytes_over_builtin,rdma_blocks_over_builtin,verdict\n");
+        StringBuilder md = new StringBuilder("| query | built-in ms | rdma-shuffle ms | ratio | shuffle read MB | rows (built-in / rdma) "
+                + "| rdma side: MB over RDMA / over Spark's transport | result |\n|---|---|---|---|---|---|---|---|\n");
         long bTotal = 0;
         long rTotal = 0;
+        long remote = 0;
+        long overRdma = 0;
+        long fallbackBlocks = 0;
         for (Outcome o : outcomes) {
             csv.append(String.join(",", o.query(), Long.toString(o.builtinMs()), Long.toString(o.rdmaMs()),
                     String.format(Locale.ROOT, "%.3f", o.ratio()), Long.toString(o.shuffleReadBytes()),
-                    Long.toString(o.shuffleWriteBytes()), Long.toString(o.rows()), '"' + o.verdict() + '"')).append('\n');
-            md.append(String.format(Locale.ROOT, "| %s | %d | %d | %.2f | %.1f | %d | %s |%n", o.query(), o.builtinMs(), o.rdmaMs(),
-                    o.ratio(), o.shuffleReadBytes() / 1e6, o.rows(), o.verdict()));
-            if (o.verdict().equals("match") || o.verdict().startsWith("nondeterministic")) {
+                    Long.toString(o.shuffleWriteBytes()), Long.toString(o.builtinRows()), Long.toString(o.rdmaRows()),
+                    Long.toString(o.builtin().remoteBytes()), Long.toString(o.builtin().rdmaBytes()),
+                    Long.toString(o.builtin().builtinBytes()), Long.toString(o.rdma().remoteBytes()), Long.toString(o.rdma().rdmaBytes()),
+                    Long.toString(o.rdma().builtinBytes()), Long.toString(o.rdma().fallbackBlocks()), '"' + o.verdict() + '"'))
+                    .append('\n');
+            md.append(String.format(Locale.ROOT, "| %s | %d | %d | %.2f | %.1f | %d / %d | %.1f / %.1f | %s |%n", o.query(),
+                    o.builtinMs(), o.rdmaMs(), o.ratio(), o.shuffleReadBytes() / 1e6, o.builtinRows(), o.rdmaRows(),
+                    o.rdma().rdmaBytes() / 1e6, o.rdma().builtinBytes() / 1e6, o.verdict()));
+            if (o.comparable()) {
                 bTotal += o.builtinMs();
                 rTotal += o.rdmaMs();
             }
+            remote += o.rdma().remoteBytes();
+            overRdma += o.rdma().rdmaBytes();
+            fallbackBlocks += o.rdma().fallbackBlocks();
         }
         long matched = outcomes.stream().filter(o -> o.verdict().equals("match")).count();
+        long empty = outcomes.stream().filter(o -> o.verdict().equals("empty")).count();
         long nondet = outcomes.stream().filter(o -> o.verdict().startsWith("nondeterministic")).count();
         long bothFailed = outcomes.stream().filter(o -> o.verdict().startsWith("FAIL both")).count();
-        String summary = String.format(Locale.ROOT, "TPC-DS scale %s, %d queries: %d identical, %d not deterministic on the "
-                + "built-in shuffle itself, %d failing on both shuffles alike, %d different or failing on one. Total time over "
-                + "the comparable ones: built-in %.1f s, rdma-shuffle %.1f s, ratio %.3f.%n", scale, outcomes.size(), matched,
-                nondet, bothFailed, outcomes.size() - matched - nondet - bothFailed, bTotal / 1e3, rTotal / 1e3,
-                bTotal == 0 ? Double.NaN : (double) rTotal / bTotal);
+        String summary = String.format(Locale.ROOT, "TPC-DS scale %s (%s), %d queries: %d identical, %d empty on both, %d not "
+                + "deterministic on the built-in shuffle itself, %d failing on both shuffles alike, %d different or failing on "
+                + "one. Total time over the comparable ones: built-in %.1f s, rdma-shuffle %.1f s, ratio %.3f. On the rdma side "
+                + "%.1f of %.1f remote MB came over RDMA (%d blocks over Spark's transport).%n", scale, where, outcomes.size(),
+                matched, empty, nondet, bothFailed, outcomes.size() - matched - empty - nondet - bothFailed, bTotal / 1e3,
+                rTotal / 1e3, bTotal == 0 ? Double.NaN : (double) rTotal / bTotal, overRdma / 1e6, remote / 1e6, fallbackBlocks);
         Files.writeString(out.resolve("results.csv"), csv);
         Files.writeString(out.resolve("results.md"), summary + "\n" + md);
         List<String> labels = outcomes.stream().map(Outcome::query).toList();

@@ -12,7 +12,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Keeps the TPC-DS runner working: two small queries at a tiny scale, both shuffles, results
- * compared, outputs written. The full runs stay out of CI (benchmarks/tpcds.sh).
+ * compared, what carried the remote bytes on each side recorded, outputs written. The full runs stay
+ * out of CI (benchmarks/tpcds.sh).
  */
 class TpcdsSmokeTest {
     @TempDir
@@ -24,7 +25,10 @@ class TpcdsSmokeTest {
         assertEquals(List.of("q3", "q42"), outcomes.stream().map(TpcdsRunner.Outcome::query).toList());
         for (TpcdsRunner.Outcome o : outcomes) {
             assertEquals("match", o.verdict(), o.query());
-            assertTrue(o.rows() > 0 && o.shuffleReadBytes() > 0, o.toString());
+            assertTrue(o.builtinRows() > 0 && o.builtinRows() == o.rdmaRows() && o.shuffleReadBytes() > 0, o.toString());
+            assertTrue(o.rdma().rdmaBytes() > 0 && o.rdma().fallbackBytes() == 0 && o.rdma().fallbackBlocks() == 0,
+                    "the rdma side's remote blocks came over RDMA, none over Spark's transport: " + o);
+            assertEquals(0, o.builtin().rdmaBytes(), "nothing over RDMA on the built-in side: " + o);
         }
         for (String f : List.of("results.csv", "results.md", "time-ratio.png", "total-time.png", "shuffle-bytes.png")) {
             assertTrue(Files.size(dir.resolve("out").resolve(f)) > 0, f);

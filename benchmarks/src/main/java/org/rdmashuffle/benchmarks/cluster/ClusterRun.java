@@ -1,0 +1,146 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.stream.Stream;
+
+import org.rdmashuffle.benchmarks.spark.ShuffleJob;
+
+/**
+ * One run on the cluster bed, everything it made owned in one place: the run directory (Spark home,
+ * application jar, logs), the bed's hosts, and Spark's standalone cluster on them (the Master, the
+ * driver's host, {@code workers} Workers). Drivers are started with {@link #submit}. Closing stops the
+ * cluster, tears the bed down and records what was left behind.
+ */
+public final class ClusterRun implements AutoCloseable {
+    private final Path runDir;
+    private final Path appJar;
+    private final ClusterBed bed;
+    private final StandaloneCluster cluster;
+    private final String namespacePrefix;
+    private List<String> leftNamespaces = List.of();
+    private List<String> leftProcesses = List.of();
+
+    private ClusterRun(Path runDir, Path appJar, ClusterBed bed, StandaloneCluster cluster) {
+        this.runDir = runDir;
+        this.appJar = appJar;
+        this.bed = bed;
+        this.cluster = cluster;
+        this.namespacePrefix = bed.namespacePrefix();
+    }
+
+    /**
+     * @param rate tbf rate of every link, or null for unshaped links
+     * @param cores cores each Worker offers
+     * @param runDir where the run keeps its files, or null for a new one under benchmarks/target/cluster-runs
+     */
+    public static ClusterRun start(int workers, String rate, int cores, Path runDir, PrintStream echo) throws IOException,
+            InterruptedException {
+        if (runDir == null) {
+            runDir = Repository.root().resolve("benchmarks/target/cluster-runs")
+                    .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+        }
+        Files.createDirectories(runDir);
+        SparkHome home = SparkHome.create(runDir.resolve("spark-home"), Repository.pluginJar());
+        Path appJar = appJar(runDir.resolve("rdma-shuffle-benchmarks-app.jar"));
+        echo.printf("cluster bed: %d hosts (Master, driver, %d Workers)%s; logs in %s%n", workers + 2, workers,
+                rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)", runDir.resolve("logs"));
+        ClusterBed bed = ClusterBed.start(workers + 2, rate);
+        try {
+            StandaloneCluster cluster = StandaloneCluster.start(bed, home, runDir, cores);
+            echo.println("standalone cluster up: master " + cluster.masterUrl() + ", driver at " + cluster.driverHost().address()
+                    + ", Workers at " + cluster.workerHosts().stream().map(ClusterBed.Host::address).toList());
+            return new ClusterRun(runDir, appJar, bed, cluster);
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            bed.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Starts a driver of {@code mainClass} (from this module's classes, shipped as the application jar)
+     * with {@code spark-submit} in the driver's host; {@code sparkConfs} are extra {@code --conf}s.
+     * Its standard error goes to {@code logs/<logName>}; the caller owns the process.
+     */
+    public Process submit(String mainClass, List<String> sparkConfs, List<String> args, String logName) throws IOException,
+            InterruptedException {
+        return cluster.submit(mainClass, appJar, sparkConfs, args, logName);
+    }
+
+    public StandaloneCluster cluster() {
+        return cluster;
+    }
+
+    public Path logs() {
+        return cluster.logs();
+    }
+
+    /** Namespaces of this run still present after {@link #close()} (none, if teardown worked). */
+    public List<String> leftNamespaces() {
+        return leftNamespaces;
+    }
+
+    /** Processes whose command line names this run's directory still running after {@link #close()}. */
+    public List<String> leftProcesses() {
+        return leftProcesses;
+    }
+
+    @Override
+    public void close() throws IOException, InterruptedException {
+        try {
+            cluster.close();
+        } finally {
+            bed.close();
+            leftNamespaces = namespacesLeft(namespacePrefix);
+            leftProcesses = processesLeft(runDir);
+        }
+    }
+
+    /** The module's classes (no resources: executors keep their own logging) as the application jar. */
+    static Path appJar(Path jar) throws IOException {
+        Path classes;
+        try {
+            classes = Path.of(ShuffleJob.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (java.net.URISyntaxException e) {
+            throw new IOException(e);
+        }
+        if (!Files.isDirectory(classes)) {
+            return classes; // already a jar
+        }
+        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar));
+             Stream<Path> files = Files.walk(classes)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".class")).sorted().toList()) {
+                out.putNextEntry(new JarEntry(classes.relativize(f).toString().replace('\\', '/')));
+                Files.copy(f, out);
+                out.closeEntry();
+            }
+        }
+        return jar;
+    }
+
+    private static List<String> namespacesLeft(String prefix) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("ip", "netns", "list").redirectErrorStream(true).start();
+        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        p.waitFor(10, TimeUnit.SECONDS);
+        return text.lines().map(l -> l.split(" ")[0]).filter(n -> n.startsWith(prefix)).toList();
+    }
+
+    private static List<String> processesLeft(Path runDir) {
+        String dir = runDir.toAbsolutePath().toString();
+        List<String> left = new ArrayList<>();
+        ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid())
+                .filter(h -> h.info().commandLine().map(c -> c.contains(dir)).orElse(false))
+                .forEach(h -> left.add(h.pid() + " " + h.info().command().orElse("?")));
+        return left;
+    }
+}
