@@ -22,7 +22,7 @@ import java.util.concurrent.TimeoutException;
  */
 public final class ClusterBed implements AutoCloseable {
     /** {@code bin/cluster-bed}'s exit status when this machine cannot make hosts (not root, no ip, ...). */
-    static final int CANNOT = 77;
+    public static final int CANNOT = 77;
     private static final long SETUP_SECONDS = 120;
 
     /** One host: its namespace and its address on the bed's subnet. */

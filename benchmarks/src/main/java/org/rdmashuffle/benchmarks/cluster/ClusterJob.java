@@ -22,8 +22,10 @@ import org.rdmashuffle.benchmarks.spark.ShuffleJob;
  * no namespace of the bed and no process of the run.
  *
  * <pre>
- *   ClusterJob --hosts N [--rate RATE] [--cores C] [--run-dir DIR] [ShuffleJob arguments...]
+ *   ClusterJob --hosts N [--rate RATE] [--cores C] [--run-dir DIR] [--profile] [ShuffleJob arguments...]
  * </pre>
+ * {@code --profile} records every executor (both shuffles alike) with JDK Flight Recorder's profiling
+ * settings, one file per executor JVM under {@code <run dir>/jfr/}.
  */
 public final class ClusterJob {
     private static final long JOB_MINUTES = 90;
@@ -40,6 +42,7 @@ public final class ClusterJob {
         String rate = null;
         int cores = 1;
         Path runDir = null;
+        boolean profile = false;
         List<String> jobArgs = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -47,6 +50,7 @@ public final class ClusterJob {
                 case "--rate" -> rate = args[++i];
                 case "--cores" -> cores = Integer.parseInt(args[++i]);
                 case "--run-dir" -> runDir = Path.of(args[++i]);
+                case "--profile" -> profile = true;
                 default -> jobArgs.add(args[i]);
             }
         }
@@ -54,7 +58,13 @@ public final class ClusterJob {
             System.err.println("--hosts N needs N >= 2 (hosts for Workers; the Master and the driver get hosts of their own)");
             System.exit(2);
         }
-        Result r = run(hosts, rate, cores, runDir, jobArgs, System.out);
+        String cannot = ClusterBed.unavailabilityCause();
+        if (cannot != null) {
+            System.err.println("bin/shuffle-job --hosts makes hosts as network namespaces, and cannot here: " + cannot
+                    + ". Run it as root (sudo bin/shuffle-job --hosts " + hosts + " ...), or without --hosts for local-cluster.");
+            System.exit(ClusterBed.CANNOT);
+        }
+        Result r = run(hosts, rate, cores, runDir, profile, jobArgs, System.out);
         System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", r.leftNamespaces().size(),
                 r.leftProcesses().size());
         r.leftNamespaces().forEach(n -> System.out.println("  left: namespace " + n));
@@ -68,13 +78,19 @@ public final class ClusterJob {
      */
     public static Result run(int workers, String rate, int cores, Path runDir, List<String> jobArgs, PrintStream echo)
             throws IOException, InterruptedException {
+        return run(workers, rate, cores, runDir, false, jobArgs, echo);
+    }
+
+    private static Result run(int workers, String rate, int cores, Path runDir, boolean profile, List<String> jobArgs,
+                              PrintStream echo) throws IOException, InterruptedException {
         List<String> args = new ArrayList<>(jobArgs);
         args.addAll(List.of("--executors", Integer.toString(workers)));
         List<String> output = new ArrayList<>();
         int exit;
         ClusterRun run = ClusterRun.start(workers, rate, cores, runDir, echo);
         try (run) {
-            Process driver = run.submit(ShuffleJob.class.getName(), List.of(), args, "driver.log");
+            List<String> confs = profile ? List.of(run.profilingConf("executors", echo)) : List.of(); // both shuffles alike
+            Process driver = run.submit(ShuffleJob.class.getName(), confs, args, "driver.log");
             driver.getOutputStream().close();
             try (BufferedReader out = new BufferedReader(new InputStreamReader(driver.getInputStream(), StandardCharsets.UTF_8))) {
                 Thread pump = Thread.ofVirtual().start(() -> {

@@ -77,6 +77,18 @@ public final class ClusterRun implements AutoCloseable {
         return cluster.submit(mainClass, appJar, sparkConfs, args, logName);
     }
 
+    /**
+     * The {@code --conf} that records every executor started with it with JDK Flight Recorder's
+     * profiling settings, one file per executor JVM under {@code <run dir>/jfr/<label>/} (the shipped
+     * executor options are kept, the recording added to them).
+     */
+    public String profilingConf(String label, PrintStream echo) throws IOException {
+        Path jfr = Files.createDirectories(runDir.resolve("jfr").resolve(label));
+        echo.println("profiling executors with JFR into " + jfr);
+        return "spark.executor.extraJavaOptions=" + cluster.home().setting("spark.executor.extraJavaOptions")
+                + " -XX:StartFlightRecording=settings=profile,filename=" + jfr + "/executor-%t-%p.jfr";
+    }
+
     public StandaloneCluster cluster() {
         return cluster;
     }

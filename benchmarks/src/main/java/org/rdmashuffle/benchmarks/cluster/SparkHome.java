@@ -92,6 +92,17 @@ public final class SparkHome {
         return out.toString();
     }
 
+    /** A setting of this installation's spark-defaults.conf ("" when it has none). */
+    public String setting(String key) throws IOException {
+        for (String line : Files.readAllLines(dir.resolve("conf/spark-defaults.conf"))) {
+            String[] kv = line.strip().split("\\s+", 2);
+            if (kv.length == 2 && kv[0].equals(key)) {
+                return kv[1];
+            }
+        }
+        return "";
+    }
+
     public Path dir() {
         return dir;
     }

@@ -28,7 +28,7 @@ import org.rdmashuffle.benchmarks.spark.LocalCluster;
  * run where RDMA silently fell back shows. The first query runs once on each, unrecorded, first.
  *
  * <pre>
- *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--data DIR] [--out DIR] [--hosts N [--rate RATE]]
+ *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--data DIR] [--out DIR] [--hosts N [--rate RATE] [--profile]]
  * </pre>
  * Without {@code --hosts} both applications are local-cluster (two executor JVMs each, 127.0.0.1).
  * With it, both run on Spark's standalone cluster across N Worker hosts of the cluster bed
@@ -100,10 +100,13 @@ public final class TpcdsRunner {
          * An application on the cluster bed's standalone cluster: one 1-core executor of 1 GiB per
          * Worker (spark.cores.max caps it, so the other application gets the Workers' other core).
          */
-        static Server onCluster(String shuffle, ClusterRun cluster, int workers) throws IOException, InterruptedException {
+        static Server onCluster(String shuffle, ClusterRun cluster, int workers, List<String> extraConfs) throws IOException,
+                InterruptedException {
             String log = "queryserver-" + shuffle + ".log";
-            Process p = cluster.submit(QueryServer.class.getName(), List.of("spark.executor.cores=1", "spark.cores.max=" + workers,
-                    "spark.executor.memory=1g"), List.of(shuffle, Integer.toString(workers)), log);
+            List<String> confs = new ArrayList<>(List.of("spark.executor.cores=1", "spark.cores.max=" + workers,
+                    "spark.executor.memory=1g"));
+            confs.addAll(extraConfs);
+            Process p = cluster.submit(QueryServer.class.getName(), confs, List.of(shuffle, Integer.toString(workers)), log);
             return new Server(shuffle, p, cluster.logs().resolve(log).toString());
         }
 
@@ -145,16 +148,18 @@ public final class TpcdsRunner {
         Path out = null;
         int hosts = 0;
         String rate = null;
+        boolean profile = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--hosts" -> hosts = Integer.parseInt(args[++i]);
                 case "--rate" -> rate = args[++i];
+                case "--profile" -> profile = true;
                 case "--scale" -> scale = Double.parseDouble(args[++i]);
                 case "--queries" -> queries = args[++i];
                 case "--data" -> data = Path.of(args[++i]);
                 case "--out" -> out = Path.of(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--data DIR] [--out DIR] [--hosts N [--rate R]])");
+                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]])");
             }
         }
         String sf = String.format(Locale.ROOT, "sf%s", scale).replace(".0", "").replace('.', '_');
@@ -166,11 +171,18 @@ public final class TpcdsRunner {
         }
         List<Outcome> outcomes;
         if (hosts > 0) {
+            String cannot = org.rdmashuffle.benchmarks.cluster.ClusterBed.unavailabilityCause();
+            if (cannot != null) {
+                System.err.println("--hosts makes hosts as network namespaces, and cannot here: " + cannot + ". Run it as root.");
+                System.exit(org.rdmashuffle.benchmarks.cluster.ClusterBed.CANNOT);
+            }
             ClusterRun cluster = ClusterRun.start(hosts, rate, 2, null, System.out);
             try (cluster) {
                 int workers = hosts;
                 Path logs = out;
-                outcomes = run(scale, queries, data.toAbsolutePath(), out, shuffle -> Server.onCluster(shuffle, cluster, workers),
+                boolean recorded = profile; // both applications alike, each into its own directory
+                outcomes = run(scale, queries, data.toAbsolutePath(), out, shuffle -> Server.onCluster(shuffle, cluster, workers,
+                                recorded ? List.of(cluster.profilingConf(shuffle, System.out)) : List.of()),
                         hosts + " Worker hosts" + (rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)"));
                 System.out.println("logs: " + cluster.logs() + " (results in " + logs + ")");
             }
