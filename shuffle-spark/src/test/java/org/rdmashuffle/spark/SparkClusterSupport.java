@@ -56,18 +56,19 @@ final class SparkClusterSupport {
 
     /** What carries each executor's shuffle, one line per executor JVM. */
     static List<String> describeExecutors(JavaSparkContext sc) {
-        return new ArrayList<>(sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
+        return new ArrayList<>(new java.util.LinkedHashSet<>(sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
                 .map(i -> org.apache.spark.SparkEnv.get().executorId() + ": " + RdmaShuffleManager.describe())
-                .distinct().collect());
+                .collect())); // no shuffle of its own (see fetchCounts)
     }
 
     /** Blocks fetched by all executors: {@code [over RDMA, over Spark's transport]}. */
     static long[] fetchCounts(JavaSparkContext sc) {
+        // collect(), not distinct(): a shuffle here would itself go over RDMA and count in the next call.
         List<String> seen = sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
                 .map(i -> {
                     long[] c = RdmaShuffleManager.fetchCounts();
                     return org.apache.spark.SparkEnv.get().executorId() + " " + c[0] + " " + c[1];
-                }).distinct().collect();
+                }).collect();
         long[] total = new long[2];
         java.util.Set<String> executors = new java.util.HashSet<>();
         for (String s : seen) {

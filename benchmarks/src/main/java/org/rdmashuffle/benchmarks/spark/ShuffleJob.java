@@ -244,7 +244,7 @@ public final class ShuffleJob {
                     return "executor " + env.executorId() + " at " + env.blockManager().blockManagerId().host() + ": "
                             + (shuffle.equals("rdma") ? RdmaShuffleManager.describe() : "Spark's built-in shuffle");
                 })
-                .distinct().collect().stream().sorted().toList();
+                .collect().stream().distinct().sorted().toList(); // no shuffle of its own: it would count itself
     }
 
     /** What Spark had to recover from in a run, if anything. */
