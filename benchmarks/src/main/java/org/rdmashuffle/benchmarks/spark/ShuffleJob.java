@@ -133,7 +133,8 @@ public final class ShuffleJob {
         System.out.println("| rdma-shuffle (" + runs.stream().filter(x -> x.shuffle().equals("rdma")).findFirst().get().carriers().get(0)
                 .replaceAll(".*RDMA engine on (\\w+).*", "$1") + ") | " + median(rdma) + " | " + median(rdmaWait) + " |");
         System.out.printf("identical results in all %d runs: %s%n", runs.size(), reference);
-        String hosts = executorHosts(runs).size() + (executorHosts(runs).size() == 1 ? " host" : " hosts");
+        int executorHosts = executorHosts(runs).size();
+        String hosts = executorHosts + (executorHosts == 1 ? " host" : " hosts");
         System.out.printf("ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(wallRatios), compare, hosts);
         System.out.printf("fetch wait ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(waitRatios), compare, hosts);
     }
@@ -141,9 +142,10 @@ public final class ShuffleJob {
     /** The distinct addresses executors ran at, from the carriers lines ("executor 1 at 10.0.0.3: ..."). */
     private static java.util.Set<String> executorHosts(List<Run> runs) {
         java.util.Set<String> hosts = new java.util.TreeSet<>();
+        java.util.regex.Pattern address = java.util.regex.Pattern.compile("^executor \\S+ at (\\S+):");
         for (Run r : runs) {
             for (String c : r.carriers()) {
-                java.util.regex.Matcher m = java.util.regex.Pattern.compile("^executor \\S+ at (\\S+):").matcher(c);
+                java.util.regex.Matcher m = address.matcher(c);
                 if (m.find()) {
                     hosts.add(m.group(1));
                 }
