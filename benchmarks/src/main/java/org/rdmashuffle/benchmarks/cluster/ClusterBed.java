@@ -36,11 +36,6 @@ public final class ClusterBed implements AutoCloseable {
     }
 
     private final Process script;
-
-    /** The holding script (tests kill it to leave leftovers). */
-    Process script() {
-        return script;
-    }
     private final List<Host> hosts;
 
     private ClusterBed(Process script, List<Host> hosts) {
@@ -85,8 +80,12 @@ public final class ClusterBed implements AutoCloseable {
             p.destroy();
             throw new IOException("bin/cluster-bed did not make " + count + " hosts in " + SETUP_SECONDS + " s", e);
         }
-        if (hosts == null) {
-            int status = p.waitFor();
+        if (hosts == null) { // its output ended: it is exiting
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IOException("bin/cluster-bed stopped talking but did not exit");
+            }
+            int status = p.exitValue();
             if (status == CANNOT) {
                 throw new Unavailable("bin/cluster-bed cannot make hosts on this machine (its reason is printed above)");
             }
@@ -110,6 +109,11 @@ public final class ClusterBed implements AutoCloseable {
 
     public List<Host> hosts() {
         return hosts;
+    }
+
+    /** The holding script (tests kill it to leave leftovers). */
+    Process script() {
+        return script;
     }
 
     /** The bed's namespaces' common prefix ({@code rsbed<PID>-}): what a leak check looks for. */

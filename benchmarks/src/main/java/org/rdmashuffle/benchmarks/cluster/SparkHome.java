@@ -1,9 +1,9 @@
 package org.rdmashuffle.benchmarks.cluster;
 
-import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -15,7 +15,10 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A Spark installation as an operator has one: {@code jars/} holding Spark's jars (links to the ones
@@ -131,11 +134,21 @@ public final class SparkHome {
         ProcessBuilder pb = new ProcessBuilder(launcher).redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.environment().putAll(env);
         Process p = pb.start();
+        p.getOutputStream().close();
+        // Read on the side, so a launcher that hangs cannot hold us past the bound below.
+        CompletableFuture<byte[]> printed = CompletableFuture.supplyAsync(() -> {
+            try (InputStream in = p.getInputStream()) {
+                return in.readAllBytes();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }, Thread::startVirtualThread);
         byte[] out;
-        try (InputStream in = p.getInputStream()) {
-            ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-            in.transferTo(buffer);
-            out = buffer.toByteArray();
+        try {
+            out = printed.get(60, TimeUnit.SECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            p.destroyForcibly();
+            throw new IOException("Spark's launcher did not print the command for " + className + " in 60 s", e);
         }
         if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
             p.destroyForcibly();

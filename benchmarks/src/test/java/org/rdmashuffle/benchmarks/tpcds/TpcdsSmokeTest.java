@@ -26,8 +26,10 @@ class TpcdsSmokeTest {
         for (TpcdsRunner.Outcome o : outcomes) {
             assertEquals("match", o.verdict(), o.query());
             assertTrue(o.builtinRows() > 0 && o.builtinRows() == o.rdmaRows() && o.shuffleReadBytes() > 0, o.toString());
-            assertTrue(o.rdma().rdmaBytes() > 0 && o.rdma().fallbackBytes() == 0 && o.rdma().fallbackBlocks() == 0,
-                    "the rdma side's remote blocks came over RDMA, none over Spark's transport: " + o);
+            // Whether a query at this scale reads anything remotely depends on where Spark puts its reduce
+            // tasks; that remote blocks do come over RDMA is MainJobAcrossHostsTest's (against Spark's count).
+            assertTrue(o.rdma().fallbackBytes() == 0 && o.rdma().fallbackBlocks() == 0,
+                    "nothing over Spark's transport on the rdma side: " + o);
             assertEquals(0, o.builtin().rdmaBytes(), "nothing over RDMA on the built-in side: " + o);
         }
         for (String f : List.of("results.csv", "results.md", "time-ratio.png", "total-time.png", "shuffle-bytes.png")) {
