@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -35,11 +34,14 @@ import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.protocol.MessageCodec;
 import org.rdmashuffle.core.server.FetchRequestHandler;
 import org.rdmashuffle.core.server.MapOutputRegistry;
+import org.rdmashuffle.core.server.RegisteredMemoryBudget;
 import org.rdmashuffle.core.transport.CompletionPoller;
 import org.rdmashuffle.core.transport.DataConnection;
+import org.rdmashuffle.core.transport.MessageTamper;
+import org.rdmashuffle.core.transport.MetadataSender;
+import org.rdmashuffle.core.transport.TenantDomain;
 import org.rdmashuffle.core.transport.ProviderQuirks;
 import org.rdmashuffle.core.transport.ReceivePool;
-import org.rdmashuffle.core.transport.SendBufferPool;
 import org.rdmashuffle.core.transport.WorkRequestIds;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.AsyncEvent;
@@ -50,12 +52,10 @@ import org.rdmashuffle.verbs.GidType;
 import org.rdmashuffle.verbs.LinkLayer;
 import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.PortAttributes;
-import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
 import org.rdmashuffle.verbs.QueuePairEndpoint;
 import org.rdmashuffle.verbs.SendOps;
-import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.Verbs;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.VerbsDevice;
@@ -76,9 +76,12 @@ import org.rdmashuffle.verbs.WorkCompletions;
  * the authenticated control plane, then a {@link PeerFetcher} asks for descriptors and pulls the
  * blocks with RDMA_READ chains; {@link CompletionPoller} threads dispatch completions to it.
  *
- * <p>One protection domain, one shared receive queue with its {@link ReceivePool}, one pool of send
- * buffers, one pool of fetch buffers, and {@code pollerThreads} completion queues for all
- * connections. docs/architecture.md draws the whole path.
+ * <p>Device resources are per application ({@link TenantDomain}: protection domain, shared receive
+ * queue with its {@link ReceivePool}, send buffers, map-output regions), so a queue pair of one
+ * application cannot read another's memory whatever rkey it names: an executor's engine has one, its
+ * own; a node's shuffle service one per application it serves. Shared by all: the fetch buffers (an
+ * executor's engine only), {@code pollerThreads} completion queues and the control plane. Metadata
+ * sends go through {@link MetadataSender}. docs/architecture.md draws the whole path.
  */
 public final class RdmaShuffleEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaShuffleEngine.class.getName());
@@ -87,45 +90,45 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private static final int MAX_DESCRIPTOR_BYTES = 58;
     private static final int MAX_REQUESTED_BLOCK_BYTES = 20;
     private static final int FETCH_BUFFER_CHUNK = 4 << 20;
+    /**
+     * RNR NAK timer our QPs ask a sender to wait (IB encoding 28: 163.84 ms): with {@link
+     * #SERVING_RNR_RETRY} retries a server waits about a second for a reducer to post a receive.
+     */
+    private static final int MIN_RNR_TIMER = 28;
+    private static final int SERVING_RNR_RETRY = 6;
 
     /** Test hook: sees and may change every outgoing metadata message (fault-injection tests). */
-    interface Tamper {
-        /** The message to send instead; null drops it. */
-        default Message message(DataConnection.Role role, Message m) {
-            return m;
-        }
-
-        /** The length to send after the encoded bytes were written (and possibly changed). */
-        default int bytes(DataConnection.Role role, MemorySegment encoded, int length) {
-            return length;
-        }
-    }
-
-    private static final Tamper NO_TAMPER = new Tamper() {
-    };
-
-    private record InFlightSend(int slot, DataConnection connection, boolean closeAfter) {
-    }
-
-    private record QueuedSend(DataConnection connection, Message message, boolean closeAfter) {
+    interface Tamper extends MessageTamper {
     }
 
     private final EngineConfig config;
     private final VerbsProvider provider;
     private final VerbsContext context;
-    private final ProtectionDomain pd;
+    /** Fetching QPs: RNR retried for as long as the QP lives (the server answers only what we asked for). */
     private final ConnectOptions options;
+    /**
+     * Serving QPs: a finite RNR retry, so a reducer that never posts receives fails its own connection
+     * instead of holding the server's send slots for ever.
+     */
+    private final ConnectOptions servingOptions;
     private final boolean sgeListBroken;
     private final int maxReadSge;
     private final int maxSendWr;
+    private final int cqEntries;
     private final CompletionPoller[] pollers;
-    private final SharedReceiveQueue srq;
-    private final ReceivePool receivePool;
-    private final SendBufferPool sendPool;
+    /** An executor's engine: its own application's resources; null in a shuffle service. */
+    private final TenantDomain own;
+    /** Tenants by application and by index (the index is in receive wr_ids); guarded by {@code tenantsByApp}. */
+    private final Map<String, TenantDomain> tenantsByApp = new java.util.HashMap<>();
+    private final Map<Integer, TenantDomain> tenants = new ConcurrentHashMap<>();
+    private final AtomicInteger tenantIds = new AtomicInteger();
+    /** Map-output bytes registered across tenants: registeredMemoryLimit bounds the node, not each application. */
+    private final RegisteredMemoryBudget registeredMemory;
+    private volatile MapOutputRegistry.Resolver resolver;
+    private final MetadataSender sender;
+    /** Buffers reads land in: an executor's engine only (a shuffle service does not fetch). */
     private final RegisteredBufferPool fetchBuffers;
     private final FetchBudget budget;
-    private final MapOutputRegistry registry;
-    private final FetchRequestHandler requests;
     /** Answer the fetch requests the poller cannot answer at once. */
     private final ExecutorService servers;
     private final ControlServer controlServer;
@@ -134,17 +137,13 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ThreadLocal<MessageCodec> codec;
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong lowWaterEvents = new AtomicLong();
-    private final int srqLimit;
     private final Thread asyncEvents;
     private final Map<Integer, DataConnection> byQpNumber = new ConcurrentHashMap<>();
     private final Map<InetSocketAddress, PeerFetcher> fetchers = new ConcurrentHashMap<>();
     private final Map<InetSocketAddress, Object> connecting = new ConcurrentHashMap<>();
     private final Set<DataConnection> serving = ConcurrentHashMap.newKeySet();
-    private final Map<Long, InFlightSend> sendsInFlight = new ConcurrentHashMap<>();
-    private final ArrayDeque<QueuedSend> queuedSends = new ArrayDeque<>();
     private final FetchTransport transport = new Transport();
     private final boolean servesManyApplications;
-    private volatile Tamper tamper = NO_TAMPER;
     private volatile boolean closed;
     private int nextPoller;
 
@@ -172,13 +171,12 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                         + port.state() + ", not ACTIVE");
             }
             this.options = connectOptions(config, context, device, port);
+            this.servingOptions = options.withRnrRetry(SERVING_RNR_RETRY);
             this.sgeListBroken = ProviderQuirks.builderSgeListBroken(context);
             this.maxReadSge = Math.max(1, Math.min(16, device.maxSgeRd() > 0 ? device.maxSgeRd() : device.maxSge()));
             this.maxSendWr = Math.min(device.maxQpWr() > 0 ? device.maxQpWr() : Integer.MAX_VALUE,
                     config.maxChainsInFlightPerPeer() * config.chainLength() + config.sendBuffers());
-            this.pd = context.allocateProtectionDomain();
-            made.add(pd);
-            int cqEntries = Math.min(device.maxCqe() > 0 ? device.maxCqe() : 1 << 16, 1 << 15);
+            this.cqEntries = Math.min(device.maxCqe() > 0 ? device.maxCqe() : 1 << 16, 1 << 15);
             // A queue pair entering ERR flushes every outstanding request, signaled or not, so the
             // process-wide chain bound keeps a flush of everything inside one completion queue.
             int maxChains = Math.max(1, (cqEntries - config.receiveBuffers() - config.sendBuffers()) / config.chainLength());
@@ -190,36 +188,45 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }
-            this.srq = pd.createSharedReceiveQueue(config.receiveBuffers(), 1, 0);
-            made.add(srq);
-            this.receivePool = new ReceivePool(pd, srq, config.receiveBuffers(), config.receiveBufferSize(),
-                    config.receiveLowWater(), Math.max(1, config.receiveBuffers() / 8));
-            made.add(receivePool);
-            // The device tells us (SRQ_LIMIT_REACHED) when fewer than this many receives remain posted.
-            this.srqLimit = Math.max(1, config.receiveLowWater());
-            srq.armLimit(srqLimit);
-            this.sendPool = new SendBufferPool(pd, config.sendBuffers(), config.receiveBufferSize());
-            made.add(sendPool);
+            this.servesManyApplications = service;
+            this.registeredMemory = new RegisteredMemoryBudget(config.registeredMemoryLimit());
+            // An executor's engine has one tenant, its own; a service makes one per application as they come.
+            this.own = service ? null : new TenantDomain(context, tenantIds.getAndIncrement(), MapOutputRegistry.OWN, config,
+                    config.fetchTimeout().toMillis(), registeredMemory);
+            if (own != null) {
+                tenants.put(own.index(), own);
+                tenantsByApp.put(own.app(), own);
+                made.add(own);
+            }
             this.timer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-timer").unstarted(r));
             made.add(timer::shutdownNow);
             // Exactly fetchBufferMemory: registered in chunks of 4 MiB, or of the largest power of two it holds if less.
-            this.fetchBuffers = new RegisteredBufferPool(pd, config.fetchBufferMemory(),
+            this.fetchBuffers = own == null ? null : new RegisteredBufferPool(own.pd(), config.fetchBufferMemory(),
                     (int) Math.min(FETCH_BUFFER_CHUNK, Long.highestOneBit(config.fetchBufferMemory())), this::onFetchBufferReleased);
-            made.add(fetchBuffers);
-            this.registry = new MapOutputRegistry(pd, config.registeredMemoryLimit(), config.fetchTimeout().toMillis());
-            made.add(registry);
-            this.requests = new FetchRequestHandler(registry);
+            if (fetchBuffers != null) {
+                made.add(fetchBuffers);
+            }
             AtomicInteger serverIds = new AtomicInteger();
             this.servers = Executors.newFixedThreadPool(config.serverThreads(), r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-server-" + serverIds.getAndIncrement()).unstarted(r));
             made.add(servers::shutdownNow);
             int decodeBound = config.receiveBufferSize();
             this.codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
+            this.sender = new MetadataSender(ids, decodeBound, new MetadataSender.Listener() {
+                @Override
+                public void connectionFailed(DataConnection c, Throwable cause) {
+                    RdmaShuffleEngine.this.connectionFailed(c, cause);
+                }
+
+                @Override
+                public void retire(DataConnection c) {
+                    RdmaShuffleEngine.this.retire(c);
+                }
+            });
             this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout());
             made.add(controlClients);
             byte[] appSecret = secret == null ? null : secret.clone();
-            this.servesManyApplications = service;
             Function<String, byte[]> secrets = service ? services
                     : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
@@ -295,7 +302,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         int responder = device.maxQpRdAtomic() > 0 ? device.maxQpRdAtomic() : 16;
         ConnectOptions d = ConnectOptions.defaults(config.port(), gid, mtu);
         return new ConnectOptions(d.portNumber(), d.gidIndex(), d.mtu(), Access.REMOTE_READ, Math.min(initiator, 255),
-                Math.min(responder, 255), d.minRnrTimer(), d.timeout(), d.retryCount(), 7);
+                Math.min(responder, 255), MIN_RNR_TIMER, d.timeout(), d.retryCount(), 7);
     }
 
     /** A RoCE v2 IPv4 GID if there is one (what rxe and most RoCE fabrics route), else the first; LID on InfiniBand. */
@@ -343,30 +350,101 @@ public final class RdmaShuffleEngine implements AutoCloseable {
      * offsets (Spark's index file). Nothing is registered with the device until a reducer asks.
      */
     public void registerMapOutput(int shuffleId, long mapId, Path dataFile, long[] offsets) {
-        registry.register(shuffleId, mapId, dataFile, offsets);
+        requireOwn().registry().register(shuffleId, mapId, dataFile, offsets);
     }
 
     /** Forgets a shuffle's outputs and deregisters their regions. */
     public void unregisterShuffle(int shuffleId) {
-        registry.unregisterShuffle(shuffleId);
+        requireOwn().registry().unregisterShuffle(shuffleId);
     }
 
-    /** A shuffle service's {@link #registerMapOutput(int, long, Path, long[])}: an output of application {@code app}. */
+    /**
+     * A shuffle service's {@link #registerMapOutput(int, long, Path, long[])}: an output of application
+     * {@code app}, in a file this process trusts (the caller names it, not a reducer).
+     */
     public void registerMapOutput(String app, int shuffleId, long mapId, Path dataFile, long[] offsets) {
         requireService();
-        registry.register(app, shuffleId, mapId, dataFile, offsets);
+        tenant(app).registry().register(app, shuffleId, mapId, dataFile, offsets);
     }
 
-    /** A shuffle service forgets an application's outputs and deregisters their regions; returns how many. */
+    /**
+     * A shuffle service forgets an application: its reducers' connections end, its outputs' regions
+     * are deregistered and its protection domain freed. Returns how many outputs it had here.
+     */
     public int unregisterApplication(String app) {
         requireService();
-        return registry.unregisterApplication(app);
+        TenantDomain t;
+        synchronized (tenantsByApp) {
+            t = tenantsByApp.remove(app);
+        }
+        if (t == null) {
+            return 0;
+        }
+        int outputs = t.registry().mapOutputs();
+        closeTenant(t);
+        return outputs;
     }
 
     /** A shuffle service finds outputs nobody registered with this (MapReduce's, on the node's disks). */
     public void resolver(MapOutputRegistry.Resolver resolver) {
         requireService();
-        registry.resolver(resolver);
+        this.resolver = resolver;
+        synchronized (tenantsByApp) {
+            for (TenantDomain t : tenantsByApp.values()) {
+                t.registry().resolver(resolver);
+            }
+        }
+    }
+
+    /** Applications with resources on this engine now (an executor's engine: 1, its own). */
+    public int tenants() {
+        return tenants.size();
+    }
+
+    private TenantDomain requireOwn() {
+        if (own == null) {
+            throw new IllegalStateException("a shuffle service's engine serves applications' outputs: name the application");
+        }
+        return own;
+    }
+
+    /**
+     * The tenant of {@code app}, made at its first output or connection. Admitted only while every
+     * tenant's receives and sends still fit a completion queue, which all of them may complete into.
+     */
+    private TenantDomain tenant(String app) {
+        if (own != null) {
+            return own;
+        }
+        synchronized (tenantsByApp) {
+            if (closed) {
+                throw new IllegalStateException("the engine is closing");
+            }
+            TenantDomain t = tenantsByApp.get(app);
+            if (t != null) {
+                return t;
+            }
+            int perTenant = config.receiveBuffers() + config.sendBuffers();
+            if ((long) (tenantsByApp.size() + 1) * perTenant > cqEntries) {
+                throw new IllegalStateException("already serving " + tenantsByApp.size() + " applications: their "
+                        + perTenant + " receive and send buffers each fill the " + cqEntries + "-entry completion queue ("
+                        + EngineConfig.KEY_RECEIVE_BUFFERS + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
+            }
+            t = new TenantDomain(context, tenantIds.getAndIncrement(), app, config, config.fetchTimeout().toMillis(), registeredMemory);
+            t.registry().resolver(resolver);
+            tenants.put(t.index(), t);
+            tenantsByApp.put(app, t);
+            return t;
+        }
+    }
+
+    /** Ends a tenant: its connections (QPs) first, then its SRQ, regions and PD. */
+    private void closeTenant(TenantDomain t) {
+        for (DataConnection c : new ArrayList<>(t.connections())) {
+            retire(c);
+        }
+        tenants.remove(t.index());
+        t.close();
     }
 
     private void requireService() {
@@ -386,6 +464,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }
         PeerFetcher f;
         try {
+            requireOwn();
             f = fetcher(peer);
         } catch (IOException | RuntimeException e) {
             BlockFetchException failure = new BlockFetchException(label(peer), blocks, connectFailure(e),
@@ -423,28 +502,29 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             chains += f.chainsInFlight();
             wrs += f.readRequestsInFlight();
         }
-        int queuedSendCount;
-        synchronized (queuedSends) {
-            queuedSendCount = queuedSends.size();
-        }
+        List<TenantDomain> all = new ArrayList<>(tenants.values());
         long completions = 0;
         long sleeps = 0;
         for (CompletionPoller p : pollers) {
             completions += p.completed();
             sleeps += p.sleeps();
         }
-        int posted;
-        synchronized (receivePool) {
-            posted = receivePool.posted();
+        int posted = 0;
+        long registered = 0;
+        for (TenantDomain t : all) {
+            synchronized (t.receivePool()) {
+                posted += t.isClosed() ? 0 : t.receivePool().posted();
+            }
+            registered += t.registry().registeredBytes();
         }
         return new EngineCounters(fetchers.size(), serving.size(), controlClients.openConnections(), awaiting, queued, chains,
-                wrs, sendsInFlight.size() + queuedSendCount, fetchBuffers.outstanding(), budget.bytesInFlight(), budget.peakBytesInFlight(),
-                budget.readRequestsPosted(), budget.blocksRead(),
-                registry.registeredBytes(), posted, lowWaterEvents.get(), completions, sleeps);
+                wrs, sender.outstanding(all), fetchBuffers == null ? 0 : fetchBuffers.outstanding(), budget.bytesInFlight(),
+                budget.peakBytesInFlight(), budget.readRequestsPosted(), budget.blocksRead(),
+                registered, posted, lowWaterEvents.get(), completions, sleeps);
     }
 
     void tamper(Tamper t) {
-        tamper = t == null ? NO_TAMPER : t;
+        sender.tamper(t);
     }
 
     // ------------------------------------------------------------------ connections
@@ -489,7 +569,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         try {
             List<QueuePairEndpoint> mine = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
-                qps[i] = createQueuePair();
+                qps[i] = createQueuePair(own);
                 mine.add(qps[i].localEndpoint(options));
             }
             byte[] reply = controlClients.call(peer, ConnectCodec.CONNECT,
@@ -508,7 +588,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             }
             throw new IOException("cannot set up a data connection to " + label(peer) + ": " + e.getMessage(), e);
         }
-        DataConnection c = new DataConnection(label(peer), DataConnection.Role.FETCHING, theirs.receiveBufferSize(), qps,
+        DataConnection c = new DataConnection(label(peer), DataConnection.Role.FETCHING, own, theirs.receiveBufferSize(), qps,
                 config.postPath(), config.chainLength(), maxReadSge, sgeListBroken);
         int perRequest = Math.max(1, Math.min(MessageCodec.MAX_ITEMS, Math.min(
                 (theirs.receiveBufferSize() - 32) / MAX_REQUESTED_BLOCK_BYTES, (config.receiveBufferSize() - 32) / MAX_DESCRIPTOR_BYTES)));
@@ -522,18 +602,19 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return f;
     }
 
-    private QueuePair createQueuePair() {
+    /** A queue pair on the tenant's PD, receiving into its SRQ; completion queues are shared round-robin. */
+    private QueuePair createQueuePair(TenantDomain tenant) {
         CompletionPoller p;
         synchronized (this) {
             p = pollers[nextPoller];
             nextPoller = (nextPoller + 1) % pollers.length;
         }
-        QueuePairConfig qc = new QueuePairConfig(p.completionQueue(), p.completionQueue(), srq, maxSendWr, 1, maxReadSge, 1, 0,
-                false);
+        QueuePairConfig qc = new QueuePairConfig(p.completionQueue(), p.completionQueue(), tenant.srq(), maxSendWr, 1, maxReadSge,
+                1, 0, false);
         if (config.postPath() == EngineConfig.PostPath.BUILDER) {
             qc = qc.withSendOps(SendOps.RDMA_READ | SendOps.SEND);
         }
-        return pd.createQueuePair(qc);
+        return tenant.pd().createQueuePair(qc);
     }
 
     private static void closeAll(QueuePair[] qps) {
@@ -560,27 +641,35 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         if (serving.size() >= config.maxServedConnections()) {
             throw new IllegalStateException("already serving " + serving.size() + " connections (maxServedConnections)");
         }
+        // The application this reducer authenticated for; its QPs go on that application's PD.
+        TenantDomain tenant = tenant(session.appId());
         int n = theirs.endpoints().size();
+        if (n > config.qpsPerPeer()) { // the server sizes its resources, never the peer
+            throw new IllegalArgumentException("a reducer asked for " + n + " queue pairs; this server allows "
+                    + config.qpsPerPeer() + " per connection (" + EngineConfig.KEY_QPS_PER_PEER + ")");
+        }
         QueuePair[] qps = new QueuePair[n];
         List<QueuePairEndpoint> mine = new ArrayList<>(n);
         try {
             for (int i = 0; i < n; i++) {
-                qps[i] = createQueuePair();
-                qps[i].connect(theirs.endpoints().get(i), options);
-                mine.add(qps[i].localEndpoint(options));
+                qps[i] = createQueuePair(tenant);
+                qps[i].connect(theirs.endpoints().get(i), servingOptions);
+                mine.add(qps[i].localEndpoint(servingOptions));
             }
         } catch (RuntimeException e) {
             closeAll(qps);
             throw e;
         }
         DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
-                DataConnection.Role.SERVING, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken);
+                DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken);
         serving.add(c);
+        tenant.connections().add(c);
         for (int i = 0; i < n; i++) {
             byQpNumber.put(c.qpNumber(i), c);
         }
-        if (servesManyApplications) {
-            c.attach(session.appId()); // the application whose outputs this reducer may read
+        if (tenant.isClosed()) { // the application ended meanwhile
+            retire(c);
+            throw new IllegalStateException("application " + session.appId() + " has ended");
         }
         session.onClose(() -> retire(c));
         return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine));
@@ -593,6 +682,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }
         c.close();
         serving.remove(c);
+        c.tenant().connections().remove(c);
         if (c.attachment() instanceof PeerFetcher f) {
             for (Map.Entry<InetSocketAddress, PeerFetcher> e : fetchers.entrySet()) {
                 if (e.getValue() == f && fetchers.remove(e.getKey(), f)) {
@@ -601,15 +691,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 }
             }
         }
-        for (Map.Entry<Long, InFlightSend> e : sendsInFlight.entrySet()) {
-            if (e.getValue().connection() == c && sendsInFlight.remove(e.getKey()) != null) {
-                sendPool.release(e.getValue().slot());
-            }
-        }
-        synchronized (queuedSends) {
-            queuedSends.removeIf(q -> q.connection() == c);
-        }
-        drainQueuedSends();
+        sender.forget(c);
     }
 
     private static String label(InetSocketAddress peer) {
@@ -619,64 +701,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     // ------------------------------------------------------------------ metadata messages
 
     private void send(DataConnection c, Message m, boolean closeAfter) {
-        int slot = sendPool.acquire();
-        if (slot < 0) {
-            synchronized (queuedSends) {
-                queuedSends.add(new QueuedSend(c, m, closeAfter));
-            }
-            drainQueuedSends(); // a slot freed since we looked would otherwise wait for the next completion
-            return;
-        }
-        post(c, m, slot, closeAfter);
-    }
-
-    private void post(DataConnection c, Message m, int slot, boolean closeAfter) {
-        Tamper t = tamper;
-        Message out = t.message(c.role(), m);
-        if (out == null) { // a test dropping the message
-            sendPool.release(slot);
-            return;
-        }
-        MemorySegment buf = sendPool.slot(slot).asSlice(0, Math.min(sendPool.slotBytes(), c.peerReceiveBufferSize()));
-        int length;
-        try {
-            length = t.bytes(c.role(), buf, codec.get().encode(out, buf));
-        } catch (RuntimeException e) {
-            sendPool.release(slot);
-            throw e;
-        }
-        long seq = ids.incrementAndGet();
-        sendsInFlight.put(seq, new InFlightSend(slot, c, closeAfter));
-        try {
-            c.postSend(WorkRequestIds.of(WorkRequestIds.SEND, seq), buf.address(), length, sendPool.lkey());
-        } catch (RuntimeException e) {
-            if (sendsInFlight.remove(seq) != null) {
-                sendPool.release(slot);
-            }
-            throw e;
-        }
-    }
-
-    private void drainQueuedSends() {
-        while (true) {
-            QueuedSend q;
-            int slot;
-            synchronized (queuedSends) {
-                if (queuedSends.isEmpty()) {
-                    return;
-                }
-                slot = sendPool.acquire();
-                if (slot < 0) {
-                    return;
-                }
-                q = queuedSends.poll();
-            }
-            try {
-                post(q.connection(), q.message(), slot, q.closeAfter());
-            } catch (RuntimeException e) {
-                connectionFailed(q.connection(), e);
-            }
-        }
+        sender.send(c, m, closeAfter);
     }
 
     // ------------------------------------------------------------------ completions
@@ -694,7 +719,15 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     }
 
     private void onReceive(WorkCompletions wcs, int i, long slot) {
+        TenantDomain tenant = tenants.get(TenantDomain.tenantOf(slot));
+        if (tenant == null) {
+            return; // a flushed receive of a tenant closed since: its pool is gone
+        }
+        ReceivePool receivePool = tenant.receivePool();
         synchronized (receivePool) {
+            if (tenant.isClosed()) {
+                return;
+            }
             receivePool.consumed();
         }
         try {
@@ -710,9 +743,20 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             if (c == null) {
                 return; // for a connection retired meanwhile
             }
+            if (c.tenant() != tenant) { // cannot happen: a QP receives only from its own PD's SRQ
+                protocolError(c, "a message in another application's receive buffer");
+                return;
+            }
             Message m;
             try {
-                m = codec.get().decode(receivePool.buffer(slot, wcs.byteLength(i)), wcs.byteLength(i));
+                MemorySegment received;
+                synchronized (receivePool) {
+                    if (tenant.isClosed()) {
+                        return;
+                    }
+                    received = receivePool.buffer(slot, wcs.byteLength(i));
+                }
+                m = codec.get().decode(received, wcs.byteLength(i));
             } catch (MalformedMessageException | IllegalArgumentException e) {
                 protocolError(c, e.getMessage());
                 return;
@@ -720,7 +764,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             deliver(c, m);
         } finally {
             synchronized (receivePool) {
-                receivePool.repost(slot);
+                if (!tenant.isClosed()) {
+                    receivePool.repost(slot);
+                }
             }
         }
     }
@@ -731,7 +777,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 protocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests are served");
                 return;
             }
-            String app = c.attachment() instanceof String a ? a : MapOutputRegistry.OWN;
+            String app = c.tenant().app();
+            FetchRequestHandler requests = c.tenant().requests();
             Message ready = requests.answerIfReady(app, r);
             if (ready != null) {
                 reply(c, r, ready);
@@ -744,7 +791,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                         answer = requests.answer(app, r);
                     } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
                         LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
-                        answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer: " + e);
+                        answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
                     }
                     reply(c, r, answer);
                 });
@@ -786,17 +833,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     }
 
     private void onSendCompleted(WorkCompletions wcs, int i, long seq) {
-        InFlightSend s = sendsInFlight.remove(seq);
-        if (s == null) {
-            return; // of a retired connection
-        }
-        sendPool.release(s.slot());
-        if (!wcs.isSuccess(i)) {
-            connectionFailed(s.connection(), new IOException("a metadata SEND failed with " + wcs.status(i), wcs.failure(i)));
-        } else if (s.closeAfter()) {
-            retire(s.connection());
-        }
-        drainQueuedSends();
+        boolean ok = wcs.isSuccess(i);
+        sender.onCompleted(seq, ok, ok ? null : new IOException("a metadata SEND failed with " + wcs.status(i), wcs.failure(i)));
     }
 
     private void onReadCompleted(WorkCompletions wcs, int i, long chainId) {
@@ -852,10 +890,16 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             switch (e.type()) {
                 case SRQ_LIMIT_REACHED -> {
                     lowWaterEvents.incrementAndGet();
-                    synchronized (receivePool) {
-                        receivePool.flush();
+                    for (TenantDomain t : tenants.values()) {
+                        if (t.srq() == e.source()) {
+                            synchronized (t.receivePool()) {
+                                if (!t.isClosed()) {
+                                    t.receivePool().flush();
+                                    t.rearm();
+                                }
+                            }
+                        }
                     }
-                    srq.armLimit(srqLimit);
                 }
                 case QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR -> {
                     if (e.source() instanceof QueuePair qp) {
@@ -915,15 +959,20 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             p.stop();
         }
         controlClients.close();
-        registry.close();
-        fetchBuffers.close();
-        sendPool.close();
-        receivePool.close();
-        srq.close();
+        if (fetchBuffers != null) {
+            fetchBuffers.close();
+        }
+        List<TenantDomain> all;
+        synchronized (tenantsByApp) {
+            all = new ArrayList<>(tenants.values());
+            tenantsByApp.clear();
+        }
+        for (TenantDomain t : all) {
+            closeTenant(t); // every connection is retired already: SRQ, regions, PD
+        }
         for (CompletionPoller p : pollers) {
             p.close();
         }
-        pd.close();
         context.close();
     }
 
@@ -947,6 +996,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         public RegisteredBufferPool buffers() {
             return fetchBuffers;
         }
+
 
         @Override
         public FetchBudget budget() {

@@ -139,13 +139,13 @@ class FaultInjectionTest {
     }
 
     @Test
-    void requestBeyondTheOutputsPartitions_getsAnErrorNamingTheRange() throws Exception {
+    void requestBeyondTheOutputsPartitions_getsAnErrorNamingTheBlockAndTheKind() throws Exception {
         try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000))) {
             BlockId beyond = new BlockId(1, 0, 2, 9);
             Collector got = new Collector(1);
             pair.client.fetchBlocks(pair.server.address(), List.of(beyond), got);
             got.await();
-            assertNamesPeerAndBlock(pair, beyond, got.failed.get(beyond), "partitions [2, 9) of map output 0 of shuffle 1, which has 4");
+            assertNamesPeerAndBlock(pair, beyond, got.failed.get(beyond), beyond + ": partitions outside the map output");
             fetchAllIntact(pair);
             assertEquals(1, pair.server.counters().servingConnections(), "a refused request costs no connection");
         }
@@ -206,7 +206,7 @@ class FaultInjectionTest {
     @Test
     void receivePoolExhausted_sendersWaitAndEveryBlockArrives() throws Exception {
         EngineConfig tiny = EngineTestSupport.smallConfig().set(EngineConfig.KEY_RECEIVE_BUFFERS, "2")
-                .set(EngineConfig.KEY_RECEIVE_LOW_WATER, "0");
+                .set(EngineConfig.KEY_RECEIVE_LOW_WATER, "0").set(EngineConfig.KEY_QPS_PER_PEER, "4");
         EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_QPS_PER_PEER, "4");
         try (EnginePair pair = new EnginePair(tiny, EngineTestSupport.SECRET, client, EngineTestSupport.SECRET)
                 .withOutputs(dir, 1, 4, 16, EngineTestSupport.size(2000))) {

@@ -19,6 +19,7 @@ import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.server.MapOutputRegistry;
+import org.rdmashuffle.core.server.files.OutputFile;
 import org.rdmashuffle.verbs.VerbsProvider;
 
 /**
@@ -27,33 +28,15 @@ import org.rdmashuffle.verbs.VerbsProvider;
  * and an application's end forgets its outputs.
  */
 class ShuffleServiceEngineTest {
-    private static final byte[] SECRET_A = "secret-of-application-a-0123456789".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] SECRET_B = "secret-of-application-b-0123456789".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] SECRET_A = ServiceNode.SECRET_A;
+    private static final byte[] SECRET_B = ServiceNode.SECRET_B;
 
     @TempDir
     Path dir;
 
-    /** The service, with the secrets it knows, and a client engine per application; closes all. */
-    private final class Node implements AutoCloseable {
-        final Map<String, byte[]> secrets = new ConcurrentHashMap<>(Map.of("app-a", SECRET_A, "app-b", SECRET_B));
-        final VerbsProvider serviceProvider = EngineTestSupport.provider();
-        final VerbsProvider clientProvider = EngineTestSupport.provider();
-        final RdmaShuffleEngine service = RdmaShuffleEngine.startService(EngineTestSupport.smallConfig(), secrets::get,
-                serviceProvider);
-        final RdmaShuffleEngine reducerA = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), "app-a", SECRET_A,
-                clientProvider);
-
-        @Override
-        public void close() {
-            try {
-                reducerA.close();
-                service.close();
-                EngineTestSupport.assertNoConnectionsLeft(serviceProvider);
-            } finally {
-                EngineTestSupport.closeProvider(clientProvider);
-                EngineTestSupport.closeProvider(serviceProvider);
-            }
-        }
+    /** The service, with the secrets it knows, and application a's reducer; closes all. */
+    private static final class Node extends ServiceNode {
+        final RdmaShuffleEngine reducerA = reducer("app-a", SECRET_A);
     }
 
     @Test
@@ -76,7 +59,7 @@ class ShuffleServiceEngineTest {
             node.reducerA.fetchBlocks(node.service.address(), List.of(theirs), refused);
             refused.await();
             Throwable e = refused.failed.get(theirs);
-            assertTrue(e != null && e.getMessage().contains("no map output 8 of shuffle 0 of app-a"),
+            assertTrue(e != null && e.getMessage().contains(theirs + ": no such map output of this application here"),
                     "app-a asked for app-b's map output: " + e);
             EngineTestSupport.assertNothingLeaks(node.reducerA, node.service);
         }
@@ -117,7 +100,7 @@ class ShuffleServiceEngineTest {
                     return null;
                 }
                 resolved.incrementAndGet();
-                return new MapOutputRegistry.ResolvedOutput(a.file(), a.offsets(), new long[] {100, 200, 300});
+                return new MapOutputRegistry.ResolvedOutput(OutputFile.trusted(a.file()), a.offsets(), new long[] {100, 200, 300});
             });
             BlockId first = new BlockId(0, 3, 0, 2);
             Map<BlockId, Long> raw = new ConcurrentHashMap<>();
@@ -168,7 +151,7 @@ class ShuffleServiceEngineTest {
 
             assertEquals(java.util.Set.of(lost), c.failed.keySet(), "only the lost block fails");
             assertEquals(BlockFetchException.Kind.NO_SUCH_OUTPUT, BlockFetchException.kindOf(c.failed.get(lost)));
-            assertTrue(c.failed.get(lost).getMessage().contains("no map output 2 of shuffle 0 of app-a"), c.failed.get(lost).getMessage());
+            assertTrue(c.failed.get(lost).getMessage().contains(lost + ": no such map output"), c.failed.get(lost).getMessage());
             Map<BlockId, byte[]> expected = EngineTestSupport.expected(List.of(a, b), served);
             assertEquals(expected.keySet(), c.fetched.keySet(), "the served blocks arrived beside the failure");
             for (BlockId id : served) {
@@ -214,7 +197,7 @@ class ShuffleServiceEngineTest {
                 } catch (InterruptedException e) {
                     throw new java.io.IOException(e);
                 }
-                return new MapOutputRegistry.ResolvedOutput(onDisk.file(), onDisk.offsets(), null);
+                return new MapOutputRegistry.ResolvedOutput(OutputFile.trusted(onDisk.file()), onDisk.offsets(), null);
             });
             try {
                 List<BlockId> slowBlocks = EngineTestSupport.everyPartition(List.of(onDisk));

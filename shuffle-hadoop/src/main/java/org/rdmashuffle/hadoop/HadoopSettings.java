@@ -23,6 +23,10 @@ final class HadoopSettings {
     /** The software provider's data listener (it defaults to loopback). */
     static final String SOFTWARE_BIND_ADDRESS = PREFIX + "software.bindAddress";
 
+    /** Per application in a service: 64 x 32 KiB receive and 32 x 32 KiB send buffers, 3 MiB registered. */
+    static final int SERVICE_RECEIVE_BUFFERS = 64;
+    static final int SERVICE_SEND_BUFFERS = 32;
+
     private HadoopSettings() {
     }
 
@@ -46,7 +50,13 @@ final class HadoopSettings {
         if (conf.get(SOFTWARE_BIND_ADDRESS) == null && bind.equals("0.0.0.0")) {
             conf.set(SOFTWARE_BIND_ADDRESS, localAddress());
         }
-        return engineConfig(conf, bind, port);
+        // A service gives every application receive and send buffers of its own (its own protection
+        // domain): smaller pools than an executor's, unless the operator sets them.
+        Configuration withDefaults = new Configuration(conf);
+        withDefaults.setIfUnset(PREFIX + EngineConfig.KEY_RECEIVE_BUFFERS, Integer.toString(SERVICE_RECEIVE_BUFFERS));
+        withDefaults.setIfUnset(PREFIX + EngineConfig.KEY_RECEIVE_LOW_WATER, Integer.toString(SERVICE_RECEIVE_BUFFERS / 4));
+        withDefaults.setIfUnset(PREFIX + EngineConfig.KEY_SEND_BUFFERS, Integer.toString(SERVICE_SEND_BUFFERS));
+        return engineConfig(withDefaults, bind, port);
     }
 
     static int servicePort(Configuration conf) {

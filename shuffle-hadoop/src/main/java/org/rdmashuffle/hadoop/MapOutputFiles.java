@@ -1,38 +1,46 @@
 package org.rdmashuffle.hadoop;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Function;
+import java.util.zip.CRC32;
 
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.mapred.IndexRecord;
-import org.apache.hadoop.mapred.JobConf;
-import org.apache.hadoop.mapred.SpillRecord;
 import org.apache.hadoop.mapreduce.JobID;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
 import org.rdmashuffle.core.server.MapOutputRegistry;
+import org.rdmashuffle.core.server.files.Confinement;
 
 /**
  * Finds a MapReduce map output where the map task left it, as the stock ShuffleHandler does:
  * {@code usercache/<user>/appcache/<application>/output/<attempt>/file.out} and its
- * {@code file.out.index} under one of the NodeManager's local dirs. The index (checksummed, owner
- * checked when security is on) gives each reduce partition's offset, stored length and raw length;
- * partitions must lie end to end from offset 0, as the map's final merge writes them.
+ * {@code file.out.index} under one of the NodeManager's local dirs. The index (checksummed, bounded
+ * in size) gives each reduce partition's offset, stored length and raw length; partitions must lie
+ * end to end from offset 0, as the map's final merge writes them. Both files are opened within the
+ * application's {@link Confinement}: no link followed, owner checked when security is on.
  */
 final class MapOutputFiles implements MapOutputRegistry.Resolver {
     private static final System.Logger LOG = System.getLogger(MapOutputFiles.class.getName());
 
-    private final JobConf conf;
     private final AuxiliaryLocalPathHandler localDirs;
     private final Function<String, String> userOfJob;
+    private final boolean checkOwner;
     private final java.util.concurrent.atomic.AtomicLong resolved = new java.util.concurrent.atomic.AtomicLong();
+    /** Bytes of one partition's record in an index file. */
+    private static final int RECORD = 24;
 
-    /** @param userOfJob the user who runs a job (by job id string), null for a job the node does not know */
-    MapOutputFiles(JobConf conf, AuxiliaryLocalPathHandler localDirs, Function<String, String> userOfJob) {
-        this.conf = conf;
+    /**
+     * @param userOfJob the user who runs a job (by job id string), null for a job the node does not know
+     * @param checkOwner whether files must belong to the job's user (with Hadoop security on, as the stock handler checks)
+     */
+    MapOutputFiles(AuxiliaryLocalPathHandler localDirs, Function<String, String> userOfJob, boolean checkOwner) {
         this.localDirs = localDirs;
         this.userOfJob = userOfJob;
+        this.checkOwner = checkOwner;
     }
 
     @Override
@@ -52,35 +60,83 @@ final class MapOutputFiles implements MapOutputRegistry.Resolver {
         if (user == null) {
             return null;
         }
-        String base = "usercache/" + user + "/appcache/" + app + "/output/" + attempt + "/";
+        String appDir = "usercache/" + user + "/appcache/" + app;
+        String base = appDir + "/output/" + attempt + "/";
         Path index;
         Path data;
+        Confinement confinement;
         try {
             index = localDirs.getLocalPathForRead(base + "file.out.index");
             data = localDirs.getLocalPathForRead(base + "file.out");
+            confinement = confinement(appDir, user);
         } catch (IOException missing) { // DiskErrorException: on no local dir
             LOG.log(System.Logger.Level.DEBUG, () -> "no output of " + attempt + " here: " + missing.getMessage());
             return null; // lost, or never here: the reducer reports it and the map is re-run
         }
+        java.nio.file.Path indexFile = java.nio.file.Path.of(index.toUri().getPath());
         java.nio.file.Path dataFile = java.nio.file.Path.of(data.toUri().getPath());
-        SpillRecord spill = new SpillRecord(index, conf, user);
-        long[] offsets = new long[spill.size() + 1];
-        long[] raw = new long[spill.size()];
-        for (int p = 0; p < spill.size(); p++) {
-            IndexRecord r = spill.getIndex(p);
-            if (r.startOffset != offsets[p] || r.partLength < 0 || r.rawLength < 0) {
-                throw new IOException(index + ": partition " + p + " at " + r.startOffset + " (" + r.partLength
-                        + " bytes) does not follow the previous one's end " + offsets[p]);
-            }
-            offsets[p + 1] = r.startOffset + r.partLength;
-            raw[p] = r.rawLength;
+        long[][] parsed = readIndex(indexFile, confinement.readAll(indexFile, Confinement.MAX_INDEX_BYTES));
+        long[] offsets = parsed[0];
+        long size;
+        try (java.nio.channels.FileChannel ch = confinement.open(dataFile, false)) {
+            size = ch.size();
         }
-        long size = Files.size(dataFile);
-        if (size != offsets[spill.size()]) {
-            throw new IOException(dataFile + " has " + size + " bytes but its index ends at " + offsets[spill.size()]);
+        if (size != offsets[offsets.length - 1]) {
+            throw new IOException(dataFile + " has " + size + " bytes but its index ends at " + offsets[offsets.length - 1]);
         }
         resolved.incrementAndGet();
-        return new MapOutputRegistry.ResolvedOutput(dataFile, offsets, raw);
+        return new MapOutputRegistry.ResolvedOutput(confinement.file(dataFile), offsets, parsed[1]);
+    }
+
+    /**
+     * The application's directories on every local dir, confined (no link below the local dir), and the
+     * owner its files must have when security is on (then containers run as the job's user).
+     */
+    private Confinement confinement(String appDir, String user) throws IOException {
+        List<java.nio.file.Path> dirs = new ArrayList<>();
+        for (Path p : localDirs.getAllLocalPathsForRead(appDir)) {
+            java.nio.file.Path full = java.nio.file.Path.of(p.toUri().getPath());
+            java.nio.file.Path localDir = full;
+            for (int i = java.nio.file.Path.of(appDir).getNameCount(); i > 0 && localDir != null; i--) {
+                localDir = localDir.getParent();
+            }
+            if (localDir != null && Files.isDirectory(full)) {
+                dirs.add(Confinement.applicationDir(localDir, appDir));
+            }
+        }
+        return new Confinement(dirs, checkOwner ? user : null);
+    }
+
+    /**
+     * MapReduce's index file as SpillRecord reads it, but from bytes already bounded: per partition
+     * (start offset, raw length, part length) as big-endian longs, then the CRC32 of those records.
+     * Partitions must lie end to end from 0. Returns {offsets (partitions + 1), raw lengths}.
+     */
+    static long[][] readIndex(java.nio.file.Path index, byte[] bytes) throws IOException {
+        if (bytes.length < RECORD + 8 || (bytes.length - 8) % RECORD != 0) {
+            throw new IOException(index + " has " + bytes.length + " bytes: not a MapReduce index (24 per partition + 8)");
+        }
+        int partitions = (bytes.length - 8) / RECORD;
+        ByteBuffer buf = ByteBuffer.wrap(bytes);
+        CRC32 crc = new CRC32();
+        crc.update(bytes, 0, partitions * RECORD);
+        if (crc.getValue() != buf.getLong(partitions * RECORD)) {
+            throw new IOException(index + ": checksum error");
+        }
+        long[] offsets = new long[partitions + 1];
+        long[] raw = new long[partitions];
+        for (int p = 0; p < partitions; p++) {
+            long start = buf.getLong(p * RECORD);
+            long rawLength = buf.getLong(p * RECORD + 8);
+            long partLength = buf.getLong(p * RECORD + 16);
+            if (start != offsets[p] || partLength < 0 || rawLength < 0 || start + partLength < start) {
+                throw new IOException(index + ": partition " + p + " at " + start + " (" + partLength
+                        + " bytes) does not follow the previous one's end " + offsets[p]);
+            }
+            offsets[p + 1] = start + partLength;
+            raw[p] = rawLength;
+        }
+        return new long[][] {offsets, raw};
     }
 
     /** Map outputs found and handed to the registry so far. */

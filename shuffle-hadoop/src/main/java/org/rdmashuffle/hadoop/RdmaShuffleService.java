@@ -3,7 +3,6 @@ package org.rdmashuffle.hadoop;
 import javax.crypto.SecretKey;
 
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.mapred.JobConf;
 import org.apache.hadoop.mapred.ShuffleHandler;
 import org.apache.hadoop.security.token.SecretManager;
 import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
@@ -50,8 +49,8 @@ public class RdmaShuffleService extends ShuffleHandler {
         super.serviceStart();
         VerbsProvider provider = Verbs.choose(engineConfig.provider()).orElseThrow();
         engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? this::secretOf : null, provider);
-        MapOutputFiles outputs = new MapOutputFiles(new JobConf(getConfig()), getAuxiliaryLocalPathHandler(),
-                job -> userRsrc.get(job));
+        MapOutputFiles outputs = new MapOutputFiles(getAuxiliaryLocalPathHandler(), job -> userRsrc.get(job),
+                org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
         engine.resolver(outputs);
         metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle service engine", engine, outputs::resolved);
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + engine.providerName()

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.yarn.server.api.ApplicationInitializationContext;
 import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
@@ -21,6 +22,7 @@ import org.apache.hadoop.yarn.server.api.AuxiliaryService;
 import org.apache.hadoop.yarn.server.api.ContainerInitializationContext;
 import org.apache.hadoop.yarn.server.api.ContainerTerminationContext;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.server.files.Confinement;
 import org.rdmashuffle.spark.service.SparkShuffleServer;
 import org.rdmashuffle.verbs.Verbs;
 
@@ -105,7 +107,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     @Override
     protected void serviceStart() throws Exception {
         spark.start();
-        server = new SparkShuffleServer(engineConfig, this::applicationDirs,
+        server = new SparkShuffleServer(engineConfig, this::confinement,
                 Verbs.choose(engineConfig.provider()).orElseThrow());
         recover();
         metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle Spark service engine", server.engine(),
@@ -189,21 +191,33 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
         return server;
     }
 
-    /** Each NodeManager local dir's {@code usercache/<user>/appcache/<app>}, where YARN puts executors' local dirs. */
-    private List<java.nio.file.Path> applicationDirs(String app) {
+    /**
+     * Each NodeManager local dir's {@code usercache/<user>/appcache/<app>}, where YARN puts executors'
+     * local dirs (none of its components below the local dir may be a link), and the owner files there
+     * must have: the application's user when Hadoop security is on (containers then run as that user).
+     */
+    private Confinement confinement(String app) {
         String user = users.get(app);
         List<java.nio.file.Path> dirs = new ArrayList<>();
         if (user == null || user.contains("/") || app.contains("/")) {
-            return dirs;
+            return new Confinement(dirs, null);
         }
+        String appDir = "usercache/" + user + "/appcache/" + app;
         try {
-            for (Path p : getAuxiliaryLocalPathHandler().getAllLocalPathsForRead("usercache/" + user + "/appcache/" + app)) {
-                dirs.add(java.nio.file.Path.of(p.toUri().getPath()));
+            for (Path p : getAuxiliaryLocalPathHandler().getAllLocalPathsForRead(appDir)) {
+                java.nio.file.Path full = java.nio.file.Path.of(p.toUri().getPath());
+                java.nio.file.Path localDir = full.getParent().getParent().getParent().getParent();
+                try {
+                    dirs.add(Confinement.applicationDir(localDir, appDir));
+                } catch (IOException refused) {
+                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle Spark service: not serving " + app + " from "
+                            + full + ": " + refused.getMessage());
+                }
             }
         } catch (IOException noneReadable) {
             LOG.log(System.Logger.Level.DEBUG, () -> "no local dir of " + app + ": " + noneReadable.getMessage());
         }
-        return dirs;
+        return new Confinement(dirs, UserGroupInformation.isSecurityEnabled() ? user : null);
     }
 
     private java.nio.file.Path recoveryDir() {

@@ -61,7 +61,8 @@ class ExecutorExitTest {
         ExternalBlockHandler handler = new ExternalBlockHandler(transport, null);
         try (TransportContext context = new TransportContext(transport, handler, true);
              TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, ANY_APP)));
-             SparkShuffleServer rdmaService = new SparkShuffleServer(engine, app -> applicationDirs(local),
+             SparkShuffleServer rdmaService = new SparkShuffleServer(engine,
+                     app -> new org.rdmashuffle.core.server.files.Confinement(applicationDirs(local), null),
                      Verbs.choose("software").orElseThrow())) {
             SparkConf conf = serviceConf("executor exits", sparkService.getPort(), rdmaService.address().getPort(), false);
             try (JavaSparkContext sc = new JavaSparkContext(conf)) {
@@ -168,11 +169,19 @@ class ExecutorExitTest {
     }
 
     /** What Spark's workers made of spark.local.dir: the directories holding the executors' blockmgr-* dirs. */
+    private static Path real(Path p) {
+        try {
+            return p.toRealPath();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     private static List<Path> applicationDirs(Path local) {
         List<Path> dirs = new ArrayList<>();
         try (Stream<Path> all = Files.walk(local, 4)) {
             all.filter(p -> p.getFileName().toString().startsWith("blockmgr-") && Files.isDirectory(p))
-                    .map(Path::getParent).distinct().forEach(dirs::add);
+                    .map(Path::getParent).distinct().forEach(d -> dirs.add(real(d)));
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }

@@ -395,6 +395,8 @@ final class SoftQueuePair implements QueuePair {
             connectionLost(e);
         } catch (IllegalStateException e) {
             connectionLost(new IOException("target memory no longer available: " + e.getMessage(), e));
+        } catch (RuntimeException e) { // a peer's frame this code did not foresee: the QP fails, the thread ends cleanly
+            connectionLost(new IOException("malformed frame from the peer: " + e, e));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -602,6 +604,18 @@ final class SoftQueuePair implements QueuePair {
             throw new IOException("malformed response: sequence " + f.sequence + ", expected "
                     + (p == null ? "none" : p.sequence));
         }
+        if (f.type != responseTo(p.opcode)) {
+            // A responder answering a READ with an ACK (no data) or a SEND with read data: what an HCA
+            // reports as a bad response. The request fails, the QP goes to ERR; nothing is written.
+            synchronized (lock) {
+                if (state != QueuePairState.ERR && pending.peekFirst() == p) {
+                    LOG.log(System.Logger.Level.DEBUG, "software QP " + qpNumber + ": response type " + f.type
+                            + " to request " + p.sequence + " (wc opcode " + p.opcode + ")");
+                    enterError(WorkCompletionStatus.BAD_RESP_ERR);
+                }
+            }
+            return;
+        }
         int status = f.status;
         if (status == 0 && p.localError == 0) {
             if (f.type == Frame.READ_RESPONSE) {
@@ -647,6 +661,17 @@ final class SoftQueuePair implements QueuePair {
                 enterError(null);
             }
         }
+    }
+
+    /** The frame type a request of this completion opcode is answered with. */
+    private static byte responseTo(int wcOpcode) {
+        if (wcOpcode == WorkCompletionOpcode.RDMA_READ.code()) {
+            return Frame.READ_RESPONSE;
+        }
+        if (wcOpcode == WorkCompletionOpcode.COMP_SWAP.code() || wcOpcode == WorkCompletionOpcode.FETCH_ADD.code()) {
+            return Frame.ATOMIC_RESPONSE;
+        }
+        return Frame.ACK;
     }
 
     /**

@@ -69,4 +69,37 @@ class SoftwarePeerFailureTest {
             assertEquals(QueuePairState.ERR, pair.responder.query().state());
         }
     }
+
+    @Test
+    void aWrongTypeResponseFailsTheQueuePair() throws Exception {
+        try (SoftwarePair pair = new SoftwarePair();
+             MemoryRegion local = pair.requesterPd.allocateAndRegister(4096, Access.LOCAL_WRITE);
+             SendWorkRequests chain = SendWorkRequests.allocate(1, 1)) {
+            QueuePairEndpoint mine = pair.requester.localEndpoint(SoftwarePair.OPTIONS);
+            // A peer with a higher port than ours dials us (we wait): the test is that peer.
+            QueuePairEndpoint fake = new QueuePairEndpoint(7, 0, mine.gid(), 65535, mine.mtu(), "any");
+            pair.requester.connect(fake, SoftwarePair.OPTIONS);
+            try (Socket s = new Socket(InetAddress.getLoopbackAddress(), mine.lid())) {
+                s.setSoTimeout(10_000);
+                DataOutputStream out = new DataOutputStream(s.getOutputStream());
+                SoftwarePair.writeHello(out, 7, mine.qpNumber(), mine.admissionToken());
+                DataInputStream in = new DataInputStream(s.getInputStream());
+                assertEquals(0, in.readInt(), "admitted");
+                local.segment().fill((byte) 0x5a);
+                chain.get(0).rdmaRead(41, SendFlags.SIGNALED, local, 0, 64, 0x1000, 5);
+                pair.requester.postSend(chain, 1);
+                byte[] request = in.readNBytes(Frame.HEADER);
+                assertEquals(Frame.READ, request[0]);
+                long sequence = java.nio.ByteBuffer.wrap(request).getLong(8);
+                // Answer the READ with an ACK: a response that carries no data.
+                out.write(Frame.response(Frame.ACK, sequence, 0).encode().array());
+                out.flush();
+                VerbsTestSupport.Completion c = VerbsTestSupport.awaitCompletions(pair.requesterCq, 1).getFirst();
+                assertEquals(41, c.wrId());
+                assertEquals(WorkCompletionStatus.BAD_RESP_ERR, c.status(), "an ACK completed a READ: " + c);
+                assertEquals(QueuePairState.ERR, pair.requester.query().state());
+                assertEquals((byte) 0x5a, local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0), "nothing written");
+            }
+        }
+    }
 }

@@ -49,6 +49,8 @@ public final class ControlClient implements AutoCloseable {
     private final EventLoopGroup group;
     private final Channel channel;
     private final LinkedBlockingQueue<Frame> inbox = new LinkedBlockingQueue<>();
+    private long lastCallId;
+    private long staleReplies;
 
     private ControlClient(InetSocketAddress peer, int maxFrameBytes, Duration timeout) throws IOException {
         this.peer = peer;
@@ -128,17 +130,41 @@ public final class ControlClient implements AutoCloseable {
         }
     }
 
-    /** Sends a request and waits for its reply; a handler error on the peer becomes an IOException with its message. */
+    /**
+     * Sends a request and waits for its reply; a handler error on the peer becomes an IOException with
+     * its message. Replies to earlier calls that timed out are skipped by their call id.
+     */
     public synchronized byte[] call(byte type, byte[] payload, Duration timeout) throws IOException {
-        send(ControlFrame.REQUEST, type, payload);
-        Frame reply = await(timeout, "the reply to request type " + type);
-        if (reply.kind() == ControlFrame.ERROR) {
-            throw new IOException(peer + " failed request type " + type + ": " + new String(reply.payload(), StandardCharsets.UTF_8));
+        long callId = ++lastCallId;
+        send(ControlFrame.REQUEST, type, ControlFrame.withCallId(callId, payload));
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            long left = Math.max(0, deadline - System.nanoTime());
+            Frame reply = await(Duration.ofNanos(left), "the reply to request type " + type);
+            if ((reply.kind() != ControlFrame.REPLY && reply.kind() != ControlFrame.ERROR)
+                    || reply.payload().length < ControlFrame.CALL_ID_BYTES) {
+                throw new IOException(peer + " sent frame kind " + reply.kind() + " type " + reply.type() + " to request type " + type);
+            }
+            long id = ControlFrame.callId(reply.payload());
+            if (id < callId) {
+                staleReplies++;
+                continue; // the answer to a call that timed out
+            }
+            if (id != callId || reply.type() != type) {
+                throw new IOException(peer + " answered call " + id + " type " + reply.type() + " to call " + callId
+                        + " type " + type);
+            }
+            byte[] body = java.util.Arrays.copyOfRange(reply.payload(), ControlFrame.CALL_ID_BYTES, reply.payload().length);
+            if (reply.kind() == ControlFrame.ERROR) {
+                throw new IOException(peer + " failed request type " + type + ": " + new String(body, StandardCharsets.UTF_8));
+            }
+            return body;
         }
-        if (reply.kind() != ControlFrame.REPLY || reply.type() != type) {
-            throw new IOException(peer + " sent frame kind " + reply.kind() + " type " + reply.type() + " to request type " + type);
-        }
-        return reply.payload();
+    }
+
+    /** Replies that came after their call had timed out, and were dropped. */
+    public synchronized long staleReplies() {
+        return staleReplies;
     }
 
     public boolean isOpen() {

@@ -3,6 +3,8 @@ package org.rdmashuffle.core.control;
 /**
  * Control-plane frames: a 4-byte length, then {@code kind}, {@code type} and the payload. The
  * handshake kinds come first on every connection; REQUEST before AUTH_OK closes the connection.
+ * A REQUEST's payload starts with the caller's 8-byte call id, which its REPLY or ERROR repeats: a
+ * reply that comes after its call timed out is recognised as stale, never taken for the next call's.
  */
 final class ControlFrame {
     static final byte HELLO = 1;
@@ -15,6 +17,17 @@ final class ControlFrame {
     /** A client that does not authenticate; accepted only by a server with authentication off. */
     static final byte HELLO_UNAUTHENTICATED = 8;
 
+    static final int CALL_ID_BYTES = 8;
+
     private ControlFrame() {
+    }
+
+    static byte[] withCallId(long callId, byte[] payload) {
+        return java.nio.ByteBuffer.allocate(CALL_ID_BYTES + payload.length).putLong(callId).put(payload).array();
+    }
+
+    /** The call id a REQUEST, REPLY or ERROR payload starts with (at least {@link #CALL_ID_BYTES} long). */
+    static long callId(byte[] payload) {
+        return java.nio.ByteBuffer.wrap(payload).getLong();
     }
 }

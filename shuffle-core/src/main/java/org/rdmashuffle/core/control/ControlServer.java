@@ -139,17 +139,24 @@ public final class ControlServer implements AutoCloseable {
                             refuse(ctx, "request before authentication");
                             return;
                         }
+                        if (payload.length < ControlFrame.CALL_ID_BYTES) {
+                            refuse(ctx, "a request without a call id");
+                            return;
+                        }
+                        long callId = ControlFrame.callId(payload);
+                        byte[] request = java.util.Arrays.copyOfRange(payload, ControlFrame.CALL_ID_BYTES, payload.length);
                         byte[] reply;
                         try {
                             if (session == null) {
                                 session = new ControlSession(appId, ctx.channel().remoteAddress());
                             }
-                            reply = handler.handle(session, type, payload);
+                            reply = handler.handle(session, type, request);
                         } catch (Exception e) {
-                            send(ctx, ControlFrame.ERROR, type, String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8));
+                            send(ctx, ControlFrame.ERROR, type, ControlFrame.withCallId(callId,
+                                    String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8)));
                             return;
                         }
-                        send(ctx, ControlFrame.REPLY, type, reply);
+                        send(ctx, ControlFrame.REPLY, type, ControlFrame.withCallId(callId, reply));
                     }
                     default -> refuse(ctx, "unknown frame kind " + kind);
                 }

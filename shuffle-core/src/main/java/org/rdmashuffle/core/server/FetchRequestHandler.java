@@ -12,10 +12,12 @@ import org.rdmashuffle.core.protocol.Message;
  * about the first block that cannot be served — {@code NO_SUCH_OUTPUT} for an unknown map output,
  * {@code REFUSED} for partitions beyond the output, registered memory exhausted, a file that cannot
  * be mapped. The reducer asks again for the request's other blocks. Never throws for a bad request.
+ *
+ * <p>The reducer is told the block and the kind of failure, never a path, a size or an owner: those
+ * go to this node's log. A tenant probing with crafted map ids learns nothing about the files here.
  */
 public final class FetchRequestHandler {
-    /** Reasons are cut to this many characters so an error always fits a receive buffer. */
-    static final int MAX_REASON = 900;
+    private static final System.Logger LOG = System.getLogger(FetchRequestHandler.class.getName());
 
     private final MapOutputRegistry registry;
 
@@ -53,12 +55,39 @@ public final class FetchRequestHandler {
                 blocks.add(d);
             } catch (IllegalArgumentException | IllegalStateException | RegisteredMemoryExhaustedException
                      | UncheckedIOException | org.rdmashuffle.verbs.VerbsException e) {
-                String reason = b + ": " + e.getMessage();
+                String kind = kindOf(e);
+                LOG.log(System.Logger.Level.INFO, () -> "rdma-shuffle: refused " + b + (app.isEmpty() ? "" : " of " + app)
+                        + " (" + kind + "): " + e.getMessage());
                 return new Message.ErrorResponse(request.requestId(),
                         e instanceof NoSuchMapOutputException ? Message.ErrorKind.NO_SUCH_OUTPUT : Message.ErrorKind.REFUSED, b,
-                        reason.length() > MAX_REASON ? reason.substring(0, MAX_REASON) : reason);
+                        b + ": " + kind);
             }
         }
         return new Message.FetchResponse(request.requestId(), blocks);
+    }
+
+    /** What a reducer is told about a failure: a fixed phrase per kind. */
+    static String kindOf(RuntimeException e) {
+        if (e instanceof NoSuchMapOutputException) {
+            return "no such map output of this application here";
+        }
+        if (e instanceof PartitionRangeException) {
+            return "partitions outside the map output";
+        }
+        if (e instanceof RegisteredMemoryExhaustedException) {
+            return "the server's registered memory is exhausted";
+        }
+        if (e instanceof UncheckedIOException io) {
+            return io.getCause() instanceof org.rdmashuffle.core.server.files.RefusedFileException
+                    ? "map output file refused (not a regular file of the application's own)"
+                    : "map output file unreadable";
+        }
+        if (e instanceof org.rdmashuffle.verbs.VerbsException) {
+            return "the device could not register the map output";
+        }
+        if (e instanceof IllegalStateException) {
+            return "the server is closing";
+        }
+        return "map output index inconsistent with its data file";
     }
 }

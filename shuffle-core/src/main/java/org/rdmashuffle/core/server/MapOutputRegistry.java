@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -16,6 +15,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.LongSupplier;
 
+import org.rdmashuffle.core.server.files.OutputFile;
+import org.rdmashuffle.core.server.files.RefusedFileException;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.ProtectionDomain;
@@ -42,6 +43,8 @@ import org.rdmashuffle.verbs.ProtectionDomain;
 public final class MapOutputRegistry implements AutoCloseable {
     private final ProtectionDomain pd;
     private final long limitBytes;
+    /** Shared with the other applications' registries of a serving engine. */
+    private final RegisteredMemoryBudget budget;
     private final long leaseNanos;
     private final LongSupplier clock;
     /** Outputs by application and shuffle, then map id. */
@@ -79,14 +82,14 @@ public final class MapOutputRegistry implements AutoCloseable {
      * A map output found on disk: {@code offsets} as for {@link #register}, and {@code rawLengths} the
      * size of each partition once decompressed (null where the format does not record it).
      */
-    public record ResolvedOutput(Path dataFile, long[] offsets, long[] rawLengths) {
+    public record ResolvedOutput(OutputFile dataFile, long[] offsets, long[] rawLengths) {
     }
 
     /** One committed map output: its file, its partition offsets, and its region while registered. */
     private static final class MapOutput {
         final int shuffleId;
         final long mapId;
-        final Path dataFile;
+        final OutputFile dataFile;
         final long[] offsets;
         final long[] rawLengths;
         MemoryRegion region;
@@ -96,7 +99,7 @@ public final class MapOutputRegistry implements AutoCloseable {
         boolean released;
         long describedAt;
 
-        MapOutput(int shuffleId, long mapId, Path dataFile, long[] offsets, long[] rawLengths) {
+        MapOutput(int shuffleId, long mapId, OutputFile dataFile, long[] offsets, long[] rawLengths) {
             this.shuffleId = shuffleId;
             this.mapId = mapId;
             this.dataFile = dataFile;
@@ -114,15 +117,26 @@ public final class MapOutputRegistry implements AutoCloseable {
      * @param leaseMillis how long a described region is kept registered for the reads that follow
      */
     public MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis) {
-        this(pd, limitBytes, leaseMillis, System::nanoTime);
+        this(pd, limitBytes, leaseMillis, new RegisteredMemoryBudget(limitBytes), System::nanoTime);
+    }
+
+    /** @param budget the node-wide bytes this registry draws from, with other applications' registries */
+    public MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis, RegisteredMemoryBudget budget) {
+        this(pd, limitBytes, leaseMillis, budget, System::nanoTime);
     }
 
     MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis, LongSupplier clock) {
+        this(pd, limitBytes, leaseMillis, new RegisteredMemoryBudget(limitBytes), clock);
+    }
+
+    MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis, RegisteredMemoryBudget budget,
+                      LongSupplier clock) {
         if (limitBytes <= 0) {
             throw new IllegalArgumentException("registered-memory limit must be positive: " + limitBytes);
         }
         this.pd = pd;
         this.limitBytes = limitBytes;
+        this.budget = budget;
         this.leaseNanos = leaseMillis * 1_000_000L;
         this.clock = clock;
     }
@@ -135,10 +149,23 @@ public final class MapOutputRegistry implements AutoCloseable {
         register(OWN, shuffleId, mapId, dataFile, offsets);
     }
 
-    /** Records a committed map output of application {@code app}. */
-    public synchronized void register(String app, int shuffleId, long mapId, Path dataFile, long[] offsets) {
-        ensureOpen();
-        add(app, shuffleId, mapId, new ResolvedOutput(dataFile, offsets, null));
+    /** Records a committed map output of application {@code app}, in a file this process trusts (it names it). */
+    public void register(String app, int shuffleId, long mapId, Path dataFile, long[] offsets) {
+        long size;
+        try {
+            size = java.nio.file.Files.size(dataFile);
+        } catch (IOException e) {
+            throw new UncheckedIOException("map output " + mapId + " of shuffle " + shuffleId + " (" + dataFile
+                    + "): cannot read the data file", e);
+        }
+        if (offsets.length > 0 && size != offsets[offsets.length - 1]) {
+            throw new IllegalArgumentException("map output " + mapId + " of shuffle " + shuffleId + " (" + dataFile
+                    + "): the index ends at " + offsets[offsets.length - 1] + " but the data file has " + size + " bytes");
+        }
+        synchronized (this) {
+            ensureOpen();
+            add(app, shuffleId, mapId, new ResolvedOutput(OutputFile.trusted(dataFile), offsets, null));
+        }
     }
 
     /** Sets who finds outputs that were not registered (null: nobody, an unknown output is an error). */
@@ -146,8 +173,9 @@ public final class MapOutputRegistry implements AutoCloseable {
         this.resolver = r;
     }
 
+    /** Under the lock; the data file's size was checked by whoever found it, and is again when it is registered. */
     private MapOutput add(String app, int shuffleId, long mapId, ResolvedOutput found) {
-        Path dataFile = found.dataFile();
+        OutputFile dataFile = found.dataFile();
         long[] offsets = found.offsets();
         String what = "map output " + mapId + " of shuffle " + shuffleId + " (" + dataFile + ")";
         if (found.rawLengths() != null && found.rawLengths().length != offsets.length - 1) {
@@ -162,16 +190,6 @@ public final class MapOutputRegistry implements AutoCloseable {
                 throw new IllegalArgumentException(what + ": offset of partition " + i + " (" + offsets[i]
                         + ") is below that of partition " + (i - 1) + " (" + offsets[i - 1] + ")");
             }
-        }
-        long size;
-        try {
-            size = java.nio.file.Files.size(dataFile);
-        } catch (IOException e) {
-            throw new UncheckedIOException(what + ": cannot read the data file", e);
-        }
-        if (size != offsets[offsets.length - 1]) {
-            throw new IllegalArgumentException(what + ": the index ends at " + offsets[offsets.length - 1]
-                    + " but the data file has " + size + " bytes");
         }
         MapOutput out = new MapOutput(shuffleId, mapId, dataFile, offsets.clone(),
                 found.rawLengths() == null ? null : found.rawLengths().clone());
@@ -305,7 +323,7 @@ public final class MapOutputRegistry implements AutoCloseable {
     private BlockDescriptor describe(MapOutput out, int start, int end) {
         int partitions = out.offsets.length - 1;
         if (start < 0 || end > partitions || start >= end) {
-            throw new IllegalArgumentException("partitions [" + start + ", " + end + ") of map output " + out.mapId
+            throw new PartitionRangeException("partitions [" + start + ", " + end + ") of map output " + out.mapId
                     + " of shuffle " + out.shuffleId + ", which has " + partitions);
         }
         long offset = out.offsets[start];
@@ -333,10 +351,15 @@ public final class MapOutputRegistry implements AutoCloseable {
     private void register(MapOutput out, CompletableFuture<Void> registration) {
         MemoryRegion region = null;
         RuntimeException failure = null;
-        try (FileChannel ch = openForRegistration(out.dataFile)) {
+        // Opened again here, not trusted from when it was found: its owner could have replaced it since.
+        try (FileChannel ch = out.dataFile.open(true)) {
+            if (ch.size() != out.size()) {
+                throw new RefusedFileException(out.dataFile + " has " + ch.size() + " bytes now, but its index ends at "
+                        + out.size());
+            }
             region = pd.registerFile(ch, 0, out.size(), Access.REMOTE_READ); // peers only read, however it was opened
         } catch (IOException e) {
-            failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration", e);
+            failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration: " + e.getMessage(), e);
         } catch (RuntimeException e) {
             failure = e;
         }
@@ -350,6 +373,7 @@ public final class MapOutputRegistry implements AutoCloseable {
                 region = null;
             } else {
                 registeredBytes -= out.size(); // give the reservation back
+                budget.release(out.size());
             }
         }
         if (region != null) {
@@ -362,24 +386,6 @@ public final class MapOutputRegistry implements AutoCloseable {
         registration.complete(null);
     }
 
-    /**
-     * Read-write if this process may: kernels before 6.2 register only a writable file mapping (see
-     * ProtectionDomain.registerFile). Else read-only, which kernels from 6.2 register: a NodeManager
-     * serving outputs its containers wrote as another user (LinuxContainerExecutor) may read them only.
-     */
-    private static FileChannel openForRegistration(Path file) throws IOException {
-        try {
-            return FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        } catch (IOException notWritable) {
-            try {
-                return FileChannel.open(file, StandardOpenOption.READ);
-            } catch (IOException e) {
-                e.addSuppressed(notWritable);
-                throw e;
-            }
-        }
-    }
-
     private void makeRoom(long bytes, MapOutput forWhom) {
         if (bytes > limitBytes) {
             throw new RegisteredMemoryExhaustedException("map output " + forWhom.mapId + " of shuffle " + forWhom.shuffleId
@@ -387,7 +393,9 @@ public final class MapOutputRegistry implements AutoCloseable {
         }
         long now = clock.getAsLong();
         Iterator<MapOutput> lru = registered.keySet().iterator();
-        while (registeredBytes + bytes > limitBytes && lru.hasNext()) {
+        boolean reserved = false;
+        // Room under this registry's limit and in the node's budget; only this application's regions are released.
+        while ((registeredBytes + bytes > limitBytes || !(reserved = budget.tryReserve(bytes))) && lru.hasNext()) {
             MapOutput victim = lru.next();
             if (now - victim.describedAt < leaseNanos) {
                 continue; // a reducer may be reading it
@@ -396,9 +404,17 @@ public final class MapOutputRegistry implements AutoCloseable {
             deregister(victim);
         }
         if (registeredBytes + bytes > limitBytes) {
+            if (reserved) {
+                budget.release(bytes);
+            }
             throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of map output " + forWhom.mapId
                     + " of shuffle " + forWhom.shuffleId + " would exceed the registered-memory limit of " + limitBytes
                     + " bytes: " + registeredBytes + " bytes are registered and all were described within the lease");
+        }
+        if (!reserved && !budget.tryReserve(bytes)) {
+            throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of map output " + forWhom.mapId
+                    + " of shuffle " + forWhom.shuffleId + " would exceed the node's registered-memory budget of "
+                    + budget.limitBytes() + " bytes across applications (" + budget.usedBytes() + " in use)");
         }
     }
 
@@ -406,6 +422,7 @@ public final class MapOutputRegistry implements AutoCloseable {
         out.region.close();
         out.region = null;
         registeredBytes -= out.size();
+        budget.release(out.size());
     }
 
     /** Forgets {@code out}: deregisters its region, or has a registration under way give its region back. */

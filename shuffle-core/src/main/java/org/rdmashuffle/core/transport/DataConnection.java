@@ -21,6 +21,7 @@ public final class DataConnection implements AutoCloseable {
 
     private final String peer;
     private final Role role;
+    private final TenantDomain tenant;
     private final int peerReceiveBufferSize;
     private final QueuePair[] qps;
     private final PostPath path;
@@ -32,16 +33,18 @@ public final class DataConnection implements AutoCloseable {
     private volatile Object attachment;
 
     /**
+     * @param tenant whose PD the queue pairs are on: every lkey and rkey they use is of that PD
      * @param peerReceiveBufferSize the peer's receive buffer size, from the connection exchange
      * @param qps connected queue pairs, owned from now on
      * @param maxChain the most read requests one chain posts
      * @param sgeListBroken post multi-SGE reads through {@code ibv_post_send} even on the builder path
      *     (see {@link ProviderQuirks})
      */
-    public DataConnection(String peer, Role role, int peerReceiveBufferSize, QueuePair[] qps, PostPath path, int maxChain,
-                          int maxSge, boolean sgeListBroken) {
+    public DataConnection(String peer, Role role, TenantDomain tenant, int peerReceiveBufferSize, QueuePair[] qps,
+                          PostPath path, int maxChain, int maxSge, boolean sgeListBroken) {
         this.peer = peer;
         this.role = role;
+        this.tenant = tenant;
         this.peerReceiveBufferSize = peerReceiveBufferSize;
         this.qps = qps.clone();
         this.path = path;
@@ -57,6 +60,11 @@ public final class DataConnection implements AutoCloseable {
 
     public Role role() {
         return role;
+    }
+
+    /** The application whose protection domain this connection's queue pairs are on. */
+    public TenantDomain tenant() {
+        return tenant;
     }
 
     /** The peer's receive buffers hold this many bytes: no message to it may be longer. */

@@ -21,6 +21,7 @@ public final class ReceivePool implements AutoCloseable {
     private final int buffers;
     private final int bufferBytes;
     private final int lowWater;
+    private final long idBase;
     private final MemoryRegion region;
     private final ReceiveWorkRequests batch;
     private int batched;
@@ -31,6 +32,12 @@ public final class ReceivePool implements AutoCloseable {
      * @param batchSize reposts gathered into one post
      */
     public ReceivePool(ProtectionDomain pd, SharedReceiveQueue srq, int buffers, int bufferBytes, int lowWater, int batchSize) {
+        this(pd, srq, buffers, bufferBytes, lowWater, batchSize, 0);
+    }
+
+    /** @param idBase added to every slot's index to make its wr_id (a tenant's receives carry its index) */
+    public ReceivePool(ProtectionDomain pd, SharedReceiveQueue srq, int buffers, int bufferBytes, int lowWater, int batchSize,
+                       long idBase) {
         if (buffers < 1 || bufferBytes < 1 || batchSize < 1 || lowWater < 0 || lowWater > buffers) {
             throw new IllegalArgumentException("receive pool of " + buffers + " x " + bufferBytes + " B, low water "
                     + lowWater + ", batch " + batchSize);
@@ -39,11 +46,12 @@ public final class ReceivePool implements AutoCloseable {
         this.buffers = buffers;
         this.bufferBytes = bufferBytes;
         this.lowWater = lowWater;
+        this.idBase = idBase;
         this.region = pd.allocateAndRegister((long) buffers * bufferBytes, Access.LOCAL_WRITE);
         this.batch = ReceiveWorkRequests.allocate(Math.min(batchSize, buffers), 1);
         try {
             for (int i = 0; i < buffers; i++) {
-                repost(i);
+                repost(idBase + i);
             }
             flush();
         } catch (RuntimeException e) {
@@ -64,7 +72,7 @@ public final class ReceivePool implements AutoCloseable {
     /** Hands slot {@code wrId} back: it is posted with the next batch (or now, below the low-water mark). */
     public void repost(long wrId) {
         int slot = slot(wrId);
-        batch.set(batched++, slot, region, (long) slot * bufferBytes, bufferBytes);
+        batch.set(batched++, idBase + slot, region, (long) slot * bufferBytes, bufferBytes);
         if (batched == batch.capacity() || posted < lowWater) {
             flush();
         }
@@ -99,10 +107,12 @@ public final class ReceivePool implements AutoCloseable {
     }
 
     private int slot(long wrId) {
-        if (wrId < 0 || wrId >= buffers) {
-            throw new IllegalArgumentException("wr_id " + wrId + " is not a slot of this receive pool (0.." + (buffers - 1) + ")");
+        long slot = wrId - idBase;
+        if (slot < 0 || slot >= buffers) {
+            throw new IllegalArgumentException("wr_id " + wrId + " is not a slot of this receive pool (" + idBase + ".."
+                    + (idBase + buffers - 1) + ")");
         }
-        return (int) wrId;
+        return (int) slot;
     }
 
     @Override

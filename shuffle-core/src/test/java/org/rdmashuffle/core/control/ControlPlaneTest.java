@@ -88,9 +88,10 @@ class ControlPlaneTest {
              Socket raw = new Socket(s.address().getAddress(), s.address().getPort())) {
             raw.setSoTimeout(10_000);
             DataOutputStream out = new DataOutputStream(raw.getOutputStream());
-            out.writeInt(2 + 5);
+            out.writeInt(2 + 8 + 5);
             out.writeByte(ControlFrame.REQUEST);
             out.writeByte(1);
+            out.writeLong(1);
             out.write("rkey?".getBytes(StandardCharsets.US_ASCII));
             out.flush();
             assertEquals(-1, new DataInputStream(raw.getInputStream()).read(), "closed without a reply");
@@ -118,6 +119,30 @@ class ControlPlaneTest {
             assertArrayEquals("app-9:x".getBytes(StandardCharsets.UTF_8), c.call((byte) 1, new byte[] {'x'}, TIMEOUT));
             assertThrows(AuthenticationException.class, () -> ControlClient.connect(s.address(), SECRET, "app-9", MAX_FRAME, TIMEOUT),
                     "a client that insists on authentication learns the server does not authenticate");
+        }
+    }
+
+    @Test
+    void aReplyAfterATimeoutIsNotTakenForTheNext() throws IOException {
+        try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
+            String asked = new String(payload, StandardCharsets.UTF_8);
+            if (asked.equals("slow")) {
+                try {
+                    Thread.sleep(1500);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return ("answer to " + asked).getBytes(StandardCharsets.UTF_8);
+        }, MAX_FRAME);
+             ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
+            IOException late = assertThrows(IOException.class,
+                    () -> c.call((byte) 1, "slow".getBytes(StandardCharsets.UTF_8), Duration.ofMillis(200)));
+            assertTrue(late.getMessage().contains("did not come"), late.getMessage());
+            // The slow call's answer arrives during the next call: it must not be taken for this one's.
+            assertArrayEquals("answer to next".getBytes(StandardCharsets.UTF_8),
+                    c.call((byte) 1, "next".getBytes(StandardCharsets.UTF_8), TIMEOUT));
+            assertEquals(1, c.staleReplies());
         }
     }
 

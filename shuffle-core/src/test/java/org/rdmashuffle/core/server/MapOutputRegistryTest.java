@@ -23,6 +23,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.server.files.OutputFile;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
@@ -94,6 +95,27 @@ class MapOutputRegistryTest {
             assertEquals(1, registry.registrations());
             assertEquals(4096, registry.registeredBytes());
         }
+    }
+
+    @Test
+    void applicationsShareTheNodesBudget_andReleaseOnlyTheirOwn() throws IOException {
+        RegisteredMemoryBudget node = new RegisteredMemoryBudget(10_000);
+        try (MapOutputRegistry a = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get);
+             MapOutputRegistry b = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get)) {
+            a.register("app-a", 1, 1, dataFile("a1.data", 6000), new long[] {0, 6000});
+            a.register("app-a", 1, 2, dataFile("a2.data", 3000), new long[] {0, 3000});
+            b.register("app-b", 1, 1, dataFile("b1.data", 6000), new long[] {0, 6000});
+            a.describe("app-a", 1, 1, 0, 1);
+            RegisteredMemoryExhaustedException full = assertThrows(RegisteredMemoryExhaustedException.class,
+                    () -> b.describe("app-b", 1, 1, 0, 1));
+            assertTrue(full.getMessage().contains("node's registered-memory budget of 10000 bytes"), full.getMessage());
+            assertEquals(6000, node.usedBytes(), "b's failed attempt gave its reservation back");
+            now.addAndGet(2 * SECOND); // a's lease runs out: still only a's own registrations release it
+            assertThrows(RegisteredMemoryExhaustedException.class, () -> b.describe("app-b", 1, 1, 0, 1));
+            a.describe("app-a", 1, 2, 0, 1); // fits beside a's first: nothing released
+            assertEquals(9000, node.usedBytes());
+        }
+        assertEquals(0, node.usedBytes(), "closing gives every byte back");
     }
 
     @Test
@@ -189,7 +211,7 @@ class MapOutputRegistryTest {
                 } catch (InterruptedException e) {
                     throw new IOException(e);
                 }
-                return new MapOutputRegistry.ResolvedOutput(slow, new long[] {0, 2000}, null);
+                return new MapOutputRegistry.ResolvedOutput(OutputFile.trusted(slow), new long[] {0, 2000}, null);
             });
             CompletableFuture<BlockDescriptor> searched = CompletableFuture.supplyAsync(
                     () -> registry.describe("app-a", 0, 9, 0, 1), threads);
@@ -223,7 +245,7 @@ class MapOutputRegistryTest {
                 } catch (InterruptedException e) {
                     throw new IOException(e);
                 }
-                return new MapOutputRegistry.ResolvedOutput(file, new long[] {0, 1000, 3000}, null);
+                return new MapOutputRegistry.ResolvedOutput(OutputFile.trusted(file), new long[] {0, 1000, 3000}, null);
             });
             CompletableFuture<BlockDescriptor> first = CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 1, 0, 1), threads);
             assertTrue(searching.await(10, TimeUnit.SECONDS), "the resolver was never asked");

@@ -1,7 +1,7 @@
 package org.rdmashuffle.spark.service;
 
-import java.io.DataInputStream;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 import org.rdmashuffle.core.server.MapOutputRegistry;
+import org.rdmashuffle.core.server.files.Confinement;
 
 /**
  * Finds a Spark map output where its executor left it, as Spark's external shuffle service does, but
@@ -27,20 +28,25 @@ import org.rdmashuffle.core.server.MapOutputRegistry;
  * found by searching every sub dir, which {@link #searches()} counts.
  *
  * <p>Only the directories the service itself names for an authenticated application are searched; a
- * reducer names nothing but the shuffle and map ids. Spark-free (it runs in a NodeManager).
+ * reducer names nothing but the shuffle and map ids. Index and data files are opened within the
+ * application's {@link Confinement} (no link followed, inside its directories, owner checked when
+ * security is on); an index is bounded before it is read. Spark-free (it runs in a NodeManager).
  */
 public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
     private static final System.Logger LOG = System.getLogger(SparkOutputFiles.class.getName());
 
-    private final Function<String, List<Path>> applicationDirs;
+    private final Function<String, Confinement> applications;
     private final AtomicLong resolved = new AtomicLong();
     private final AtomicLong searches = new AtomicLong();
     /** Spark's default {@code spark.diskStore.subDirectories}. */
     static final int SUB_DIRS_PER_LOCAL_DIR = 64;
 
-    /** @param applicationDirs the directories holding an application's {@code blockmgr-*} dirs on this node; empty if none */
-    public SparkOutputFiles(Function<String, List<Path>> applicationDirs) {
-        this.applicationDirs = applicationDirs;
+    /**
+     * @param applications an application's directories on this node (holding its {@code blockmgr-*}
+     *        dirs; none if it has none here) and the owner its files must have
+     */
+    public SparkOutputFiles(Function<String, Confinement> applications) {
+        this.applications = applications;
     }
 
     @Override
@@ -49,7 +55,8 @@ public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
             return null;
         }
         String name = "shuffle_" + shuffleId + "_" + mapId + "_0";
-        List<Path> roots = applicationDirs.apply(app);
+        Confinement confinement = applications.apply(app);
+        List<Path> roots = confinement.dirs();
         List<Path> managers = new java.util.ArrayList<>();
         for (Path root : roots) {
             if (Files.isDirectory(root)) {
@@ -64,7 +71,7 @@ public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
             return null;
         }
         // The data file may hash into another of the executor's local dirs than its index.
-        return read(index, find(managers, roots.size(), name + ".data"));
+        return read(confinement, index, find(managers, roots.size(), name + ".data"));
     }
 
     /** {@code fileName} in one of {@code managers}' sub dirs: where Spark would have put it first, then anywhere; or null. */
@@ -97,30 +104,33 @@ public final class SparkOutputFiles implements MapOutputRegistry.Resolver {
         return String.format("%02x", (hash / localDirs) % SUB_DIRS_PER_LOCAL_DIR);
     }
 
-    private MapOutputRegistry.ResolvedOutput read(Path index, Path data) throws IOException {
-        long[] offsets = readIndex(index);
+    private MapOutputRegistry.ResolvedOutput read(Confinement confinement, Path index, Path data) throws IOException {
+        long[] offsets = readIndex(index, confinement.readAll(index, Confinement.MAX_INDEX_BYTES));
+        long end = offsets[offsets.length - 1];
         if (data == null) {
-            if (offsets[offsets.length - 1] != 0) {
-                throw new IOException(index + " indexes " + offsets[offsets.length - 1] + " bytes but its data file is missing");
+            if (end != 0) {
+                throw new IOException(index + " indexes " + end + " bytes but its data file is missing");
             }
             return null; // every partition empty: Spark writes no data file and reducers never ask
         }
+        long size;
+        try (FileChannel ch = confinement.open(data, false)) {
+            size = ch.size();
+        }
+        if (size != end) {
+            throw new IOException(data + " has " + size + " bytes but its index ends at " + end);
+        }
         resolved.incrementAndGet();
-        return new MapOutputRegistry.ResolvedOutput(data, offsets, null);
+        return new MapOutputRegistry.ResolvedOutput(confinement.file(data), offsets, null);
     }
 
-    /** Spark's index file: numPartitions + 1 big-endian offsets from 0, non-decreasing (the registry checks order and the data size). */
-    static long[] readIndex(Path index) throws IOException {
-        long bytes = Files.size(index);
-        if (bytes < 16 || bytes % 8 != 0) {
-            throw new IOException(index + " has " + bytes + " bytes: not a shuffle index (numPartitions + 1 longs)");
+    /** Spark's index file: numPartitions + 1 big-endian offsets from 0, non-decreasing (the registry checks the order). */
+    static long[] readIndex(Path index, byte[] bytes) throws IOException {
+        if (bytes.length < 16 || bytes.length % 8 != 0) {
+            throw new IOException(index + " has " + bytes.length + " bytes: not a shuffle index (numPartitions + 1 longs)");
         }
-        long[] offsets = new long[(int) (bytes / 8)];
-        try (DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(Files.newInputStream(index)))) {
-            for (int i = 0; i < offsets.length; i++) {
-                offsets[i] = in.readLong();
-            }
-        }
+        long[] offsets = new long[bytes.length / 8];
+        java.nio.ByteBuffer.wrap(bytes).asLongBuffer().get(offsets);
         return offsets;
     }
 

@@ -1,8 +1,6 @@
 package org.rdmashuffle.spark.service;
 
 import java.net.InetSocketAddress;
-import java.nio.file.Path;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
@@ -10,6 +8,7 @@ import java.util.function.Function;
 import org.rdmashuffle.core.EngineCounters;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.server.files.Confinement;
 import org.rdmashuffle.verbs.VerbsProvider;
 
 /**
@@ -34,11 +33,11 @@ public final class SparkShuffleServer implements AutoCloseable {
     private final RdmaShuffleEngine engine;
 
     /**
-     * @param applicationDirs the directories on this node holding an application's executors'
-     *        {@code blockmgr-*} dirs (see {@link SparkOutputFiles})
+     * @param applications the directories on this node holding an application's executors'
+     *        {@code blockmgr-*} dirs, and the owner their files must have (see {@link SparkOutputFiles})
      */
-    public SparkShuffleServer(EngineConfig config, Function<String, List<Path>> applicationDirs, VerbsProvider provider) {
-        this.outputs = new SparkOutputFiles(applicationDirs);
+    public SparkShuffleServer(EngineConfig config, Function<String, Confinement> applications, VerbsProvider provider) {
+        this.outputs = new SparkOutputFiles(applications);
         this.engine = RdmaShuffleEngine.startService(config, secrets::get, provider);
         engine.resolver(outputs);
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle Spark service: map outputs served over " + engine.providerName()

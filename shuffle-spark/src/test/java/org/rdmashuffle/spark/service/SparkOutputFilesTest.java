@@ -16,6 +16,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.server.MapOutputRegistry;
+import org.rdmashuffle.core.server.files.Confinement;
 
 /** Spark's on-disk layout as executors leave it, found by the service from the application's directories alone. */
 class SparkOutputFilesTest {
@@ -23,7 +24,18 @@ class SparkOutputFilesTest {
     Path dir;
 
     private SparkOutputFiles filesOf(String app, Path appDir) {
-        return new SparkOutputFiles(a -> a.equals(app) ? List.of(appDir) : List.of());
+        return new SparkOutputFiles(a -> confined(a.equals(app) ? List.of(appDir) : List.of()));
+    }
+
+    /** The application's directories as the service gives them: canonical, owner not checked (Hadoop security off). */
+    private static Confinement confined(List<Path> dirs) {
+        return new Confinement(dirs.stream().map(d -> {
+            try {
+                return Files.createDirectories(d).toRealPath();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }).toList(), null);
     }
 
     private static void writeIndex(Path index, long... offsets) throws IOException {
@@ -46,7 +58,7 @@ class SparkOutputFilesTest {
 
         MapOutputRegistry.ResolvedOutput out = filesOf("application_1_0001", app).resolve("application_1_0001", 3, 17);
 
-        assertEquals(data, out.dataFile());
+        assertEquals(data, out.dataFile().path());
         assertArrayEquals(new long[] {0, 10, 10, 25}, out.offsets());
         assertNull(out.rawLengths(), "Spark's index records no decompressed sizes");
     }
@@ -103,10 +115,10 @@ class SparkOutputFilesTest {
                 writeIndex(index, 0, 3, 8);
                 Files.write(data, new byte[8]);
             }
-            SparkOutputFiles files = new SparkOutputFiles(a -> a.equals("application_1_0002") ? roots : List.of());
+            SparkOutputFiles files = new SparkOutputFiles(a -> confined(a.equals("application_1_0002") ? roots : List.of()));
             for (long map = 0; map < 40; map++) {
                 MapOutputRegistry.ResolvedOutput out = files.resolve("application_1_0002", 2, map);
-                assertEquals(disk.getFile(new org.apache.spark.storage.ShuffleDataBlockId(2, map, 0)).toPath(), out.dataFile());
+                assertEquals(disk.getFile(new org.apache.spark.storage.ShuffleDataBlockId(2, map, 0)).toPath(), out.dataFile().path());
             }
             assertEquals(40, files.resolved());
             assertEquals(0, files.searches(), "every file was where Spark's hashing put it");
@@ -117,5 +129,30 @@ class SparkOutputFilesTest {
             disk.stop();
             org.apache.spark.util.Utils$.MODULE$.clearLocalRootDirs();
         }
+    }
+
+    @Test
+    void aSymlinkedIndexIsRefused() throws IOException {
+        Path app = dir.resolve("application_1_0001");
+        Path elsewhere = dir.resolve("nm-private/some.index");
+        writeIndex(elsewhere, 0, 64);
+        Path index = Files.createDirectories(app.resolve("blockmgr-a/03")).resolve("shuffle_0_1_0.index");
+        Files.createSymbolicLink(index, elsewhere);
+        Files.write(app.resolve("blockmgr-a/03/shuffle_0_1_0.data"), new byte[64]);
+
+        IOException e = assertThrows(IOException.class, () -> filesOf("application_1_0001", app).resolve("application_1_0001", 0, 1));
+        assertTrue(e instanceof org.rdmashuffle.core.server.files.RefusedFileException && e.getMessage().contains("symbolic link"),
+                e.getMessage());
+    }
+
+    @Test
+    void aHugeIndexFileIsRefused() throws IOException {
+        Path app = dir.resolve("application_1_0001");
+        Path index = Files.createDirectories(app.resolve("blockmgr-a/04")).resolve("shuffle_0_1_0.index");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(index.toFile(), "rw")) {
+            f.setLength(1L << 32); // 4 GiB claimed (sparse): would overflow an int-sized read, or fill the heap
+        }
+        IOException e = assertThrows(IOException.class, () -> filesOf("application_1_0001", app).resolve("application_1_0001", 0, 1));
+        assertTrue(e.getMessage().contains("more than the " + Confinement.MAX_INDEX_BYTES), e.getMessage());
     }
 }

@@ -1,0 +1,131 @@
+package org.rdmashuffle.core;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.client.BlockFetchException;
+import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.server.MapOutputRegistry;
+import org.rdmashuffle.core.server.files.Confinement;
+import org.rdmashuffle.verbs.WorkCompletionStatus;
+
+/**
+ * A node's shuffle service against an authenticated tenant that misbehaves: one test per attack,
+ * named after it, written from the attacker's side ({@link HostileReducer} or a job's own files).
+ * Each checks the attack is refused, the well-behaved application is still served, and nothing leaks.
+ */
+class HostileTenantTest {
+    private static final byte[] SECRET_A = ServiceNode.SECRET_A;
+    private static final byte[] SECRET_B = ServiceNode.SECRET_B;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aReducerOfOneApplicationCannotReadAnothersRegion() throws Exception {
+        try (ServiceNode node = new ServiceNode()) {
+            EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 8, 4,
+                    EngineTestSupport.size(20_000), 2);
+            node.service.registerMapOutput("app-b", 0, 8, b.file(), b.offsets());
+            BlockId whole = new BlockId(0, 8, 0, 4);
+            try (HostileReducer victim = new HostileReducer(node.clientProvider, node.service.address(), "app-b", SECRET_B);
+                 HostileReducer attacker = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A)) {
+                victim.postReceives();
+                // A real descriptor, taken from application b's own session: the rkey and address are live.
+                BlockDescriptor stolen = victim.describe(0, List.of(whole)).getFirst();
+                assertEquals(WorkCompletionStatus.SUCCESS, victim.read(stolen));
+                assertArrayEquals(b.bytes(whole), victim.landed((int) stolen.length()), "the descriptor is genuine");
+
+                WorkCompletionStatus attack = attacker.read(stolen);
+                assertNotEquals(WorkCompletionStatus.SUCCESS, attack, "application a read application b's region");
+                assertEquals(WorkCompletionStatus.REM_ACCESS_ERR, attack, "the device's PD check refuses it");
+                assertFalse(java.util.Arrays.equals(b.bytes(whole), attacker.landed((int) stolen.length())),
+                        "b's bytes reached a");
+
+                // Application b is still served on its own queue pair.
+                assertEquals(WorkCompletionStatus.SUCCESS, victim.read(stolen));
+                assertEquals(2, node.service.tenants(), "one protection domain per application");
+            }
+            assertEquals(1, node.service.unregisterApplication("app-b"));
+            EngineTestSupport.eventually("connections retired", () -> node.service.counters().servingConnections() == 0);
+        }
+    }
+
+    @Test
+    void aSymlinkedDataFileIsRefused_andThePeerLearnsNeitherPathNorSize() throws Exception {
+        Path nmLocal = Files.createDirectories(dir.resolve("nm-local"));
+        Path appDir = Files.createDirectories(nmLocal.resolve("usercache/alice/appcache/app-a"));
+        Path secretFile = Files.writeString(Files.createDirectories(dir.resolve("nm-private")).resolve("keytab"),
+                "x".repeat(4321));
+        Path link = Files.createSymbolicLink(appDir.resolve("shuffle_0_5_0.data"), secretFile);
+        Confinement confinement = new Confinement(List.of(Confinement.applicationDir(nmLocal,
+                "usercache/alice/appcache/app-a")), null);
+        try (ServiceNode node = new ServiceNode()) {
+            RdmaShuffleEngine reducer = node.reducer("app-a", SECRET_A);
+            // The job wrote an index that covers the whole target, as an attacker would.
+            node.service.resolver((app, shuffle, map) -> app.equals("app-a") && map == 5
+                    ? new MapOutputRegistry.ResolvedOutput(confinement.file(link), new long[] {0, 4321}, null) : null);
+            BlockId block = BlockId.of(0, 5, 0);
+            Collector c = new Collector(1);
+            reducer.fetchBlocks(node.service.address(), List.of(block), c);
+            c.await();
+            Throwable e = c.failed.get(block);
+            assertTrue(e != null && e.getMessage().contains(block + ": map output file refused"), String.valueOf(e));
+            assertEquals(BlockFetchException.Kind.REFUSED, BlockFetchException.kindOf(e));
+            for (String leak : List.of(secretFile.toString(), link.toString(), "keytab", "4321")) {
+                assertFalse(e.getMessage().contains(leak), "the peer was told " + leak + ": " + e.getMessage());
+            }
+            assertEquals(0, node.service.counters().registeredMapOutputBytes(), "nothing of the target was registered");
+            EngineTestSupport.assertNothingLeaks(reducer, node.service);
+        }
+    }
+
+    @Test
+    void aReducerThatNeverPostsReceivesDoesNotStallOthers() throws Exception {
+        try (ServiceNode node = new ServiceNode()) {
+            RdmaShuffleEngine reducer = node.reducer("app-a", SECRET_A);
+            EngineTestSupport.MapOutput a = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("a")), 0, 3, 8,
+                    EngineTestSupport.size(5000), 3);
+            node.service.registerMapOutput("app-a", 0, 3, a.file(), a.offsets());
+            try (HostileReducer silent = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A)) {
+                // Ask, but never post a receive: the service's answer meets RNR on every try.
+                silent.sendRaw(slot -> new org.rdmashuffle.core.protocol.MessageCodec(HostileReducer.BUFFER)
+                        .encode(new org.rdmashuffle.core.protocol.Message.FetchRequest(1, 0, List.of(BlockId.of(0, 3, 0))), slot));
+                List<BlockId> blocks = EngineTestSupport.everyPartition(List.of(a));
+                Collector c = new Collector(blocks.size());
+                reducer.fetchBlocks(node.service.address(), blocks, c);
+                c.await().assertAllIntact(EngineTestSupport.expected(List.of(a), blocks));
+                // The silent reducer's connection fails on its own (finite RNR retry), giving its send slot back.
+                EngineTestSupport.eventually("the silent reducer's connection retired: " + node.service.counters(),
+                        () -> node.service.counters().servingConnections() == 1);
+            }
+            EngineTestSupport.assertNothingLeaks(reducer, node.service);
+        }
+    }
+
+    @Test
+    void aReducerAskingForMoreQueuePairsThanTheServerAllowsIsRefused() throws Exception {
+        try (ServiceNode node = new ServiceNode();
+             org.rdmashuffle.core.control.ControlClient control = org.rdmashuffle.core.control.ControlClient.connect(
+                     node.service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(10))) {
+            org.rdmashuffle.verbs.QueuePairEndpoint fake = new org.rdmashuffle.verbs.QueuePairEndpoint(7, 0,
+                    org.rdmashuffle.verbs.Gid.of(new byte[16]), 1, org.rdmashuffle.verbs.Mtu.MTU_1024, "token");
+            java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                    () -> control.call(org.rdmashuffle.core.protocol.ConnectCodec.CONNECT,
+                            org.rdmashuffle.core.protocol.ConnectCodec.encode(new org.rdmashuffle.core.protocol.ConnectCodec.Connect(
+                                    4096, java.util.Collections.nCopies(64, fake))), java.time.Duration.ofSeconds(10)));
+            assertTrue(e.getMessage().contains("asked for 64 queue pairs; this server allows 1"), e.getMessage());
+            assertEquals(0, node.service.counters().servingConnections());
+        }
+    }
+}
