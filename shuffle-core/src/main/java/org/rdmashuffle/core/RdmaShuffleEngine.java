@@ -11,8 +11,10 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -23,6 +25,7 @@ import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchBudget;
 import org.rdmashuffle.core.client.FetchTransport;
+import org.rdmashuffle.core.client.FetchingConnections;
 import org.rdmashuffle.core.client.PeerFetcher;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.control.ControlClientPool;
@@ -32,33 +35,28 @@ import org.rdmashuffle.core.protocol.ConnectCodec;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.protocol.MessageCodec;
+import org.rdmashuffle.core.server.FairServerQueue;
 import org.rdmashuffle.core.server.FetchRequestHandler;
 import org.rdmashuffle.core.server.MapOutputRegistry;
-import org.rdmashuffle.core.server.RegisteredMemoryBudget;
+import org.rdmashuffle.core.server.ServingConnections;
+import org.rdmashuffle.core.transport.CompletionDispatcher;
 import org.rdmashuffle.core.transport.CompletionPoller;
 import org.rdmashuffle.core.transport.DataConnection;
+import org.rdmashuffle.core.transport.DeviceSetup;
 import org.rdmashuffle.core.transport.MessageTamper;
 import org.rdmashuffle.core.transport.MetadataSender;
+import org.rdmashuffle.core.transport.QueuePairFactory;
 import org.rdmashuffle.core.transport.TenantDomain;
+import org.rdmashuffle.core.transport.Tenants;
 import org.rdmashuffle.core.transport.ProviderQuirks;
 import org.rdmashuffle.core.transport.ReceivePool;
-import org.rdmashuffle.core.transport.WorkRequestIds;
-import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.AsyncEvent;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.DeviceAttributes;
-import org.rdmashuffle.verbs.GidEntry;
-import org.rdmashuffle.verbs.GidType;
-import org.rdmashuffle.verbs.LinkLayer;
-import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.QueuePair;
-import org.rdmashuffle.verbs.QueuePairConfig;
-import org.rdmashuffle.verbs.QueuePairEndpoint;
-import org.rdmashuffle.verbs.SendOps;
 import org.rdmashuffle.verbs.Verbs;
 import org.rdmashuffle.verbs.VerbsContext;
-import org.rdmashuffle.verbs.VerbsDevice;
 import org.rdmashuffle.verbs.VerbsProvider;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 import org.rdmashuffle.verbs.WorkCompletions;
@@ -86,9 +84,6 @@ import org.rdmashuffle.verbs.WorkCompletions;
 public final class RdmaShuffleEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaShuffleEngine.class.getName());
     private static final int MAX_CONTROL_FRAME = 64 << 10;
-    /** Largest encoded descriptor (varints at their longest) and block id of a request. */
-    private static final int MAX_DESCRIPTOR_BYTES = 58;
-    private static final int MAX_REQUESTED_BLOCK_BYTES = 20;
     private static final int FETCH_BUFFER_CHUNK = 4 << 20;
     /**
      * RNR NAK timer our QPs ask a sender to wait (IB encoding 28: 163.84 ms): with {@link
@@ -96,6 +91,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
      */
     private static final int MIN_RNR_TIMER = 28;
     private static final int SERVING_RNR_RETRY = 6;
+    /** Threads setting up queue pairs for peers, and CONNECTs that may wait for one (more: "busy", try again). */
+    private static final int CONNECTOR_THREADS = 2;
+    private static final int CONNECT_QUEUE = 64;
+    /** Fetch requests of one application waiting for a server thread; more are answered "busy". */
+    private static final int SERVER_QUEUE_PER_APPLICATION = 4096;
 
     /** Test hook: sees and may change every outgoing metadata message (fault-injection tests). */
     interface Tamper extends MessageTamper {
@@ -118,19 +118,28 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final CompletionPoller[] pollers;
     /** An executor's engine: its own application's resources; null in a shuffle service. */
     private final TenantDomain own;
-    /** Tenants by application and by index (the index is in receive wr_ids); guarded by {@code tenantsByApp}. */
-    private final Map<String, TenantDomain> tenantsByApp = new java.util.HashMap<>();
-    private final Map<Integer, TenantDomain> tenants = new ConcurrentHashMap<>();
-    private final AtomicInteger tenantIds = new AtomicInteger();
-    /** Map-output bytes registered across tenants: registeredMemoryLimit bounds the node, not each application. */
-    private final RegisteredMemoryBudget registeredMemory;
-    private volatile MapOutputRegistry.Resolver resolver;
+    private final Tenants tenants;
+    private final QueuePairFactory queuePairs;
+    private final ServingConnections servingConnections;
     private final MetadataSender sender;
     /** Buffers reads land in: an executor's engine only (a shuffle service does not fetch). */
     private final RegisteredBufferPool fetchBuffers;
     private final FetchBudget budget;
-    /** Answer the fetch requests the poller cannot answer at once. */
+    /** Answer the fetch requests the poller cannot answer at once, taken from {@link #serverWork}. */
     private final ExecutorService servers;
+    /** The servers' work, round-robin across applications and bounded per application. */
+    private final FairServerQueue serverWork;
+    /**
+     * Run control-plane requests (a CONNECT creates and connects queue pairs, which on the software
+     * provider dials the peer): off the control plane's event loop, bounded, so a slow or hostile
+     * peer holds up at most these threads, never other peers' handshakes.
+     */
+    private final ThreadPoolExecutor connectors;
+    /**
+     * Queue-pair set-up (either side) holds the read lock; close takes the write lock before it frees
+     * device resources, so no set-up creates a QP on a destroyed PD.
+     */
+    private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
     private final ControlServer controlServer;
     private final ControlClientPool controlClients;
     private final ScheduledExecutorService timer;
@@ -139,13 +148,12 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final AtomicLong lowWaterEvents = new AtomicLong();
     private final Thread asyncEvents;
     private final Map<Integer, DataConnection> byQpNumber = new ConcurrentHashMap<>();
-    private final Map<InetSocketAddress, PeerFetcher> fetchers = new ConcurrentHashMap<>();
-    private final Map<InetSocketAddress, Object> connecting = new ConcurrentHashMap<>();
+    /** The fetching side's connections: an executor's engine only. */
+    private final FetchingConnections fetching;
     private final Set<DataConnection> serving = ConcurrentHashMap.newKeySet();
     private final FetchTransport transport = new Transport();
     private final boolean servesManyApplications;
     private volatile boolean closed;
-    private int nextPoller;
 
     private RdmaShuffleEngine(EngineConfig config, String appId, byte[] secret, VerbsProvider provider) {
         this(config, appId, secret, false, null, provider);
@@ -161,7 +169,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         config.validate();
         this.config = config;
         this.provider = provider;
-        this.context = openDevice(provider, config.device());
+        this.context = DeviceSetup.open(provider, config.device());
         List<AutoCloseable> made = new ArrayList<>();
         try {
             DeviceAttributes device = context.queryDevice();
@@ -170,7 +178,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 throw new IllegalStateException("port " + config.port() + " of " + context.device().name() + " is "
                         + port.state() + ", not ACTIVE");
             }
-            this.options = connectOptions(config, context, device, port);
+            this.options = DeviceSetup.connectOptions(config, context, device, port, MIN_RNR_TIMER);
             this.servingOptions = options.withRnrRetry(SERVING_RNR_RETRY);
             this.sgeListBroken = ProviderQuirks.builderSgeListBroken(context);
             this.maxReadSge = Math.max(1, Math.min(16, device.maxSgeRd() > 0 ? device.maxSgeRd() : device.maxSge()));
@@ -181,23 +189,43 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             // process-wide chain bound keeps a flush of everything inside one completion queue.
             int maxChains = Math.max(1, (cqEntries - config.receiveBuffers() - config.sendBuffers()) / config.chainLength());
             this.budget = new FetchBudget(config.maxBytesInFlight(), maxChains);
+            CompletionDispatcher dispatcher = new CompletionDispatcher(this::onReceive, this::onSendCompleted,
+                    this::onReadCompleted);
             this.pollers = new CompletionPoller[config.pollerThreads()];
             for (int i = 0; i < pollers.length; i++) {
                 pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, cqEntries, 64, config.busyPoll(),
-                        this::onCompletions);
+                        dispatcher);
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }
             this.servesManyApplications = service;
-            this.registeredMemory = new RegisteredMemoryBudget(config.registeredMemoryLimit());
             // An executor's engine has one tenant, its own; a service makes one per application as they come.
-            this.own = service ? null : new TenantDomain(context, tenantIds.getAndIncrement(), MapOutputRegistry.OWN, config,
-                    config.fetchTimeout().toMillis(), registeredMemory);
+            this.tenants = new Tenants(context, config, cqEntries);
+            this.own = service ? null : tenants.of(MapOutputRegistry.OWN);
             if (own != null) {
-                tenants.put(own.index(), own);
-                tenantsByApp.put(own.app(), own);
                 made.add(own);
             }
+            this.queuePairs = new QueuePairFactory(pollers, maxSendWr, maxReadSge, config.postPath());
+            this.servingConnections = new ServingConnections(config, this::tenant, queuePairs, servingOptions, sgeListBroken,
+                    new ServingConnections.Table() {
+                        @Override
+                        public int servingCount() {
+                            return serving.size();
+                        }
+
+                        @Override
+                        public void add(DataConnection c) {
+                            serving.add(c);
+                            for (int i = 0; i < c.queuePairs(); i++) {
+                                byQpNumber.put(c.qpNumber(i), c);
+                            }
+                        }
+
+                        @Override
+                        public void retire(DataConnection c) {
+                            RdmaShuffleEngine.this.retire(c);
+                        }
+                    });
             this.timer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-timer").unstarted(r));
             made.add(timer::shutdownNow);
@@ -211,6 +239,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.servers = Executors.newFixedThreadPool(config.serverThreads(), r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-server-" + serverIds.getAndIncrement()).unstarted(r));
             made.add(servers::shutdownNow);
+            this.serverWork = new FairServerQueue(servers, SERVER_QUEUE_PER_APPLICATION);
             int decodeBound = config.receiveBufferSize();
             this.codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
             this.sender = new MetadataSender(ids, decodeBound, new MetadataSender.Listener() {
@@ -226,11 +255,23 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             });
             this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout());
             made.add(controlClients);
+            this.fetching = own == null ? null : new FetchingConnections(config, own, queuePairs, options, maxReadSge,
+                    sgeListBroken, controlClients, transport, lifecycle.readLock(), () -> closed, c -> {
+                        for (int q = 0; q < c.queuePairs(); q++) {
+                            byQpNumber.put(c.qpNumber(q), c);
+                        }
+                    });
             byte[] appSecret = secret == null ? null : secret.clone();
             Function<String, byte[]> secrets = service ? services
                     : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
+            AtomicInteger connectorIds = new AtomicInteger();
+            this.connectors = new ThreadPoolExecutor(CONNECTOR_THREADS, CONNECTOR_THREADS, 30, TimeUnit.SECONDS,
+                    new ArrayBlockingQueue<>(CONNECT_QUEUE), r -> Thread.ofPlatform().daemon()
+                    .name("rdma-shuffle-connector-" + connectorIds.getAndIncrement()).unstarted(r));
+            connectors.allowCoreThreadTimeOut(true);
+            made.add(connectors::shutdownNow);
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
-                    secrets, this::onControlRequest, MAX_CONTROL_FRAME);
+                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, connectors, config.connectTimeout());
             made.add(controlServer);
             for (CompletionPoller p : pollers) {
                 p.start();
@@ -282,50 +323,6 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return new RdmaShuffleEngine(config, null, null, true, secrets, provider);
     }
 
-    private static VerbsContext openDevice(VerbsProvider provider, String name) {
-        List<VerbsDevice> devices = provider.devices();
-        for (VerbsDevice d : devices) {
-            if (name == null || d.name().equals(name)) {
-                return d.open();
-            }
-        }
-        throw new IllegalStateException(provider.name() + " has no device " + (name == null ? "at all" : name)
-                + " (devices: " + devices.stream().map(VerbsDevice::name).toList() + ")");
-    }
-
-    /** Port, GID and MTU of this device, and as many outstanding reads as the device allows (like perftest). */
-    private static ConnectOptions connectOptions(EngineConfig config, VerbsContext ctx, DeviceAttributes device,
-                                                 PortAttributes port) {
-        int gid = config.gidIndex() >= 0 ? config.gidIndex() : chooseGid(ctx, port);
-        Mtu mtu = port.activeMtu() == null ? Mtu.MTU_1024 : Mtu.min(Mtu.MTU_4096, port.activeMtu());
-        int initiator = device.maxQpInitRdAtomic() > 0 ? device.maxQpInitRdAtomic() : 16;
-        int responder = device.maxQpRdAtomic() > 0 ? device.maxQpRdAtomic() : 16;
-        ConnectOptions d = ConnectOptions.defaults(config.port(), gid, mtu);
-        return new ConnectOptions(d.portNumber(), d.gidIndex(), d.mtu(), Access.REMOTE_READ, Math.min(initiator, 255),
-                Math.min(responder, 255), MIN_RNR_TIMER, d.timeout(), d.retryCount(), 7);
-    }
-
-    /** A RoCE v2 IPv4 GID if there is one (what rxe and most RoCE fabrics route), else the first; LID on InfiniBand. */
-    static int chooseGid(VerbsContext ctx, PortAttributes port) {
-        if (port.linkLayer() == LinkLayer.INFINIBAND) {
-            return -1;
-        }
-        int fallback = -1;
-        for (int i = 0; i < port.gidTableLength(); i++) {
-            GidEntry e = ctx.queryGid(port.portNumber(), i);
-            if (e == null || e.gid().isZero()) {
-                continue;
-            }
-            if (e.type() == GidType.ROCE_V2 && e.gid().isIpv4Mapped()) {
-                return i;
-            }
-            if (fallback < 0) {
-                fallback = i;
-            }
-        }
-        return Math.max(fallback, 0);
-    }
-
     // ------------------------------------------------------------------ public API
 
     /** Where peers reach this engine's control plane: what the adapter publishes (e.g. in Spark's BlockManagerId). */
@@ -373,27 +370,25 @@ public final class RdmaShuffleEngine implements AutoCloseable {
      */
     public int unregisterApplication(String app) {
         requireService();
-        TenantDomain t;
-        synchronized (tenantsByApp) {
-            t = tenantsByApp.remove(app);
-        }
+        TenantDomain t = tenants.remove(app);
         if (t == null) {
             return 0;
         }
         int outputs = t.registry().mapOutputs();
-        closeTenant(t);
+        // Not under a queue-pair set-up on its PD (set-ups are bounded by their connect timeouts).
+        lifecycle.writeLock().lock();
+        try {
+            closeTenant(t);
+        } finally {
+            lifecycle.writeLock().unlock();
+        }
         return outputs;
     }
 
     /** A shuffle service finds outputs nobody registered with this (MapReduce's, on the node's disks). */
     public void resolver(MapOutputRegistry.Resolver resolver) {
         requireService();
-        this.resolver = resolver;
-        synchronized (tenantsByApp) {
-            for (TenantDomain t : tenantsByApp.values()) {
-                t.registry().resolver(resolver);
-            }
-        }
+        tenants.resolver(resolver);
     }
 
     /** Applications with resources on this engine now (an executor's engine: 1, its own). */
@@ -408,42 +403,16 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return own;
     }
 
-    /**
-     * The tenant of {@code app}, made at its first output or connection. Admitted only while every
-     * tenant's receives and sends still fit a completion queue, which all of them may complete into.
-     */
+    /** The tenant of {@code app}, made at its first output or connection; an executor's engine has only its own. */
     private TenantDomain tenant(String app) {
-        if (own != null) {
-            return own;
-        }
-        synchronized (tenantsByApp) {
-            if (closed) {
-                throw new IllegalStateException("the engine is closing");
-            }
-            TenantDomain t = tenantsByApp.get(app);
-            if (t != null) {
-                return t;
-            }
-            int perTenant = config.receiveBuffers() + config.sendBuffers();
-            if ((long) (tenantsByApp.size() + 1) * perTenant > cqEntries) {
-                throw new IllegalStateException("already serving " + tenantsByApp.size() + " applications: their "
-                        + perTenant + " receive and send buffers each fill the " + cqEntries + "-entry completion queue ("
-                        + EngineConfig.KEY_RECEIVE_BUFFERS + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
-            }
-            t = new TenantDomain(context, tenantIds.getAndIncrement(), app, config, config.fetchTimeout().toMillis(), registeredMemory);
-            t.registry().resolver(resolver);
-            tenants.put(t.index(), t);
-            tenantsByApp.put(app, t);
-            return t;
-        }
+        return own != null ? own : tenants.of(app);
     }
 
-    /** Ends a tenant: its connections (QPs) first, then its SRQ, regions and PD. */
+    /** Ends a tenant, out of the tables already: its connections (QPs) first, then its SRQ, regions and PD. */
     private void closeTenant(TenantDomain t) {
         for (DataConnection c : new ArrayList<>(t.connections())) {
             retire(c);
         }
-        tenants.remove(t.index());
         t.close();
     }
 
@@ -465,9 +434,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         PeerFetcher f;
         try {
             requireOwn();
-            f = fetcher(peer);
+            f = fetching.fetcher(peer);
         } catch (IOException | RuntimeException e) {
-            BlockFetchException failure = new BlockFetchException(label(peer), blocks, connectFailure(e),
+            BlockFetchException failure = new BlockFetchException(FetchingConnections.label(peer), blocks, connectFailure(e),
                     "cannot connect: " + e.getMessage(), e);
             for (BlockId b : blocks) {
                 try {
@@ -496,13 +465,13 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         int queued = 0;
         int chains = 0;
         int wrs = 0;
-        for (PeerFetcher f : fetchers.values()) {
+        for (PeerFetcher f : fetchers()) {
             awaiting += f.awaitingRequests();
             queued += f.queuedReads();
             chains += f.chainsInFlight();
             wrs += f.readRequestsInFlight();
         }
-        List<TenantDomain> all = new ArrayList<>(tenants.values());
+        List<TenantDomain> all = tenants.all();
         long completions = 0;
         long sleeps = 0;
         for (CompletionPoller p : pollers) {
@@ -517,10 +486,14 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             }
             registered += t.registry().registeredBytes();
         }
-        return new EngineCounters(fetchers.size(), serving.size(), controlClients.openConnections(), awaiting, queued, chains,
+        return new EngineCounters(fetching == null ? 0 : fetching.size(), serving.size(), controlClients.openConnections(), awaiting, queued, chains,
                 wrs, sender.outstanding(all), fetchBuffers == null ? 0 : fetchBuffers.outstanding(), budget.bytesInFlight(),
                 budget.peakBytesInFlight(), budget.readRequestsPosted(), budget.blocksRead(),
                 registered, posted, lowWaterEvents.get(), completions, sleeps);
+    }
+
+    private java.util.Collection<PeerFetcher> fetchers() {
+        return fetching == null ? List.of() : fetching.all();
     }
 
     void tamper(Tamper t) {
@@ -529,150 +502,23 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     // ------------------------------------------------------------------ connections
 
-    private PeerFetcher fetcher(InetSocketAddress peer) throws IOException {
-        if (closed) {
-            throw new IllegalStateException("the engine is closed");
-        }
-        PeerFetcher f = usable(peer);
-        if (f != null) {
-            return f;
-        }
-        synchronized (connecting.computeIfAbsent(peer, p -> new Object())) {
-            f = usable(peer);
-            if (f == null) {
-                f = connect(peer);
-                fetchers.put(peer, f);
-            }
-            return f;
-        }
-    }
-
-    /** The live fetcher of {@code peer}; one whose connection or control connection died is failed and dropped. */
-    private PeerFetcher usable(InetSocketAddress peer) {
-        PeerFetcher f = fetchers.get(peer);
-        if (f == null) {
-            return null;
-        }
-        if (!f.isFailed() && controlClients.isConnected(peer)) {
-            return f;
-        }
-        // The peer's side of the data connection ended with its control connection.
-        f.fail(new IOException("the control connection to " + label(peer) + " was lost"));
-        fetchers.remove(peer, f);
-        return null;
-    }
-
-    private PeerFetcher connect(InetSocketAddress peer) throws IOException {
-        int n = config.qpsPerPeer();
-        QueuePair[] qps = new QueuePair[n];
-        ConnectCodec.Connect theirs;
-        try {
-            List<QueuePairEndpoint> mine = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-                qps[i] = createQueuePair(own);
-                mine.add(qps[i].localEndpoint(options));
-            }
-            byte[] reply = controlClients.call(peer, ConnectCodec.CONNECT,
-                    ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine)));
-            theirs = ConnectCodec.decode(reply);
-            if (theirs.endpoints().size() != n) {
-                throw new MalformedMessageException(n + " queue pairs asked, " + theirs.endpoints().size() + " answered");
-            }
-            for (int i = 0; i < n; i++) {
-                qps[i].connect(theirs.endpoints().get(i), options);
-            }
-        } catch (IOException | RuntimeException e) {
-            closeAll(qps);
-            if (e instanceof IOException io) {
-                throw io;
-            }
-            throw new IOException("cannot set up a data connection to " + label(peer) + ": " + e.getMessage(), e);
-        }
-        DataConnection c = new DataConnection(label(peer), DataConnection.Role.FETCHING, own, theirs.receiveBufferSize(), qps,
-                config.postPath(), config.chainLength(), maxReadSge, sgeListBroken);
-        int perRequest = Math.max(1, Math.min(MessageCodec.MAX_ITEMS, Math.min(
-                (theirs.receiveBufferSize() - 32) / MAX_REQUESTED_BLOCK_BYTES, (config.receiveBufferSize() - 32) / MAX_DESCRIPTOR_BYTES)));
-        long maxChainBytes = Math.max(256 << 10, config.maxBytesInFlightPerPeer() / config.maxChainsInFlightPerPeer());
-        PeerFetcher f = new PeerFetcher(c, transport, new PeerFetcher.Limits(config.chainLength(), maxReadSge, maxChainBytes,
-                config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos()));
-        c.attach(f);
-        for (int i = 0; i < n; i++) {
-            byQpNumber.put(c.qpNumber(i), c);
-        }
-        return f;
-    }
-
-    /** A queue pair on the tenant's PD, receiving into its SRQ; completion queues are shared round-robin. */
-    private QueuePair createQueuePair(TenantDomain tenant) {
-        CompletionPoller p;
-        synchronized (this) {
-            p = pollers[nextPoller];
-            nextPoller = (nextPoller + 1) % pollers.length;
-        }
-        QueuePairConfig qc = new QueuePairConfig(p.completionQueue(), p.completionQueue(), tenant.srq(), maxSendWr, 1, maxReadSge,
-                1, 0, false);
-        if (config.postPath() == EngineConfig.PostPath.BUILDER) {
-            qc = qc.withSendOps(SendOps.RDMA_READ | SendOps.SEND);
-        }
-        return tenant.pd().createQueuePair(qc);
-    }
-
-    private static void closeAll(QueuePair[] qps) {
-        for (QueuePair qp : qps) {
-            if (qp != null) {
-                try {
-                    qp.close();
-                } catch (RuntimeException ignored) {
-                    // best effort on a failed setup
-                }
-            }
-        }
-    }
-
-    /** The control-plane request of a peer that wants to fetch from us: queue pairs for it, connected to its own. */
+    /**
+     * The control-plane request of a peer that wants to fetch from us: queue pairs for it, connected
+     * to its own. Runs on a connector thread, under the lifecycle's read lock.
+     */
     private byte[] onControlRequest(ControlSession session, byte type, byte[] payload) {
         if (type != ConnectCodec.CONNECT) {
             throw new IllegalArgumentException("unknown control request " + type);
         }
-        if (closed) {
-            throw new IllegalStateException("the engine is closing");
-        }
-        ConnectCodec.Connect theirs = ConnectCodec.decode(payload);
-        if (serving.size() >= config.maxServedConnections()) {
-            throw new IllegalStateException("already serving " + serving.size() + " connections (maxServedConnections)");
-        }
-        // The application this reducer authenticated for; its QPs go on that application's PD.
-        TenantDomain tenant = tenant(session.appId());
-        int n = theirs.endpoints().size();
-        if (n > config.qpsPerPeer()) { // the server sizes its resources, never the peer
-            throw new IllegalArgumentException("a reducer asked for " + n + " queue pairs; this server allows "
-                    + config.qpsPerPeer() + " per connection (" + EngineConfig.KEY_QPS_PER_PEER + ")");
-        }
-        QueuePair[] qps = new QueuePair[n];
-        List<QueuePairEndpoint> mine = new ArrayList<>(n);
+        lifecycle.readLock().lock();
         try {
-            for (int i = 0; i < n; i++) {
-                qps[i] = createQueuePair(tenant);
-                qps[i].connect(theirs.endpoints().get(i), servingOptions);
-                mine.add(qps[i].localEndpoint(servingOptions));
+            if (closed) {
+                throw new IllegalStateException("the engine is closing");
             }
-        } catch (RuntimeException e) {
-            closeAll(qps);
-            throw e;
+            return servingConnections.connect(session, payload);
+        } finally {
+            lifecycle.readLock().unlock();
         }
-        DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
-                DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken);
-        serving.add(c);
-        tenant.connections().add(c);
-        for (int i = 0; i < n; i++) {
-            byQpNumber.put(c.qpNumber(i), c);
-        }
-        if (tenant.isClosed()) { // the application ended meanwhile
-            retire(c);
-            throw new IllegalStateException("application " + session.appId() + " has ended");
-        }
-        session.onClose(() -> retire(c));
-        return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine));
     }
 
     /** Destroys a connection's queue pairs and forgets it; sends it still had in flight give their buffers back. */
@@ -684,18 +530,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         serving.remove(c);
         c.tenant().connections().remove(c);
         if (c.attachment() instanceof PeerFetcher f) {
-            for (Map.Entry<InetSocketAddress, PeerFetcher> e : fetchers.entrySet()) {
-                if (e.getValue() == f && fetchers.remove(e.getKey(), f)) {
-                    // The peer's queue pairs for us live as long as our control connection: end both.
-                    controlClients.disconnect(e.getKey());
-                }
-            }
+            fetching.forget(f);
         }
         sender.forget(c);
-    }
-
-    private static String label(InetSocketAddress peer) {
-        return peer.getHostString() + ":" + peer.getPort();
     }
 
     // ------------------------------------------------------------------ metadata messages
@@ -706,20 +543,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     // ------------------------------------------------------------------ completions
 
-    private void onCompletions(WorkCompletions wcs, int n) {
-        for (int i = 0; i < n; i++) {
-            long wrId = wcs.wrId(i);
-            switch (WorkRequestIds.kind(wrId)) {
-                case WorkRequestIds.RECEIVE -> onReceive(wcs, i, wrId);
-                case WorkRequestIds.SEND -> onSendCompleted(wcs, i, WorkRequestIds.value(wrId));
-                case WorkRequestIds.READ -> onReadCompleted(wcs, i, WorkRequestIds.value(wrId));
-                default -> LOG.log(System.Logger.Level.WARNING, "completion with unknown wr_id 0x" + Long.toHexString(wrId));
-            }
-        }
-    }
-
     private void onReceive(WorkCompletions wcs, int i, long slot) {
-        TenantDomain tenant = tenants.get(TenantDomain.tenantOf(slot));
+        TenantDomain tenant = tenants.byIndex(TenantDomain.tenantOf(slot));
         if (tenant == null) {
             return; // a flushed receive of a tenant closed since: its pool is gone
         }
@@ -784,19 +609,19 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 reply(c, r, ready);
                 return;
             }
-            try {
-                servers.execute(() -> {
-                    Message answer;
-                    try {
-                        answer = requests.answer(app, r);
-                    } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
-                        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
-                        answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
-                    }
-                    reply(c, r, answer);
-                });
-            } catch (RejectedExecutionException closing) {
-                // the engine is closing: the reducer learns it from the connection's end
+            boolean queued = serverWork.submit(c.tenant(), () -> {
+                Message answer;
+                try {
+                    answer = requests.answer(app, r);
+                } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
+                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
+                    answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
+                }
+                reply(c, r, answer);
+            });
+            if (!queued) { // back-pressure: this application already has its share of the server threads' queue
+                reply(c, r, new Message.ErrorResponse(r.requestId(), "the server is busy with this application's requests: "
+                        + "try again"));
             }
         } else if (c.attachment() instanceof PeerFetcher f) {
             f.onMessage(m);
@@ -890,7 +715,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             switch (e.type()) {
                 case SRQ_LIMIT_REACHED -> {
                     lowWaterEvents.incrementAndGet();
-                    for (TenantDomain t : tenants.values()) {
+                    for (TenantDomain t : tenants.all()) {
                         if (t.srq() == e.source()) {
                             synchronized (t.receivePool()) {
                                 if (!t.isClosed()) {
@@ -917,7 +742,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     private void tick() {
         long now = System.nanoTime();
-        for (PeerFetcher f : fetchers.values()) {
+        for (PeerFetcher f : fetchers()) {
             f.checkTimeouts(now);
         }
         budget.wakeWaiters();
@@ -948,32 +773,49 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         controlServer.close();
-        for (PeerFetcher f : new ArrayList<>(fetchers.values())) {
-            f.fail(new IOException("the engine is closing"));
+        connectors.shutdownNow();
+        // Set-ups under way finish (or fail) within their connect timeout; none may outlive the PDs.
+        long waitMillis = config.connectTimeout().toMillis() + 2000;
+        boolean quiet;
+        try {
+            quiet = lifecycle.writeLock().tryLock(waitMillis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            quiet = false;
         }
-        fetchers.clear();
-        for (DataConnection c : new ArrayList<>(serving)) {
-            retire(c);
+        if (!quiet) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: a queue-pair set-up is still under way after " + waitMillis
+                    + " ms; the device resources are left for the process's exit");
+            for (CompletionPoller p : pollers) {
+                p.stop();
+            }
+            controlClients.close();
+            return;
         }
-        for (CompletionPoller p : pollers) {
-            p.stop();
+        try {
+            if (fetching != null) {
+                fetching.failAll(new IOException("the engine is closing"));
+            }
+            for (DataConnection c : new ArrayList<>(serving)) {
+                retire(c);
+            }
+            for (CompletionPoller p : pollers) {
+                p.stop();
+            }
+            controlClients.close();
+            if (fetchBuffers != null) {
+                fetchBuffers.close();
+            }
+            for (TenantDomain t : tenants.removeAll()) {
+                closeTenant(t); // every connection is retired already: SRQ, regions, PD
+            }
+            for (CompletionPoller p : pollers) {
+                p.close();
+            }
+            context.close();
+        } finally {
+            lifecycle.writeLock().unlock(); // set-ups waiting now find the engine closed
         }
-        controlClients.close();
-        if (fetchBuffers != null) {
-            fetchBuffers.close();
-        }
-        List<TenantDomain> all;
-        synchronized (tenantsByApp) {
-            all = new ArrayList<>(tenants.values());
-            tenantsByApp.clear();
-        }
-        for (TenantDomain t : all) {
-            closeTenant(t); // every connection is retired already: SRQ, regions, PD
-        }
-        for (CompletionPoller p : pollers) {
-            p.close();
-        }
-        context.close();
     }
 
     private final class Transport implements FetchTransport {

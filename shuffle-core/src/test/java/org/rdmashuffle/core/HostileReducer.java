@@ -39,15 +39,16 @@ import org.rdmashuffle.verbs.WorkRequestOpcode;
 final class HostileReducer implements AutoCloseable {
     static final int BUFFER = 32 << 10;
     private static final int RECEIVES = 8;
+    private static final int SENDS = 16;
     private static final Duration WAIT = Duration.ofSeconds(30);
 
     private final VerbsContext context;
     private final ProtectionDomain pd;
     private final CompletionQueue cq;
     private final QueuePair qp;
-    /** RECEIVES receive slots, one send slot, then a landing area for reads. */
+    /** RECEIVES receive slots, SENDS send slots, then a landing area for reads. */
     private final MemoryRegion memory;
-    private final ControlClient control;
+    private ControlClient control;
     private final SendWorkRequests sendWr = SendWorkRequests.allocate(1, 1);
     private final ReceiveWorkRequests recvWr = ReceiveWorkRequests.allocate(RECEIVES, 1);
     private final WorkCompletions wc = WorkCompletions.allocate(16);
@@ -62,19 +63,24 @@ final class HostileReducer implements AutoCloseable {
                 .orElseThrow().open();
         this.pd = context.allocateProtectionDomain();
         this.cq = context.createCompletionQueue(64, null, 0);
-        this.qp = pd.createQueuePair(QueuePairConfig.of(cq, 16, RECEIVES, 1));
-        this.memory = pd.allocateAndRegister((long) (RECEIVES + 1) * BUFFER + (1 << 20), Access.LOCAL_WRITE);
+        this.qp = pd.createQueuePair(QueuePairConfig.of(cq, SENDS, RECEIVES, 1));
+        this.memory = pd.allocateAndRegister((long) (RECEIVES + SENDS) * BUFFER + (1 << 20), Access.LOCAL_WRITE);
         PortAttributes port = context.queryPort(1);
         String gidEnv = System.getenv("SOFTROCE_GID_INDEX");
         int gid = EngineTestSupport.usesDevice() && gidEnv != null ? Integer.parseInt(gidEnv)
-                : RdmaShuffleEngine.chooseGid(context, port);
+                : org.rdmashuffle.core.transport.DeviceSetup.chooseGid(context, port);
         ConnectOptions options = ConnectOptions.defaults(1, gid, port.activeMtu() == null ? Mtu.MTU_1024
-                : Mtu.min(Mtu.MTU_4096, port.activeMtu())).withRemoteAccess(Access.REMOTE_READ).withRnrRetry(1).withRetry(14, 1);
-        this.control = ControlClient.connect(service, secret, app, 64 << 10, WAIT);
-        byte[] reply = control.call(ConnectCodec.CONNECT,
-                ConnectCodec.encode(new ConnectCodec.Connect(BUFFER, List.of(qp.localEndpoint(options)))), WAIT);
-        QueuePairEndpoint theirs = ConnectCodec.decode(reply).endpoints().getFirst();
-        qp.connect(theirs, options);
+                : Mtu.min(Mtu.MTU_4096, port.activeMtu())).withRemoteAccess(Access.REMOTE_READ).withRetry(14, 1);
+        try {
+            this.control = ControlClient.connect(service, secret, app, 64 << 10, WAIT);
+            byte[] reply = control.call(ConnectCodec.CONNECT,
+                    ConnectCodec.encode(new ConnectCodec.Connect(BUFFER, List.of(qp.localEndpoint(options)))), WAIT);
+            QueuePairEndpoint theirs = ConnectCodec.decode(reply).endpoints().getFirst();
+            qp.connect(theirs, options);
+        } catch (IOException | RuntimeException e) {
+            close(); // refused: nothing of ours is left behind
+            throw e;
+        }
     }
 
     /** Posts every receive slot (a reducer that never does this is an attack of its own). */
@@ -85,13 +91,55 @@ final class HostileReducer implements AutoCloseable {
         qp.postReceive(recvWr, RECEIVES);
     }
 
-    /** SENDs {@code length} bytes of what {@code fill} wrote into the send slot. */
+    /** SENDs {@code length} bytes of what {@code fill} wrote into the next send slot. */
     void sendRaw(java.util.function.ToIntFunction<MemorySegment> fill) {
-        MemorySegment slot = memory.segment().asSlice((long) RECEIVES * BUFFER, BUFFER);
-        int length = fill.applyAsInt(slot);
+        long offset = (long) (RECEIVES + (int) (nextWrId % SENDS)) * BUFFER;
+        int length = fill.applyAsInt(memory.segment().asSlice(offset, BUFFER));
         sendWr.get(0).reset().wrId(nextWrId++).opcode(WorkRequestOpcode.SEND).flags(SendFlags.SIGNALED)
-                .sge(0, memory, (long) RECEIVES * BUFFER, length).sgeCount(1);
+                .sge(0, memory, offset, length).sgeCount(1);
         qp.postSend(sendWr, 1);
+    }
+
+    /**
+     * Sends {@code n} well-formed messages as fast as its send queue allows, never waiting for an
+     * answer, and reposts each receive an answer used (so the service never sees RNR): a flood the
+     * protocol allows. Returns the answers received meanwhile.
+     */
+    int flood(int n, java.util.function.IntFunction<Message> message) throws IOException {
+        for (int i = 0; i < RECEIVES; i++) {
+            recvWr.set(i, i, memory, (long) i * BUFFER, BUFFER);
+        }
+        qp.postReceive(recvWr, RECEIVES);
+        int sent = 0;
+        int outstanding = 0;
+        int answers = 0;
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (sent < n || outstanding > 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IOException("flood stalled after " + sent + " sends");
+            }
+            if (sent < n && outstanding < SENDS) {
+                int k = sent++;
+                sendRaw(slot -> codec.encode(message.apply(k), slot));
+                outstanding++;
+                continue;
+            }
+            int got = cq.poll(wc);
+            for (int i = 0; i < got; i++) {
+                if (!wc.isSuccess(i)) {
+                    throw new IOException("the flood's " + wc.opcode(i) + " failed: " + wc.status(i));
+                }
+                if (wc.opcode(i) == org.rdmashuffle.verbs.WorkCompletionOpcode.RECV) {
+                    answers++;
+                    long slot = wc.wrId(i);
+                    recvWr.set(0, slot, memory, slot * BUFFER, BUFFER);
+                    qp.postReceive(recvWr, 1);
+                } else {
+                    outstanding--;
+                }
+            }
+        }
+        return answers;
     }
 
     /** Sends {@code m} and returns the first message that comes back. */
@@ -127,7 +175,7 @@ final class HostileReducer implements AutoCloseable {
 
     /** RDMA_READs the block {@code d} names; returns the completion status (bytes in {@link #landed}). */
     WorkCompletionStatus read(BlockDescriptor d) throws IOException {
-        long landing = (long) (RECEIVES + 1) * BUFFER;
+        long landing = (long) (RECEIVES + SENDS) * BUFFER;
         memory.segment().asSlice(landing, d.length()).fill((byte) 0);
         sendWr.get(0).rdmaRead(nextWrId++, SendFlags.SIGNALED, memory, landing, (int) d.length(), d.address(), d.rkey());
         qp.postSend(sendWr, 1);
@@ -145,7 +193,7 @@ final class HostileReducer implements AutoCloseable {
 
     /** The bytes the last read left. */
     byte[] landed(int length) {
-        return memory.segment().asSlice((long) (RECEIVES + 1) * BUFFER, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        return memory.segment().asSlice((long) (RECEIVES + SENDS) * BUFFER, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
     }
 
     ControlClient control() {
@@ -154,7 +202,9 @@ final class HostileReducer implements AutoCloseable {
 
     @Override
     public void close() {
-        control.close();
+        if (control != null) {
+            control.close();
+        }
         qp.close();
         memory.close();
         sendWr.close();

@@ -9,11 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.EngineTestSupport.Collector;
 import org.rdmashuffle.core.client.BlockFetchException;
+import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.server.BlockDescriptor;
 import org.rdmashuffle.core.server.MapOutputRegistry;
 import org.rdmashuffle.core.server.files.Confinement;
@@ -126,6 +128,115 @@ class HostileTenantTest {
                                     4096, java.util.Collections.nCopies(64, fake))), java.time.Duration.ofSeconds(10)));
             assertTrue(e.getMessage().contains("asked for 64 queue pairs; this server allows 1"), e.getMessage());
             assertEquals(0, node.service.counters().servingConnections());
+        }
+    }
+
+    @Test
+    void aConnectToABlackHoleDoesNotBlockTheControlPlane() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(EngineTestSupport.usesDevice(),
+                "an attack on the software provider's dial: libibverbs does not dial peers");
+        java.net.InetAddress serviceHost = java.net.InetAddress.getByName("127.0.0.3");
+        java.net.InetAddress holeHost = java.net.InetAddress.getByName("127.0.0.2");
+        try (org.rdmashuffle.verbs.software.SoftwareProvider serviceProvider = new org.rdmashuffle.verbs.software.SoftwareProvider(
+                     new org.rdmashuffle.verbs.software.SoftwareProvider.Config(serviceHost, 0,
+                             org.rdmashuffle.verbs.software.SoftwareProvider.Admission.ISSUED_TOKEN));
+             org.rdmashuffle.verbs.software.SoftwareProvider clientProvider = new org.rdmashuffle.verbs.software.SoftwareProvider(
+                     org.rdmashuffle.verbs.software.SoftwareProvider.Config.loopback());
+             // Takes connections into its backlog and never answers: a dial to it waits for the hello's verdict.
+             java.net.ServerSocket blackHole = new java.net.ServerSocket(0, 50, holeHost);
+             RdmaShuffleEngine service = RdmaShuffleEngine.startService(EngineTestSupport.smallConfig(),
+                     Map.of("app-a", SECRET_A, "app-b", SECRET_B)::get, serviceProvider);
+             RdmaShuffleEngine reducerB = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), "app-b", SECRET_B,
+                     clientProvider);
+             org.rdmashuffle.core.control.ControlClient attacker = org.rdmashuffle.core.control.ControlClient.connect(
+                     service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(30))) {
+            EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 4, 4,
+                    5000, 4);
+            service.registerMapOutput("app-b", 0, 4, b.file(), b.offsets());
+            byte[] hole = new byte[16];
+            hole[10] = (byte) 0xff;
+            hole[11] = (byte) 0xff;
+            System.arraycopy(holeHost.getAddress(), 0, hole, 12, 4);
+            // Its address sorts below the service's (127.0.0.2 < 127.0.0.3): the service is the one that dials.
+            org.rdmashuffle.verbs.QueuePairEndpoint intoTheHole = new org.rdmashuffle.verbs.QueuePairEndpoint(9, 0,
+                    org.rdmashuffle.verbs.Gid.of(hole), blackHole.getLocalPort(), org.rdmashuffle.verbs.Mtu.MTU_1024, "token");
+            java.util.concurrent.CompletableFuture<Throwable> attack = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    attacker.call(org.rdmashuffle.core.protocol.ConnectCodec.CONNECT, org.rdmashuffle.core.protocol.ConnectCodec
+                            .encode(new org.rdmashuffle.core.protocol.ConnectCodec.Connect(4096, List.of(intoTheHole))),
+                            java.time.Duration.ofSeconds(30));
+                    return null;
+                } catch (java.io.IOException e) {
+                    return e;
+                }
+            });
+            Thread.sleep(300); // the service is dialling the black hole now
+
+            long start = System.nanoTime();
+            List<BlockId> blocks = EngineTestSupport.everyPartition(List.of(b));
+            Collector c = new Collector(blocks.size());
+            reducerB.fetchBlocks(service.address(), blocks, c);
+            assertTrue(c.answeredWithin(java.time.Duration.ofSeconds(8)), "another application's fetch waited for the dial");
+            c.assertAllIntact(EngineTestSupport.expected(List.of(b), blocks));
+            assertTrue(System.nanoTime() - start < 8_000_000_000L);
+
+            Throwable refused = attack.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(refused != null && refused.getMessage().contains("cannot reach peer"), String.valueOf(refused));
+            EngineTestSupport.assertNothingLeaks(reducerB, service);
+        }
+    }
+
+    @Test
+    void aFloodOfRequestsIsBoundedPerApplication() throws Exception {
+        try (ServiceNode node = new ServiceNode()) {
+            // Application a's outputs are looked for on disk: slowly, so its requests pile up for the server threads.
+            node.service.resolver((app, shuffle, map) -> {
+                if (app.equals("app-a")) {
+                    try {
+                        Thread.sleep(50);
+                    } catch (InterruptedException e) {
+                        throw new java.io.InterruptedIOException("service closing");
+                    }
+                }
+                return null;
+            });
+            EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 6, 4,
+                    EngineTestSupport.size(5000), 6);
+            node.service.registerMapOutput("app-b", 0, 6, b.file(), b.offsets()); // its first request registers it: server work
+            RdmaShuffleEngine reducerB = node.reducer("app-b", SECRET_B);
+            try (HostileReducer flooder = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A)) {
+                // 400 requests for distinct outputs: 400 disk searches of 50 ms, 10 s of two server threads' time.
+                flooder.flood(400, k -> new org.rdmashuffle.core.protocol.Message.FetchRequest(k + 1, 0,
+                        List.of(BlockId.of(0, 1000 + k, 0))));
+                long start = System.nanoTime();
+                List<BlockId> blocks = EngineTestSupport.everyPartition(List.of(b));
+                Collector c = new Collector(blocks.size());
+                reducerB.fetchBlocks(node.service.address(), blocks, c);
+                assertTrue(c.answeredWithin(java.time.Duration.ofSeconds(4)),
+                        "application b waited behind application a's flood");
+                c.assertAllIntact(EngineTestSupport.expected(List.of(b), blocks));
+                assertTrue(System.nanoTime() - start < 4_000_000_000L);
+            }
+        }
+    }
+
+    @Test
+    void oneApplicationCannotTakeEveryConnectionSlot() throws Exception {
+        EngineConfig service = EngineTestSupport.smallConfig().set(EngineConfig.KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, "2");
+        try (ServiceNode node = new ServiceNode(service)) {
+            HostileReducer first = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A);
+            HostileReducer second = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A);
+            try {
+                java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                        () -> new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A).close());
+                assertTrue(e.getMessage().contains("already serving 2 connections of this application"), e.getMessage());
+                // Application b still gets in.
+                new HostileReducer(node.clientProvider, node.service.address(), "app-b", SECRET_B).close();
+            } finally {
+                first.close();
+                second.close();
+            }
+            EngineTestSupport.eventually("connections retired", () -> node.service.counters().servingConnections() == 0);
         }
     }
 }

@@ -20,9 +20,16 @@ class ServiceNode implements AutoCloseable {
     final Map<String, byte[]> secrets = new ConcurrentHashMap<>(Map.of("app-a", SECRET_A, "app-b", SECRET_B));
     final VerbsProvider serviceProvider = EngineTestSupport.provider();
     final VerbsProvider clientProvider = EngineTestSupport.provider();
-    final RdmaShuffleEngine service = RdmaShuffleEngine.startService(EngineTestSupport.smallConfig(), secrets::get,
-            serviceProvider);
+    final RdmaShuffleEngine service;
     private final List<RdmaShuffleEngine> reducers = new ArrayList<>();
+
+    ServiceNode() {
+        this(EngineTestSupport.smallConfig());
+    }
+
+    ServiceNode(org.rdmashuffle.core.config.EngineConfig serviceConfig) {
+        this.service = RdmaShuffleEngine.startService(serviceConfig, secrets::get, serviceProvider);
+    }
 
     /** An executor's engine of {@code app} on the reducers' provider, closed with the node. */
     RdmaShuffleEngine reducer(String app, byte[] secret) {

@@ -62,6 +62,8 @@ final class SoftQueuePair implements QueuePair {
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final long RNR_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+    /** Connecting to a peer's data listener, and waiting for its verdict on our hello, each at most this long. */
+    static final int DIAL_TIMEOUT_MILLIS = 10_000;
     private static final long READY_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final ByteBuffer[] POISON = new ByteBuffer[0];
 
@@ -270,9 +272,11 @@ final class SoftQueuePair implements QueuePair {
         }
         SocketChannel ch = null;
         try {
-            ch = SocketChannel.open(address);
+            ch = SocketChannel.open();
+            // Bounded: a peer's endpoint names the address, and a black hole must not hold this thread.
+            ch.socket().connect(address, DIAL_TIMEOUT_MILLIS);
             ch.socket().setTcpNoDelay(true);
-            ch.socket().setSoTimeout(10_000);
+            ch.socket().setSoTimeout(DIAL_TIMEOUT_MILLIS);
             DataOutputStream out = new DataOutputStream(ch.socket().getOutputStream());
             byte[] secret = peer.admissionToken().getBytes(StandardCharsets.US_ASCII);
             out.writeInt(Frame.HELLO_MAGIC);

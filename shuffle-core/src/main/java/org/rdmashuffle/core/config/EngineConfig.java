@@ -47,6 +47,7 @@ public final class EngineConfig {
     public static final String KEY_FETCH_TIMEOUT = "fetchTimeout";
     public static final String KEY_POST_PATH = "postPath";
     public static final String KEY_MAX_SERVED_CONNECTIONS = "maxServedConnections";
+    public static final String KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION = "maxServedConnectionsPerApplication";
 
     String provider = "auto";
     String device = null;
@@ -72,6 +73,7 @@ public final class EngineConfig {
     Duration fetchTimeout = Duration.ofSeconds(120);
     PostPath postPath = PostPath.BUILDER;
     int maxServedConnections = 1024;
+    int maxServedConnectionsPerApplication = 512;
 
     public static EngineConfig defaults() {
         return new EngineConfig();
@@ -102,7 +104,8 @@ public final class EngineConfig {
                 KEY_QPS_PER_PEER, KEY_CHAIN_LENGTH, KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER,
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
-                KEY_BUSY_POLL, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS);
+                KEY_BUSY_POLL, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
+                KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION);
     }
 
     /** Sets one key (without prefix) from its text form; returns this. */
@@ -132,6 +135,7 @@ public final class EngineConfig {
             case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
             case KEY_POST_PATH -> postPath = PostPath.valueOf(v.toUpperCase(Locale.ROOT).replace('-', '_'));
             case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = Integer.parseInt(v);
+            case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = Integer.parseInt(v);
             default -> throw new IllegalArgumentException("unknown key " + key);
         }
         return this;
@@ -158,6 +162,8 @@ public final class EngineConfig {
         require(connectTimeout.toMillis() > 0, KEY_CONNECT_TIMEOUT, "positive", connectTimeout);
         require(fetchTimeout.toMillis() > 0, KEY_FETCH_TIMEOUT, "positive", fetchTimeout);
         require(maxServedConnections >= 1, KEY_MAX_SERVED_CONNECTIONS, "positive", maxServedConnections);
+        require(maxServedConnectionsPerApplication >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, "positive",
+                maxServedConnectionsPerApplication);
         return this;
     }
 
@@ -194,6 +200,7 @@ public final class EngineConfig {
         m.put(KEY_FETCH_TIMEOUT, fetchTimeout.toMillis() + "ms");
         m.put(KEY_POST_PATH, postPath.name().toLowerCase(Locale.ROOT));
         m.put(KEY_MAX_SERVED_CONNECTIONS, Integer.toString(maxServedConnections));
+        m.put(KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, Integer.toString(maxServedConnectionsPerApplication));
         return m;
     }
 
@@ -255,4 +262,5 @@ public final class EngineConfig {
     public Duration fetchTimeout() { return fetchTimeout; }
     public PostPath postPath() { return postPath; }
     public int maxServedConnections() { return maxServedConnections; }
+    public int maxServedConnectionsPerApplication() { return maxServedConnectionsPerApplication; }
 }

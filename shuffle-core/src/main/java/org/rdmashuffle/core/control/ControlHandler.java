@@ -1,6 +1,9 @@
 package org.rdmashuffle.core.control;
 
-/** Serves requests of authenticated peers (e.g. the QP endpoint exchange). Called on a Netty event-loop thread. */
+/**
+ * Serves requests of authenticated peers (e.g. the QP endpoint exchange). Called on the control
+ * server's request executor, one request at a time per connection.
+ */
 @FunctionalInterface
 public interface ControlHandler {
     /**

@@ -2,6 +2,9 @@ package org.rdmashuffle.core.control;
 
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
@@ -30,6 +33,11 @@ import io.netty.util.concurrent.DefaultThreadFactory;
  * {@link ControlHandler}. Nothing — no rkey, no QP endpoint or admission token — is handed to a
  * connection that has not authenticated. With authentication off (no secrets) it says so once in
  * the log. Threads are daemons; {@link #close()} is bounded.
+ *
+ * <p>Against a hostile peer: a connection that has not finished the handshake within the handshake
+ * timeout is closed; a connection has at most one request under way (a second one closes it); and
+ * requests run on the executor the owner gives, never on the event loop, so a slow request (queue
+ * pairs dialling a peer) cannot hold up other peers' handshakes and requests.
  */
 public final class ControlServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ControlServer.class.getName());
@@ -46,6 +54,16 @@ public final class ControlServer implements AutoCloseable {
      * @param maxFrameBytes frames over this size close the connection
      */
     public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes) {
+        this(bind, secrets, handler, maxFrameBytes, Runnable::run, Duration.ofSeconds(30));
+    }
+
+    /**
+     * @param requests where requests are handled (a bounded pool: a rejected request is answered
+     *     "busy"); {@code Runnable::run} handles them on the event loop
+     * @param handshakeTimeout how long a new connection has to authenticate
+     */
+    public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes,
+                         Executor requests, Duration handshakeTimeout) {
         if (secrets == null && WARNED_UNAUTHENTICATED.compareAndSet(false, true)) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: authentication is OFF -- any peer that can "
                     + "reach " + bind + " may fetch shuffle data (enable spark.authenticate)");
@@ -60,7 +78,7 @@ public final class ControlServer implements AutoCloseable {
                         protected void initChannel(SocketChannel ch) {
                             connections.add(ch);
                             ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, 4, 0, 4),
-                                    new LengthFieldPrepender(4), new Session(secrets, handler));
+                                    new LengthFieldPrepender(4), new Session(secrets, handler, requests, handshakeTimeout));
                         }
                     }).bind(bind).syncUninterruptibly().channel();
         } catch (Exception e) { // Netty rethrows the checked BindException undeclared
@@ -82,13 +100,29 @@ public final class ControlServer implements AutoCloseable {
     private static final class Session extends SimpleChannelInboundHandler<ByteBuf> {
         private final Function<String, byte[]> secrets;
         private final ControlHandler handler;
+        private final Executor requests;
+        private final Duration handshakeTimeout;
         private ChallengeResponse.Server auth;
         private String appId;
         private ControlSession session;
+        /** A request is being handled (event loop only). */
+        private boolean busy;
 
-        Session(Function<String, byte[]> secrets, ControlHandler handler) {
+        Session(Function<String, byte[]> secrets, ControlHandler handler, Executor requests, Duration handshakeTimeout) {
             this.secrets = secrets;
             this.handler = handler;
+            this.requests = requests;
+            this.handshakeTimeout = handshakeTimeout;
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            ctx.executor().schedule(() -> {
+                if (appId == null && ctx.channel().isActive()) {
+                    refuse(ctx, "no handshake within " + handshakeTimeout.toMillis() + " ms");
+                }
+            }, handshakeTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            ctx.fireChannelActive();
         }
 
         @Override
@@ -143,25 +177,52 @@ public final class ControlServer implements AutoCloseable {
                             refuse(ctx, "a request without a call id");
                             return;
                         }
-                        long callId = ControlFrame.callId(payload);
-                        byte[] request = java.util.Arrays.copyOfRange(payload, ControlFrame.CALL_ID_BYTES, payload.length);
-                        byte[] reply;
-                        try {
-                            if (session == null) {
-                                session = new ControlSession(appId, ctx.channel().remoteAddress());
-                            }
-                            reply = handler.handle(session, type, request);
-                        } catch (Exception e) {
-                            send(ctx, ControlFrame.ERROR, type, ControlFrame.withCallId(callId,
-                                    String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8)));
+                        if (busy) { // the client waits for each reply: a pipelining peer is not one of ours
+                            refuse(ctx, "a second request while one is under way");
                             return;
                         }
-                        send(ctx, ControlFrame.REPLY, type, ControlFrame.withCallId(callId, reply));
+                        long callId = ControlFrame.callId(payload);
+                        byte[] request = java.util.Arrays.copyOfRange(payload, ControlFrame.CALL_ID_BYTES, payload.length);
+                        if (session == null) {
+                            session = new ControlSession(appId, ctx.channel().remoteAddress());
+                        }
+                        ControlSession s = session;
+                        busy = true;
+                        try {
+                            requests.execute(() -> handle(ctx, s, type, callId, request));
+                        } catch (RejectedExecutionException full) {
+                            busy = false;
+                            send(ctx, ControlFrame.ERROR, type, ControlFrame.withCallId(callId,
+                                    "the server is busy: try again".getBytes(StandardCharsets.UTF_8)));
+                        }
                     }
                     default -> refuse(ctx, "unknown frame kind " + kind);
                 }
             } catch (AuthenticationException e) {
                 refuse(ctx, e.getMessage());
+            }
+        }
+
+        /** Runs one request on the request executor; the reply is sent from the event loop. */
+        private void handle(ChannelHandlerContext ctx, ControlSession s, byte type, long callId, byte[] request) {
+            byte kind;
+            byte[] body;
+            try {
+                body = handler.handle(s, type, request);
+                kind = ControlFrame.REPLY;
+            } catch (Exception e) {
+                body = String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8);
+                kind = ControlFrame.ERROR;
+            }
+            byte replyKind = kind;
+            byte[] reply = ControlFrame.withCallId(callId, body);
+            try {
+                ctx.executor().execute(() -> {
+                    busy = false;
+                    send(ctx, replyKind, type, reply);
+                });
+            } catch (RejectedExecutionException closing) {
+                // the server is closing: the peer learns it from the connection's end
             }
         }
 

@@ -80,7 +80,7 @@ public final class FetchRequestHandler {
         if (e instanceof UncheckedIOException io) {
             return io.getCause() instanceof org.rdmashuffle.core.server.files.RefusedFileException
                     ? "map output file refused (not a regular file of the application's own)"
-                    : "map output file unreadable";
+                    : "map output files unreadable or inconsistent";
         }
         if (e instanceof org.rdmashuffle.verbs.VerbsException) {
             return "the device could not register the map output";

@@ -50,6 +50,8 @@ public final class MapOutputRegistry implements AutoCloseable {
     /** Outputs by application and shuffle, then map id. */
     private final Map<ShuffleKey, Map<Long, MapOutput>> outputs = new HashMap<>();
     private Resolver resolver;
+    /** Regions deregistered under the lock, to be closed outside it. */
+    private final List<MemoryRegion> toClose = new ArrayList<>();
     /** Registered outputs in least-recently-described order. */
     private final LinkedHashMap<MapOutput, Boolean> registered = new LinkedHashMap<>(16, 0.75f, true);
     private long registeredBytes;
@@ -166,6 +168,7 @@ public final class MapOutputRegistry implements AutoCloseable {
             ensureOpen();
             add(app, shuffleId, mapId, new ResolvedOutput(OutputFile.trusted(dataFile), offsets, null));
         }
+        closeDeregistered(); // the region of an output this one replaced
     }
 
     /** Sets who finds outputs that were not registered (null: nobody, an unknown output is an error). */
@@ -213,6 +216,14 @@ public final class MapOutputRegistry implements AutoCloseable {
      * being registered wait for that one registration.
      */
     public BlockDescriptor describe(String app, int shuffleId, long mapId, int start, int end) {
+        try {
+            return describeOrRegister(app, shuffleId, mapId, start, end);
+        } finally {
+            closeDeregistered(); // regions this call released to make room, closed outside the lock
+        }
+    }
+
+    private BlockDescriptor describeOrRegister(String app, int shuffleId, long mapId, int start, int end) {
         while (true) {
             MapOutput out = output(app, shuffleId, mapId);
             CompletableFuture<Void> registration;
@@ -418,11 +429,30 @@ public final class MapOutputRegistry implements AutoCloseable {
         }
     }
 
+    /**
+     * Under the lock: takes {@code out}'s region off the books; {@link #closeDeregistered()} closes it
+     * after the lock is released. Closing waits for transfers still using the region (the software
+     * provider, up to seconds), which must not hold up every other request to the registry.
+     */
     private void deregister(MapOutput out) {
-        out.region.close();
+        toClose.add(out.region);
         out.region = null;
         registeredBytes -= out.size();
+        // Given back now, so makeRoom sees the room it made; the pages stay pinned until the close.
         budget.release(out.size());
+    }
+
+    /** Closes the regions deregistered so far, outside the lock. */
+    private void closeDeregistered() {
+        List<MemoryRegion> now;
+        synchronized (this) {
+            if (toClose.isEmpty()) {
+                return;
+            }
+            now = new ArrayList<>(toClose);
+            toClose.clear();
+        }
+        now.forEach(MemoryRegion::close);
     }
 
     /** Forgets {@code out}: deregisters its region, or has a registration under way give its region back. */
@@ -439,15 +469,27 @@ public final class MapOutputRegistry implements AutoCloseable {
         unregisterShuffle(OWN, shuffleId);
     }
 
-    public synchronized void unregisterShuffle(String app, int shuffleId) {
-        Map<Long, MapOutput> maps = outputs.remove(new ShuffleKey(app, shuffleId));
-        if (maps != null) {
-            maps.values().forEach(this::release);
+    public void unregisterShuffle(String app, int shuffleId) {
+        synchronized (this) {
+            Map<Long, MapOutput> maps = outputs.remove(new ShuffleKey(app, shuffleId));
+            if (maps != null) {
+                maps.values().forEach(this::release);
+            }
         }
+        closeDeregistered();
     }
 
     /** Forgets every output of an application and deregisters their regions; returns how many there were. */
-    public synchronized int unregisterApplication(String app) {
+    public int unregisterApplication(String app) {
+        int n;
+        synchronized (this) {
+            n = forgetApplication(app);
+        }
+        closeDeregistered();
+        return n;
+    }
+
+    private int forgetApplication(String app) {
         int n = 0;
         for (Iterator<Map.Entry<ShuffleKey, Map<Long, MapOutput>>> it = outputs.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<ShuffleKey, Map<Long, MapOutput>> e = it.next();
@@ -513,9 +555,10 @@ public final class MapOutputRegistry implements AutoCloseable {
             }
             closed = true;
             List<ShuffleKey> shuffles = new ArrayList<>(outputs.keySet());
-            shuffles.forEach(k -> unregisterShuffle(k.app(), k.shuffleId()));
+            shuffles.forEach(k -> outputs.remove(k).values().forEach(this::release));
             underWay = new ArrayList<>(registrationsUnderWay);
         }
+        closeDeregistered();
         // ibv_reg_mr cannot be interrupted: wait for registrations under way, which close their
         // regions on seeing the registry closed, so none outlives it (or its protection domain).
         for (CompletableFuture<Void> r : underWay) {

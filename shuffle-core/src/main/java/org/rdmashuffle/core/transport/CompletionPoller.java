@@ -31,6 +31,9 @@ public final class CompletionPoller {
     private final Handler handler;
     private final Thread thread;
     private volatile boolean running = true;
+    /** Guards every native call on the queue and channel against {@link #close()}: none after it. */
+    private final Object nativeCalls = new Object();
+    private boolean destroyed;
     private volatile long sleeps;
     private volatile long completed;
 
@@ -60,7 +63,10 @@ public final class CompletionPoller {
         long idleSince = 0;
         while (running) {
             try {
-                int n = cq.poll(completions);
+                int n = poll();
+                if (n < 0) {
+                    return; // destroyed
+                }
                 if (n > 0) {
                     dispatch(n);
                     idleSince = 0;
@@ -74,24 +80,56 @@ public final class CompletionPoller {
                     Thread.onSpinWait();
                     continue;
                 }
-                cq.requestNotify(false);
-                n = cq.poll(completions); // one that arrived before the arm raises no event
+                n = armAndPoll(); // one that arrived before the arm raises no event
+                if (n < 0) {
+                    return;
+                }
                 if (n > 0) {
                     dispatch(n);
                     idleSince = 0;
                     continue;
                 }
-                CompletionQueue woke = channel.awaitEvent(SLEEP);
-                sleeps++;
-                if (woke != null) {
-                    woke.acknowledgeEvents(1);
+                if (!sleep()) {
+                    return;
                 }
+                sleeps++;
                 idleSince = 0;
             } catch (RuntimeException e) {
                 if (running) {
                     LOG.log(System.Logger.Level.ERROR, thread.getName() + ": polling failed; continuing", e);
                 }
             }
+        }
+    }
+
+    /** Completions polled, or -1 once the queue is destroyed. */
+    private int poll() {
+        synchronized (nativeCalls) {
+            return destroyed ? -1 : cq.poll(completions);
+        }
+    }
+
+    private int armAndPoll() {
+        synchronized (nativeCalls) {
+            if (destroyed) {
+                return -1;
+            }
+            cq.requestNotify(false);
+            return cq.poll(completions);
+        }
+    }
+
+    /** Sleeps on the channel (bounded by {@link #SLEEP}); false once destroyed. */
+    private boolean sleep() {
+        synchronized (nativeCalls) {
+            if (destroyed) {
+                return false;
+            }
+            CompletionQueue woke = channel.awaitEvent(SLEEP);
+            if (woke != null) {
+                woke.acknowledgeEvents(1);
+            }
+            return true;
         }
     }
 
@@ -129,9 +167,24 @@ public final class CompletionPoller {
         }
     }
 
-    /** Destroys the queue and channel; queue pairs using the queue must be destroyed first. */
+    /**
+     * Destroys the queue and channel; queue pairs using the queue must be destroyed first. The thread
+     * makes no native call after this. If it overstayed {@link #stop()} (a handler that does not
+     * return), its queue, channel and batch are left undestroyed rather than freed under it.
+     */
     public void close() {
         stop();
+        synchronized (nativeCalls) {
+            if (destroyed) {
+                return;
+            }
+            destroyed = true;
+        }
+        if (thread.isAlive() && !isPollerThread()) {
+            LOG.log(System.Logger.Level.WARNING, thread.getName() + " is still in a completion handler after "
+                    + SLEEP.toMillis() * 20 + " ms: its completion queue is left to the device context's close");
+            return;
+        }
         cq.close();
         channel.close();
         completions.close();

@@ -123,6 +123,38 @@ class ControlPlaneTest {
     }
 
     @Test
+    void aConnectionThatNeverHandshakesIsClosed() throws IOException {
+        try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
+                MAX_FRAME, Runnable::run, Duration.ofMillis(300));
+             Socket silent = new Socket(s.address().getAddress(), s.address().getPort())) {
+            silent.setSoTimeout(10_000);
+            long start = System.nanoTime();
+            assertEquals(-1, new DataInputStream(silent.getInputStream()).read(), "closed by the server");
+            assertTrue(System.nanoTime() - start < 5_000_000_000L, "within the handshake timeout");
+        }
+    }
+
+    @Test
+    void aSecondRequestWhileOneIsUnderWayClosesTheConnection() throws Exception {
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
+            release.await();
+            return payload;
+        }, MAX_FRAME, pool, TIMEOUT);
+             ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
+            // The client's calls are sequential; a peer that pipelines is not ours: send two requests at once by hand.
+            assertThrows(IOException.class, () -> c.call((byte) 1, new byte[] {1}, Duration.ofMillis(200)));
+            IOException second = assertThrows(IOException.class, () -> c.call((byte) 1, new byte[] {2}, TIMEOUT));
+            assertTrue(second.getMessage().contains("closed"), second.getMessage());
+            assertFalse(c.isOpen());
+        } finally {
+            release.countDown();
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
     void aReplyAfterATimeoutIsNotTakenForTheNext() throws IOException {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
             String asked = new String(payload, StandardCharsets.UTF_8);

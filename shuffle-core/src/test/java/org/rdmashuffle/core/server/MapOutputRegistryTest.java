@@ -97,6 +97,48 @@ class MapOutputRegistryTest {
         }
     }
 
+    /** A PD whose file regions take until {@code closing} is opened to close, as a region still being read does. */
+    private ProtectionDomain slowToClose(CountDownLatch closing, CountDownLatch closeStarted) {
+        return (ProtectionDomain) java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[] {ProtectionDomain.class}, (proxy, method, args) -> {
+                    Object result = method.invoke(pd, args);
+                    if (!method.getName().equals("registerFile")) {
+                        return result;
+                    }
+                    org.rdmashuffle.verbs.MemoryRegion region = (org.rdmashuffle.verbs.MemoryRegion) result;
+                    return java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+                            new Class<?>[] {org.rdmashuffle.verbs.MemoryRegion.class}, (p, m, a) -> {
+                                if (m.getName().equals("close")) {
+                                    closeStarted.countDown();
+                                    closing.await();
+                                }
+                                return m.invoke(region, a);
+                            });
+                });
+    }
+
+    @Test
+    void closingARegionNeverHoldsTheRegistryLock() throws Exception {
+        CountDownLatch closing = new CountDownLatch(1);
+        CountDownLatch closeStarted = new CountDownLatch(1);
+        try (MapOutputRegistry registry = new MapOutputRegistry(slowToClose(closing, closeStarted), 10_000, 1_000, now::get)) {
+            registry.register(1, 1, dataFile("c1.data", 6000), new long[] {0, 6000});
+            registry.register(1, 2, dataFile("c2.data", 6000), new long[] {0, 6000});
+            registry.describe(1, 1, 0, 1);
+            now.addAndGet(2 * SECOND);
+            // Registering output 2 releases output 1, whose region is slow to close.
+            CompletableFuture<BlockDescriptor> second = CompletableFuture.supplyAsync(() -> registry.describe(1, 2, 0, 1), threads);
+            assertTrue(closeStarted.await(10, TimeUnit.SECONDS), "output 1 was never released");
+            CompletableFuture<Long> other = CompletableFuture.supplyAsync(registry::registeredBytes, threads);
+            try {
+                assertEquals(6000L, other.get(5, TimeUnit.SECONDS), "the registry answered while a region closed");
+            } finally {
+                closing.countDown();
+            }
+            assertEquals(6000, second.get(10, TimeUnit.SECONDS).length());
+        }
+    }
+
     @Test
     void applicationsShareTheNodesBudget_andReleaseOnlyTheirOwn() throws IOException {
         RegisteredMemoryBudget node = new RegisteredMemoryBudget(10_000);

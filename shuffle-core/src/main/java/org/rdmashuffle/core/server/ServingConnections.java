@@ -1,0 +1,97 @@
+package org.rdmashuffle.core.server;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.control.ControlSession;
+import org.rdmashuffle.core.protocol.ConnectCodec;
+import org.rdmashuffle.core.transport.DataConnection;
+import org.rdmashuffle.core.transport.QueuePairFactory;
+import org.rdmashuffle.core.transport.TenantDomain;
+import org.rdmashuffle.verbs.ConnectOptions;
+import org.rdmashuffle.verbs.QueuePair;
+import org.rdmashuffle.verbs.QueuePairEndpoint;
+
+/**
+ * The serving side's answer to a CONNECT: queue pairs for a reducer, on the protection domain of the
+ * application its control session authenticated for (never one the request names), connected to the
+ * reducer's. The server sizes everything: at most its own {@code qpsPerPeer} queue pairs, at most
+ * {@code maxServedConnections} connections and {@code maxServedConnectionsPerApplication} of one
+ * application. The connection lives as long as the control session.
+ */
+public final class ServingConnections {
+    /** Where the engine keeps its connections. */
+    public interface Table {
+        int servingCount();
+
+        /** Records a new serving connection (by its QP numbers, for completions). */
+        void add(DataConnection c);
+
+        /** Destroys a connection's QPs and forgets it. */
+        void retire(DataConnection c);
+    }
+
+    private final EngineConfig config;
+    private final Function<String, TenantDomain> tenantOf;
+    private final QueuePairFactory queuePairs;
+    private final ConnectOptions options;
+    private final boolean sgeListBroken;
+    private final Table table;
+
+    /**
+     * @param tenantOf the tenant of an authenticated application (an executor's engine: its own, always)
+     * @param options serving QPs' options (a finite RNR retry)
+     */
+    public ServingConnections(EngineConfig config, Function<String, TenantDomain> tenantOf, QueuePairFactory queuePairs,
+                              ConnectOptions options, boolean sgeListBroken, Table table) {
+        this.config = config;
+        this.tenantOf = tenantOf;
+        this.queuePairs = queuePairs;
+        this.options = options;
+        this.sgeListBroken = sgeListBroken;
+        this.table = table;
+    }
+
+    /** Sets up the connection a CONNECT asks for; returns the encoded answer (our endpoints). */
+    public byte[] connect(ControlSession session, byte[] payload) {
+        ConnectCodec.Connect theirs = ConnectCodec.decode(payload);
+        if (table.servingCount() >= config.maxServedConnections()) {
+            throw new IllegalStateException("already serving " + table.servingCount() + " connections ("
+                    + EngineConfig.KEY_MAX_SERVED_CONNECTIONS + ")");
+        }
+        TenantDomain tenant = tenantOf.apply(session.appId());
+        if (tenant.connections().size() >= config.maxServedConnectionsPerApplication()) {
+            throw new IllegalStateException("already serving " + tenant.connections().size() + " connections of this "
+                    + "application (" + EngineConfig.KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION + ")");
+        }
+        int n = theirs.endpoints().size();
+        if (n > config.qpsPerPeer()) {
+            throw new IllegalArgumentException("a reducer asked for " + n + " queue pairs; this server allows "
+                    + config.qpsPerPeer() + " per connection (" + EngineConfig.KEY_QPS_PER_PEER + ")");
+        }
+        QueuePair[] qps = new QueuePair[n];
+        List<QueuePairEndpoint> mine = new ArrayList<>(n);
+        try {
+            for (int i = 0; i < n; i++) {
+                qps[i] = queuePairs.create(tenant);
+                qps[i].connect(theirs.endpoints().get(i), options);
+                mine.add(qps[i].localEndpoint(options));
+            }
+        } catch (RuntimeException e) {
+            QueuePairFactory.closeAll(qps);
+            throw e;
+        }
+        DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
+                DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken);
+        tenant.connections().add(c);
+        table.add(c);
+        if (tenant.isClosed()) { // the application ended meanwhile
+            table.retire(c);
+            throw new IllegalStateException("application " + session.appId() + " has ended");
+        }
+        session.onClose(() -> table.retire(c));
+        return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine));
+    }
+}
