@@ -188,6 +188,9 @@ class HostileTenantTest {
 
     @Test
     void aFloodOfRequestsIsBoundedPerApplication() throws Exception {
+        // It compares a wait with the flood's disk work (4 s against 10 s): the emulated guest's JVM is 20-60x slower.
+        org.junit.jupiter.api.Assumptions.assumeFalse(EngineTestSupport.usesDevice(),
+                "a timing comparison: runs on the software provider, not in the emulated Soft-RoCE guest");
         try (ServiceNode node = new ServiceNode()) {
             // Application a's outputs are looked for on disk: slowly, so its requests pile up for the server threads.
             node.service.resolver((app, shuffle, map) -> {
