@@ -253,7 +253,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                     RdmaShuffleEngine.this.retire(c);
                 }
             });
-            this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout());
+            this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout(),
+                    DeviceSetup.softwareDataAddress(provider, context, options));
             made.add(controlClients);
             this.fetching = own == null ? null : new FetchingConnections(config, own, queuePairs, options, maxReadSge,
                     sgeListBroken, controlClients, transport, lifecycle.readLock(), () -> closed, c -> {
@@ -271,7 +272,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             connectors.allowCoreThreadTimeOut(true);
             made.add(connectors::shutdownNow);
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
-                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, connectors, config.connectTimeout());
+                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, connectors, config.connectTimeout(),
+                    config.fetchTimeout().multipliedBy(2));
             made.add(controlServer);
             for (CompletionPoller p : pollers) {
                 p.start();

@@ -72,7 +72,9 @@ final class HostileReducer implements AutoCloseable {
         ConnectOptions options = ConnectOptions.defaults(1, gid, port.activeMtu() == null ? Mtu.MTU_1024
                 : Mtu.min(Mtu.MTU_4096, port.activeMtu())).withRemoteAccess(Access.REMOTE_READ).withRetry(14, 1);
         try {
-            this.control = ControlClient.connect(service, secret, app, 64 << 10, WAIT);
+            // From the address of our data listener, as an engine connects: a software-provider service dials only that.
+            this.control = ControlClient.connect(service, secret, app, 64 << 10, WAIT,
+                    org.rdmashuffle.core.transport.DeviceSetup.softwareDataAddress(provider, context, options));
             byte[] reply = control.call(ConnectCodec.CONNECT,
                     ConnectCodec.encode(new ConnectCodec.Connect(BUFFER, List.of(qp.localEndpoint(options)))), WAIT);
             QueuePairEndpoint theirs = ConnectCodec.decode(reply).endpoints().getFirst();

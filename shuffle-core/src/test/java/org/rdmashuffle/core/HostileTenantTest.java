@@ -148,8 +148,9 @@ class HostileTenantTest {
                      Map.of("app-a", SECRET_A, "app-b", SECRET_B)::get, serviceProvider);
              RdmaShuffleEngine reducerB = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), "app-b", SECRET_B,
                      clientProvider);
+             // The service dials only where a control connection comes from: the attacker comes from the hole's address.
              org.rdmashuffle.core.control.ControlClient attacker = org.rdmashuffle.core.control.ControlClient.connect(
-                     service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(30))) {
+                     service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(30), holeHost)) {
             EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 4, 4,
                     5000, 4);
             service.registerMapOutput("app-b", 0, 4, b.file(), b.offsets());
@@ -240,6 +241,39 @@ class HostileTenantTest {
                 second.close();
             }
             EngineTestSupport.eventually("connections retired", () -> node.service.counters().servingConnections() == 0);
+        }
+    }
+
+    @Test
+    void aReducerCannotMakeTheServiceDialAnAddressThatIsNotItsOwn() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(EngineTestSupport.usesDevice(),
+                "an attack on the software provider's dial: libibverbs does not dial peers");
+        java.net.InetAddress elsewhere = java.net.InetAddress.getByName("127.0.0.2");
+        // The service's data listener sorts above the target, so it is the service that would dial.
+        try (org.rdmashuffle.verbs.software.SoftwareProvider serviceProvider = new org.rdmashuffle.verbs.software.SoftwareProvider(
+                     new org.rdmashuffle.verbs.software.SoftwareProvider.Config(java.net.InetAddress.getByName("127.0.0.3"), 0,
+                             org.rdmashuffle.verbs.software.SoftwareProvider.Admission.ISSUED_TOKEN));
+             RdmaShuffleEngine service = RdmaShuffleEngine.startService(EngineTestSupport.smallConfig(),
+                     Map.of("app-a", SECRET_A)::get, serviceProvider);
+             java.net.ServerSocket target = new java.net.ServerSocket(0, 50, elsewhere);
+             org.rdmashuffle.core.control.ControlClient control = org.rdmashuffle.core.control.ControlClient.connect(
+                     service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(10))) {
+            byte[] gid = new byte[16];
+            gid[10] = (byte) 0xff;
+            gid[11] = (byte) 0xff;
+            System.arraycopy(elsewhere.getAddress(), 0, gid, 12, 4);
+            org.rdmashuffle.verbs.QueuePairEndpoint there = new org.rdmashuffle.verbs.QueuePairEndpoint(9, 0,
+                    org.rdmashuffle.verbs.Gid.of(gid), target.getLocalPort(), org.rdmashuffle.verbs.Mtu.MTU_1024, "token");
+            java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                    () -> control.call(org.rdmashuffle.core.protocol.ConnectCodec.CONNECT, org.rdmashuffle.core.protocol.ConnectCodec
+                            .encode(new org.rdmashuffle.core.protocol.ConnectCodec.Connect(4096, List.of(there))),
+                            java.time.Duration.ofSeconds(10)));
+            assertTrue(e.getMessage().contains("data address 127.0.0.2 is not the address its control connection comes from"),
+                    e.getMessage());
+            target.setSoTimeout(500);
+            org.junit.jupiter.api.Assertions.assertThrows(java.net.SocketTimeoutException.class, target::accept,
+                    "the service dialled the address the reducer named");
+            assertEquals(0, service.counters().servingConnections());
         }
     }
 }

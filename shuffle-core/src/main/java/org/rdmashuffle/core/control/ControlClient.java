@@ -52,7 +52,8 @@ public final class ControlClient implements AutoCloseable {
     private long lastCallId;
     private long staleReplies;
 
-    private ControlClient(InetSocketAddress peer, int maxFrameBytes, Duration timeout) throws IOException {
+    private ControlClient(InetSocketAddress peer, int maxFrameBytes, Duration timeout, java.net.InetAddress local)
+            throws IOException {
         this.peer = peer;
         group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rdma-control-client", true),
                 NioIoHandler.newFactory());
@@ -88,7 +89,7 @@ public final class ControlClient implements AutoCloseable {
                                         }
                                     });
                         }
-                    }).connect(peer).syncUninterruptibly().channel();
+                    }).connect(peer, local == null ? null : new InetSocketAddress(local, 0)).syncUninterruptibly().channel();
         } catch (RuntimeException e) {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw new IOException("cannot reach the control plane of " + peer + ": " + e.getMessage(), e);
@@ -102,7 +103,17 @@ public final class ControlClient implements AutoCloseable {
      */
     public static ControlClient connect(InetSocketAddress peer, byte[] secret, String appId, int maxFrameBytes,
                                         Duration timeout) throws IOException {
-        ControlClient c = new ControlClient(peer, maxFrameBytes, timeout);
+        return connect(peer, secret, appId, maxFrameBytes, timeout, null);
+    }
+
+    /**
+     * As {@link #connect(InetSocketAddress, byte[], String, int, Duration)}, from {@code local} (null:
+     * any): a software-provider peer dials back only the address our control connection comes from,
+     * so it comes from the address our data listener is on.
+     */
+    public static ControlClient connect(InetSocketAddress peer, byte[] secret, String appId, int maxFrameBytes,
+                                        Duration timeout, java.net.InetAddress local) throws IOException {
+        ControlClient c = new ControlClient(peer, maxFrameBytes, timeout, local);
         try {
             if (secret == null) {
                 c.send(ControlFrame.HELLO_UNAUTHENTICATED, (byte) 0, appId.getBytes(StandardCharsets.UTF_8));

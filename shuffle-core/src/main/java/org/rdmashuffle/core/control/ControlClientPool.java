@@ -17,15 +17,22 @@ public final class ControlClientPool implements AutoCloseable {
     private final String appId;
     private final int maxFrameBytes;
     private final Duration timeout;
+    private final java.net.InetAddress local;
     private final Map<InetSocketAddress, ControlClient> clients = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
     /** @param secret the application's shared secret, or null with authentication off */
     public ControlClientPool(byte[] secret, String appId, int maxFrameBytes, Duration timeout) {
+        this(secret, appId, maxFrameBytes, timeout, null);
+    }
+
+    /** @param local the address connections come from (null: any); see {@link ControlClient#connect} */
+    public ControlClientPool(byte[] secret, String appId, int maxFrameBytes, Duration timeout, java.net.InetAddress local) {
         this.secret = secret == null ? null : secret.clone();
         this.appId = appId;
         this.maxFrameBytes = maxFrameBytes;
         this.timeout = timeout;
+        this.local = local;
     }
 
     public byte[] call(InetSocketAddress peer, byte type, byte[] payload) throws IOException {
@@ -55,7 +62,7 @@ public final class ControlClientPool implements AutoCloseable {
         synchronized (this) {
             c = clients.get(peer);
             if (c == null || !c.isOpen()) {
-                c = ControlClient.connect(peer, secret, appId, maxFrameBytes, timeout);
+                c = ControlClient.connect(peer, secret, appId, maxFrameBytes, timeout, local);
                 clients.put(peer, c);
             }
             return c;

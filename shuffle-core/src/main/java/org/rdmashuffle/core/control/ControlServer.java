@@ -54,16 +54,18 @@ public final class ControlServer implements AutoCloseable {
      * @param maxFrameBytes frames over this size close the connection
      */
     public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes) {
-        this(bind, secrets, handler, maxFrameBytes, Runnable::run, Duration.ofSeconds(30));
+        this(bind, secrets, handler, maxFrameBytes, Runnable::run, Duration.ofSeconds(30), Duration.ofMinutes(10));
     }
 
     /**
      * @param requests where requests are handled (a bounded pool: a rejected request is answered
      *     "busy"); {@code Runnable::run} handles them on the event loop
      * @param handshakeTimeout how long a new connection has to authenticate
+     * @param idleTimeout how long a connection may stay silent while it holds nothing (no data
+     *     connection hangs on it)
      */
     public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes,
-                         Executor requests, Duration handshakeTimeout) {
+                         Executor requests, Duration handshakeTimeout, Duration idleTimeout) {
         if (secrets == null && WARNED_UNAUTHENTICATED.compareAndSet(false, true)) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: authentication is OFF -- any peer that can "
                     + "reach " + bind + " may fetch shuffle data (enable spark.authenticate)");
@@ -78,7 +80,8 @@ public final class ControlServer implements AutoCloseable {
                         protected void initChannel(SocketChannel ch) {
                             connections.add(ch);
                             ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, 4, 0, 4),
-                                    new LengthFieldPrepender(4), new Session(secrets, handler, requests, handshakeTimeout));
+                                    new LengthFieldPrepender(4), new Session(secrets, handler, requests, handshakeTimeout,
+                                            idleTimeout));
                         }
                     }).bind(bind).syncUninterruptibly().channel();
         } catch (Exception e) { // Netty rethrows the checked BindException undeclared
@@ -102,17 +105,22 @@ public final class ControlServer implements AutoCloseable {
         private final ControlHandler handler;
         private final Executor requests;
         private final Duration handshakeTimeout;
+        private final Duration idleTimeout;
+        private long lastFrameNanos = System.nanoTime();
+        private java.util.concurrent.ScheduledFuture<?> idleCheck;
         private ChallengeResponse.Server auth;
         private String appId;
         private ControlSession session;
         /** A request is being handled (event loop only). */
         private boolean busy;
 
-        Session(Function<String, byte[]> secrets, ControlHandler handler, Executor requests, Duration handshakeTimeout) {
+        Session(Function<String, byte[]> secrets, ControlHandler handler, Executor requests, Duration handshakeTimeout,
+                Duration idleTimeout) {
             this.secrets = secrets;
             this.handler = handler;
             this.requests = requests;
             this.handshakeTimeout = handshakeTimeout;
+            this.idleTimeout = idleTimeout;
         }
 
         @Override
@@ -122,6 +130,13 @@ public final class ControlServer implements AutoCloseable {
                     refuse(ctx, "no handshake within " + handshakeTimeout.toMillis() + " ms");
                 }
             }, handshakeTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            long period = Math.max(1, idleTimeout.toMillis() / 2);
+            idleCheck = ctx.executor().scheduleAtFixedRate(() -> {
+                boolean holds = session != null && session.holdsResources();
+                if (!busy && !holds && System.nanoTime() - lastFrameNanos > idleTimeout.toNanos() && ctx.channel().isActive()) {
+                    refuse(ctx, "idle for " + idleTimeout.toMillis() + " ms with no data connection");
+                }
+            }, period, period, TimeUnit.MILLISECONDS);
             ctx.fireChannelActive();
         }
 
@@ -131,6 +146,7 @@ public final class ControlServer implements AutoCloseable {
                 refuse(ctx, "malformed frame");
                 return;
             }
+            lastFrameNanos = System.nanoTime();
             byte kind = frame.readByte();
             byte type = frame.readByte();
             byte[] payload = new byte[frame.readableBytes()];
@@ -233,6 +249,9 @@ public final class ControlServer implements AutoCloseable {
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
+            if (idleCheck != null) {
+                idleCheck.cancel(false);
+            }
             if (session != null) {
                 session.closed();
             }

@@ -39,6 +39,11 @@ public final class ControlSession {
         hook.run();
     }
 
+    /** Whether something (a data connection) ends with this connection: then it is not idle, however silent. */
+    synchronized boolean holdsResources() {
+        return !onClose.isEmpty();
+    }
+
     void closed() {
         List<Runnable> hooks;
         synchronized (this) {

@@ -54,6 +54,25 @@ public final class ServingConnections {
         this.table = table;
     }
 
+    /**
+     * A software-provider endpoint (it carries an admission token) makes the serving QP dial the
+     * address it names: only the address the authenticated control connection comes from is dialled,
+     * so a reducer cannot make the service connect to a host that is not its own.
+     */
+    private static void requireDialable(List<QueuePairEndpoint> endpoints, ControlSession session) {
+        java.net.InetAddress from = session.remoteAddress() instanceof java.net.InetSocketAddress a ? a.getAddress() : null;
+        for (QueuePairEndpoint e : endpoints) {
+            if (e.admissionToken() == null) {
+                continue; // a device's: the NIC, not this process, reaches it
+            }
+            java.net.InetAddress target = org.rdmashuffle.core.transport.DeviceSetup.ipv4(e.gid());
+            if (target == null || !target.equals(from)) {
+                throw new IllegalArgumentException("the reducer's data address " + (target == null ? e.gid() : target.getHostAddress())
+                        + " is not the address its control connection comes from");
+            }
+        }
+    }
+
     /** Sets up the connection a CONNECT asks for; returns the encoded answer (our endpoints). */
     public byte[] connect(ControlSession session, byte[] payload) {
         ConnectCodec.Connect theirs = ConnectCodec.decode(payload);
@@ -71,6 +90,7 @@ public final class ServingConnections {
             throw new IllegalArgumentException("a reducer asked for " + n + " queue pairs; this server allows "
                     + config.qpsPerPeer() + " per connection (" + EngineConfig.KEY_QPS_PER_PEER + ")");
         }
+        requireDialable(theirs.endpoints(), session);
         QueuePair[] qps = new QueuePair[n];
         List<QueuePairEndpoint> mine = new ArrayList<>(n);
         try {

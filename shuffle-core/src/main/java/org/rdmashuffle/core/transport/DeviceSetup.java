@@ -64,4 +64,29 @@ public final class DeviceSetup {
         }
         return Math.max(fallback, 0);
     }
+
+    /**
+     * The software provider's data listener address (its port's IPv4 GID), where peers dial our queue
+     * pairs; null on a device (its GID is not an address we connect from). Control connections come
+     * from it, because a software-provider server dials back only where the control connection comes from.
+     */
+    public static java.net.InetAddress softwareDataAddress(VerbsProvider provider, VerbsContext ctx, ConnectOptions options) {
+        if (!org.rdmashuffle.verbs.software.SoftwareProvider.NAME.equals(provider.name())) {
+            return null;
+        }
+        GidEntry e = ctx.queryGid(options.portNumber(), Math.max(0, options.gidIndex()));
+        return e == null ? null : ipv4(e.gid());
+    }
+
+    /** The IPv4 address an IPv4-mapped GID carries; null for any other GID. */
+    public static java.net.InetAddress ipv4(org.rdmashuffle.verbs.Gid gid) {
+        if (!gid.isIpv4Mapped()) {
+            return null;
+        }
+        try {
+            return java.net.InetAddress.getByAddress(java.util.Arrays.copyOfRange(gid.bytes(), 12, 16));
+        } catch (java.net.UnknownHostException e) {
+            throw new AssertionError(e);
+        }
+    }
 }

@@ -125,12 +125,39 @@ class ControlPlaneTest {
     @Test
     void aConnectionThatNeverHandshakesIsClosed() throws IOException {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
-                MAX_FRAME, Runnable::run, Duration.ofMillis(300));
+                MAX_FRAME, Runnable::run, Duration.ofMillis(300), Duration.ofMinutes(10));
              Socket silent = new Socket(s.address().getAddress(), s.address().getPort())) {
             silent.setSoTimeout(10_000);
             long start = System.nanoTime();
             assertEquals(-1, new DataInputStream(silent.getInputStream()).read(), "closed by the server");
             assertTrue(System.nanoTime() - start < 5_000_000_000L, "within the handshake timeout");
+        }
+    }
+
+    @Test
+    void anIdleConnectionHoldingNothingIsClosed() throws IOException {
+        try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
+                MAX_FRAME, Runnable::run, TIMEOUT, Duration.ofMillis(300));
+             ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
+            assertArrayEquals(new byte[] {5}, c.call((byte) 1, new byte[] {5}, TIMEOUT));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (c.isOpen() && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertFalse(c.isOpen(), "an authenticated connection with no data connection, silent past the idle timeout");
+        }
+    }
+
+    @Test
+    void anIdleConnectionWithADataConnectionStays() throws Exception {
+        try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
+            session.onClose(() -> { }); // as a CONNECT does: the data connection ends with this one
+            return payload;
+        }, MAX_FRAME, Runnable::run, TIMEOUT, Duration.ofMillis(300));
+             ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
+            c.call((byte) 1, new byte[] {5}, TIMEOUT);
+            Thread.sleep(1500);
+            assertTrue(c.isOpen(), "closed while a data connection hung on it");
         }
     }
 
@@ -141,7 +168,7 @@ class ControlPlaneTest {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
             release.await();
             return payload;
-        }, MAX_FRAME, pool, TIMEOUT);
+        }, MAX_FRAME, pool, TIMEOUT, Duration.ofMinutes(10));
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
             // The client's calls are sequential; a peer that pipelines is not ours: send two requests at once by hand.
             assertThrows(IOException.class, () -> c.call((byte) 1, new byte[] {1}, Duration.ofMillis(200)));
