@@ -33,6 +33,16 @@ class HostileTenantTest {
     @TempDir
     Path dir;
 
+    /** A software-provider queue-pair endpoint naming {@code host:port} as its data listener (and any token). */
+    private static org.rdmashuffle.verbs.QueuePairEndpoint softwareEndpoint(java.net.InetAddress host, int port) {
+        byte[] gid = new byte[16];
+        gid[10] = (byte) 0xff;
+        gid[11] = (byte) 0xff;
+        System.arraycopy(host.getAddress(), 0, gid, 12, 4);
+        return new org.rdmashuffle.verbs.QueuePairEndpoint(9, 0, org.rdmashuffle.verbs.Gid.of(gid), port,
+                org.rdmashuffle.verbs.Mtu.MTU_1024, "token");
+    }
+
     @Test
     void aReducerOfOneApplicationCannotReadAnothersRegion() throws Exception {
         try (ServiceNode node = new ServiceNode()) {
@@ -154,13 +164,8 @@ class HostileTenantTest {
             EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 4, 4,
                     5000, 4);
             service.registerMapOutput("app-b", 0, 4, b.file(), b.offsets());
-            byte[] hole = new byte[16];
-            hole[10] = (byte) 0xff;
-            hole[11] = (byte) 0xff;
-            System.arraycopy(holeHost.getAddress(), 0, hole, 12, 4);
             // Its address sorts below the service's (127.0.0.2 < 127.0.0.3): the service is the one that dials.
-            org.rdmashuffle.verbs.QueuePairEndpoint intoTheHole = new org.rdmashuffle.verbs.QueuePairEndpoint(9, 0,
-                    org.rdmashuffle.verbs.Gid.of(hole), blackHole.getLocalPort(), org.rdmashuffle.verbs.Mtu.MTU_1024, "token");
+            org.rdmashuffle.verbs.QueuePairEndpoint intoTheHole = softwareEndpoint(holeHost, blackHole.getLocalPort());
             java.util.concurrent.CompletableFuture<Throwable> attack = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
                 try {
                     attacker.call(org.rdmashuffle.core.protocol.ConnectCodec.CONNECT, org.rdmashuffle.core.protocol.ConnectCodec
@@ -258,12 +263,7 @@ class HostileTenantTest {
              java.net.ServerSocket target = new java.net.ServerSocket(0, 50, elsewhere);
              org.rdmashuffle.core.control.ControlClient control = org.rdmashuffle.core.control.ControlClient.connect(
                      service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(10))) {
-            byte[] gid = new byte[16];
-            gid[10] = (byte) 0xff;
-            gid[11] = (byte) 0xff;
-            System.arraycopy(elsewhere.getAddress(), 0, gid, 12, 4);
-            org.rdmashuffle.verbs.QueuePairEndpoint there = new org.rdmashuffle.verbs.QueuePairEndpoint(9, 0,
-                    org.rdmashuffle.verbs.Gid.of(gid), target.getLocalPort(), org.rdmashuffle.verbs.Mtu.MTU_1024, "token");
+            org.rdmashuffle.verbs.QueuePairEndpoint there = softwareEndpoint(elsewhere, target.getLocalPort());
             java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
                     () -> control.call(org.rdmashuffle.core.protocol.ConnectCodec.CONNECT, org.rdmashuffle.core.protocol.ConnectCodec
                             .encode(new org.rdmashuffle.core.protocol.ConnectCodec.Connect(4096, List.of(there))),
