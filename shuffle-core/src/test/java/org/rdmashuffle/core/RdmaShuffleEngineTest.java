@@ -165,4 +165,37 @@ class RdmaShuffleEngineTest {
         assertEquals(blocks.size(), got.fetched.size() + got.failed.size());
         assertTrue(tookMs < 15_000, "close took " + tookMs + " ms");
     }
+
+    /**
+     * Blocks of many sizes through the smallest fetch pool (1 MiB, one chunk), each held by its
+     * listener for a while: the pool recuts its idle chunk for whichever size comes next, and a chain
+     * posts the reads that got buffers rather than waiting for a release that nothing would make.
+     */
+    @Test
+    void blocksOfMixedSizesThroughASmallFetchPoolAllArrive() throws Exception {
+        EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "1m");
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, client,
+                EngineTestSupport.SECRET).withOutputs(dir, 1, 2, 8, EngineTestSupport.size(256 << 10))) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            java.util.concurrent.ScheduledExecutorService later = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+            try {
+                pair.client.fetchBlocks(pair.server.address(), blocks, new org.rdmashuffle.core.client.BlockFetchListener() {
+                    @Override
+                    public void onBlockFetched(org.rdmashuffle.core.client.FetchedBlock block) {
+                        later.schedule(() -> got.onBlockFetched(block), 100, java.util.concurrent.TimeUnit.MILLISECONDS);
+                    }
+
+                    @Override
+                    public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                        got.onBlockFetchFailure(block, cause);
+                    }
+                });
+                got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            } finally {
+                later.shutdownNow();
+            }
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
 }

@@ -12,15 +12,18 @@ public final class RegisteredBuffer {
     private final int lkey;
     final int sizeClass;
     final org.rdmashuffle.verbs.MemoryRegion dedicated;
+    /** The chunk it was cut from; null for a dedicated region. */
+    final RegisteredBufferPool.Chunk chunk;
     private boolean released;
 
     RegisteredBuffer(RegisteredBufferPool pool, MemorySegment segment, int lkey, int sizeClass,
-                     org.rdmashuffle.verbs.MemoryRegion dedicated) {
+                     org.rdmashuffle.verbs.MemoryRegion dedicated, RegisteredBufferPool.Chunk chunk) {
         this.pool = pool;
         this.segment = segment;
         this.lkey = lkey;
         this.sizeClass = sizeClass;
         this.dedicated = dedicated;
+        this.chunk = chunk;
     }
 
     public MemorySegment segment() {

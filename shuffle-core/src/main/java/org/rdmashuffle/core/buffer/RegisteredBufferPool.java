@@ -14,7 +14,9 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  * so memory is registered once in chunks and cut into power-of-two buffers (4 KiB up to a chunk);
  * a free buffer goes back on its class's free list. A request larger than a chunk gets a region of
  * its own, deregistered on release. Everything counts against {@code limitBytes}: {@link
- * #allocate} returns null when the limit is reached, and the caller waits for a release.
+ * #allocate} returns null when the limit is reached, and the caller waits for a release. A chunk none
+ * of whose buffers is out is cut again for the class that needs one: otherwise, once every chunk had
+ * been cut for some sizes, a block of another size would wait for ever.
  */
 public final class RegisteredBufferPool implements AutoCloseable {
     static final int MIN_CLASS_SHIFT = 12;
@@ -24,7 +26,7 @@ public final class RegisteredBufferPool implements AutoCloseable {
     private final int chunkBytes;
     private final int classes;
     private final ArrayDeque<RegisteredBuffer>[] free;
-    private final List<MemoryRegion> chunks = new ArrayList<>();
+    private final List<Chunk> chunks = new ArrayList<>();
     private final java.util.Set<MemoryRegion> dedicated = new java.util.HashSet<>();
     private final Runnable onRelease;
     private long registeredBytes;
@@ -51,6 +53,17 @@ public final class RegisteredBufferPool implements AutoCloseable {
         }
     }
 
+    /** A registered chunk, cut into buffers of one size class; {@code out} of them are handed out. */
+    static final class Chunk {
+        final MemoryRegion region;
+        int sizeClass;
+        int out;
+
+        Chunk(MemoryRegion region) {
+            this.region = region;
+        }
+    }
+
     /** A buffer of at least {@code bytes}, or null if the registered-memory limit leaves no room now. */
     public synchronized RegisteredBuffer allocate(long bytes) {
         if (closed) {
@@ -67,7 +80,7 @@ public final class RegisteredBufferPool implements AutoCloseable {
             dedicated.add(mr);
             registeredBytes += bytes;
             outstanding++;
-            return new RegisteredBuffer(this, mr.segment(), mr.lkey(), -1, mr);
+            return new RegisteredBuffer(this, mr.segment(), mr.lkey(), -1, mr, null);
         }
         int c = Math.max(0, 64 - Long.numberOfLeadingZeros(bytes - 1) - MIN_CLASS_SHIFT);
         if (free[c].isEmpty() && !carve(c)) {
@@ -75,23 +88,43 @@ public final class RegisteredBufferPool implements AutoCloseable {
         }
         RegisteredBuffer b = free[c].pop();
         outstanding++;
+        b.chunk.out++;
         // A fresh object per hand-out: a stale holder's second release cannot free someone else's buffer.
-        return new RegisteredBuffer(this, b.segment(), b.lkey(), c, null);
+        return new RegisteredBuffer(this, b.segment(), b.lkey(), c, null, b.chunk);
     }
 
+    /** Gives class {@code c} a chunk's worth of buffers: a new chunk if the limit allows, else an idle one cut again. */
     private boolean carve(int c) {
-        if (registeredBytes + chunkBytes > limitBytes) {
-            return false;
+        Chunk chunk;
+        if (registeredBytes + chunkBytes <= limitBytes) {
+            chunk = new Chunk(pd.allocateAndRegister(chunkBytes, Access.LOCAL_WRITE));
+            chunks.add(chunk);
+            registeredBytes += chunkBytes;
+        } else {
+            chunk = idleChunk();
+            if (chunk == null) {
+                return false;
+            }
+            Chunk idle = chunk;
+            free[idle.sizeClass].removeIf(b -> b.chunk == idle);
         }
-        MemoryRegion chunk = pd.allocateAndRegister(chunkBytes, Access.LOCAL_WRITE);
-        chunks.add(chunk);
-        registeredBytes += chunkBytes;
+        chunk.sizeClass = c;
         long size = 1L << (c + MIN_CLASS_SHIFT);
-        MemorySegment all = chunk.segment();
+        MemorySegment all = chunk.region.segment();
         for (long off = 0; off + size <= chunkBytes; off += size) {
-            free[c].push(new RegisteredBuffer(this, all.asSlice(off, size), chunk.lkey(), c, null));
+            free[c].push(new RegisteredBuffer(this, all.asSlice(off, size), chunk.region.lkey(), c, null, chunk));
         }
         return true;
+    }
+
+    /** A chunk none of whose buffers is handed out (all on their free list), or null. */
+    private Chunk idleChunk() {
+        for (Chunk k : chunks) {
+            if (k.out == 0) {
+                return k;
+            }
+        }
+        return null;
     }
 
     void release(RegisteredBuffer b) {
@@ -102,8 +135,11 @@ public final class RegisteredBufferPool implements AutoCloseable {
                     b.dedicated.close();
                 }
                 registeredBytes -= b.segment().byteSize();
-            } else if (!closed) {
-                free[b.sizeClass].push(b);
+            } else {
+                b.chunk.out--;
+                if (!closed) {
+                    free[b.sizeClass].push(b);
+                }
             }
         }
         if (onRelease != null) {
@@ -138,7 +174,7 @@ public final class RegisteredBufferPool implements AutoCloseable {
         for (ArrayDeque<RegisteredBuffer> f : free) {
             f.clear();
         }
-        chunks.forEach(MemoryRegion::close);
+        chunks.forEach(k -> k.region.close());
         chunks.clear();
         dedicated.forEach(MemoryRegion::close);
         dedicated.clear();

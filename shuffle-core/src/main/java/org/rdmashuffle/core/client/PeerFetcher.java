@@ -305,10 +305,21 @@ public final class PeerFetcher {
                     }
                 }
                 if (!allocated) {
-                    releaseBuffers(reads);
-                    transport.budget().release(bytes);
-                    transport.budget().await(this); // a released buffer wakes us
-                    break;
+                    reads.remove(reads.size() - 1); // the one that got no buffer
+                    if (reads.isEmpty()) {
+                        transport.budget().release(bytes);
+                        transport.budget().await(this); // a released buffer wakes us
+                        break;
+                    }
+                    // Post the reads that got buffers: with none of ours outstanding, waiting for the rest
+                    // could wait for a release that never comes.
+                    long kept = 0;
+                    for (Read r : reads) {
+                        kept += r.where.length();
+                    }
+                    transport.budget().release(bytes - kept);
+                    bytes = kept;
+                    take = reads.size();
                 }
                 ReadPlan plan = new ReadPlan();
                 Coalescer building = new Coalescer(limits.maxSge(), plan);
