@@ -133,7 +133,9 @@ public final class ControlServer implements AutoCloseable {
             long period = Math.max(1, idleTimeout.toMillis() / 2);
             idleCheck = ctx.executor().scheduleAtFixedRate(() -> {
                 boolean holds = session != null && session.holdsResources();
-                if (!busy && !holds && System.nanoTime() - lastFrameNanos > idleTimeout.toNanos() && ctx.channel().isActive()) {
+                // Before authentication the handshake timeout applies; after it, silence while holding nothing.
+                if (appId != null && !busy && !holds && System.nanoTime() - lastFrameNanos > idleTimeout.toNanos()
+                        && ctx.channel().isActive()) {
                     refuse(ctx, "idle for " + idleTimeout.toMillis() + " ms with no data connection");
                 }
             }, period, period, TimeUnit.MILLISECONDS);

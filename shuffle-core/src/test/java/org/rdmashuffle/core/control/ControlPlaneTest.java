@@ -136,11 +136,11 @@ class ControlPlaneTest {
 
     @Test
     void anIdleConnectionHoldingNothingIsClosed() throws IOException {
+        // The idle time counts from authentication (a slow handshake is the handshake timeout's business).
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
-                MAX_FRAME, Runnable::run, TIMEOUT, Duration.ofMillis(300));
+                MAX_FRAME, Runnable::run, TIMEOUT, Duration.ofSeconds(1));
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
-            assertArrayEquals(new byte[] {5}, c.call((byte) 1, new byte[] {5}, TIMEOUT));
-            long deadline = System.nanoTime() + 10_000_000_000L;
+            long deadline = System.nanoTime() + 20_000_000_000L;
             while (c.isOpen() && System.nanoTime() < deadline) {
                 Thread.onSpinWait();
             }
@@ -153,10 +153,10 @@ class ControlPlaneTest {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
             session.onClose(() -> { }); // as a CONNECT does: the data connection ends with this one
             return payload;
-        }, MAX_FRAME, Runnable::run, TIMEOUT, Duration.ofMillis(300));
+        }, MAX_FRAME, Runnable::run, TIMEOUT, Duration.ofSeconds(1));
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
             c.call((byte) 1, new byte[] {5}, TIMEOUT);
-            Thread.sleep(1500);
+            Thread.sleep(3000);
             assertTrue(c.isOpen(), "closed while a data connection hung on it");
         }
     }
