@@ -22,6 +22,27 @@ public final class Gid {
         return new Gid(raw.clone());
     }
 
+    /** {@code ::ffff:a.b.c.d}: the IPv4-mapped GID of an IPv4 address. */
+    public static Gid ipv4Mapped(java.net.Inet4Address address) {
+        byte[] raw = new byte[BYTES];
+        raw[10] = (byte) 0xff;
+        raw[11] = (byte) 0xff;
+        System.arraycopy(address.getAddress(), 0, raw, 12, 4);
+        return new Gid(raw);
+    }
+
+    /** The IPv4 address an IPv4-mapped GID carries; null for any other GID. */
+    public InetAddress ipv4Address() {
+        if (!isIpv4Mapped()) {
+            return null;
+        }
+        try {
+            return InetAddress.getByAddress(Arrays.copyOfRange(raw, 12, 16));
+        } catch (UnknownHostException e) {
+            throw new AssertionError(e);
+        }
+    }
+
     public byte[] bytes() {
         return raw.clone();
     }
@@ -48,11 +69,7 @@ public final class Gid {
     @Override
     public String toString() {
         if (isIpv4Mapped()) {
-            try {
-                return "::ffff:" + InetAddress.getByAddress(Arrays.copyOfRange(raw, 12, 16)).getHostAddress();
-            } catch (UnknownHostException e) {
-                throw new AssertionError(e);
-            }
+            return "::ffff:" + ipv4Address().getHostAddress();
         }
         String hex = HexFormat.of().formatHex(raw);
         StringBuilder sb = new StringBuilder(39);

@@ -152,7 +152,6 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final FetchingConnections fetching;
     private final Set<DataConnection> serving = ConcurrentHashMap.newKeySet();
     private final FetchTransport transport = new Transport();
-    private final boolean servesManyApplications;
     private volatile boolean closed;
 
     private RdmaShuffleEngine(EngineConfig config, String appId, byte[] secret, VerbsProvider provider) {
@@ -198,7 +197,6 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }
-            this.servesManyApplications = service;
             // An executor's engine has one tenant, its own; a service makes one per application as they come.
             this.tenants = new Tenants(context, config, cqEntries);
             this.own = service ? null : tenants.of(MapOutputRegistry.OWN);
@@ -216,9 +214,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                         @Override
                         public void add(DataConnection c) {
                             serving.add(c);
-                            for (int i = 0; i < c.queuePairs(); i++) {
-                                byQpNumber.put(c.qpNumber(i), c);
-                            }
+                            track(c);
                         }
 
                         @Override
@@ -242,7 +238,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.serverWork = new FairServerQueue(servers, SERVER_QUEUE_PER_APPLICATION);
             int decodeBound = config.receiveBufferSize();
             this.codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
-            this.sender = new MetadataSender(ids, decodeBound, new MetadataSender.Listener() {
+            this.sender = new MetadataSender(ids, codec, new MetadataSender.Listener() {
                 @Override
                 public void connectionFailed(DataConnection c, Throwable cause) {
                     RdmaShuffleEngine.this.connectionFailed(c, cause);
@@ -257,11 +253,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                     DeviceSetup.softwareDataAddress(provider, context, options));
             made.add(controlClients);
             this.fetching = own == null ? null : new FetchingConnections(config, own, queuePairs, options, maxReadSge,
-                    sgeListBroken, controlClients, transport, lifecycle.readLock(), () -> closed, c -> {
-                        for (int q = 0; q < c.queuePairs(); q++) {
-                            byQpNumber.put(c.qpNumber(q), c);
-                        }
-                    });
+                    sgeListBroken, controlClients, transport, lifecycle.readLock(), () -> closed, this::track);
             byte[] appSecret = secret == null ? null : secret.clone();
             Function<String, byte[]> secrets = service ? services
                     : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
@@ -419,7 +411,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     }
 
     private void requireService() {
-        if (!servesManyApplications) {
+        if (own != null) {
             throw new IllegalStateException("only a shuffle service's engine (startService) serves other applications");
         }
     }
@@ -520,6 +512,13 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             return servingConnections.connect(session, payload);
         } finally {
             lifecycle.readLock().unlock();
+        }
+    }
+
+    /** Routes the completions of {@code c}'s queue pairs to it (by QP number) until it is retired. */
+    private void track(DataConnection c) {
+        for (int i = 0; i < c.queuePairs(); i++) {
+            byQpNumber.put(c.qpNumber(i), c);
         }
     }
 

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 
 import org.rdmashuffle.core.control.ControlClient;
@@ -53,7 +52,6 @@ final class HostileReducer implements AutoCloseable {
     private final ReceiveWorkRequests recvWr = ReceiveWorkRequests.allocate(RECEIVES, 1);
     private final WorkCompletions wc = WorkCompletions.allocate(16);
     private final MessageCodec codec = new MessageCodec(BUFFER);
-    private final List<Long> receivedSlots = new ArrayList<>();
     private long nextWrId = 100;
 
     /** Authenticates for {@code app} at {@code service}'s control plane and connects one queue pair. */
@@ -156,7 +154,6 @@ final class HostileReducer implements AutoCloseable {
                         throw new IOException("receive failed: " + wc.status(i));
                     }
                     long slot = wc.wrId(i);
-                    receivedSlots.add(slot);
                     return codec.decode(memory.segment().asSlice(slot * BUFFER, wc.byteLength(i)), wc.byteLength(i));
                 } else if (!wc.isSuccess(i)) {
                     throw new IOException("send failed: " + wc.status(i));
@@ -196,10 +193,6 @@ final class HostileReducer implements AutoCloseable {
     /** The bytes the last read left. */
     byte[] landed(int length) {
         return memory.segment().asSlice((long) (RECEIVES + SENDS) * BUFFER, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-    }
-
-    ControlClient control() {
-        return control;
     }
 
     @Override

@@ -35,12 +35,9 @@ class HostileTenantTest {
 
     /** A software-provider queue-pair endpoint naming {@code host:port} as its data listener (and any token). */
     private static org.rdmashuffle.verbs.QueuePairEndpoint softwareEndpoint(java.net.InetAddress host, int port) {
-        byte[] gid = new byte[16];
-        gid[10] = (byte) 0xff;
-        gid[11] = (byte) 0xff;
-        System.arraycopy(host.getAddress(), 0, gid, 12, 4);
-        return new org.rdmashuffle.verbs.QueuePairEndpoint(9, 0, org.rdmashuffle.verbs.Gid.of(gid), port,
-                org.rdmashuffle.verbs.Mtu.MTU_1024, "token");
+        return new org.rdmashuffle.verbs.QueuePairEndpoint(9, 0,
+                org.rdmashuffle.verbs.Gid.ipv4Mapped((java.net.Inet4Address) host), port, org.rdmashuffle.verbs.Mtu.MTU_1024,
+                "token");
     }
 
     @Test

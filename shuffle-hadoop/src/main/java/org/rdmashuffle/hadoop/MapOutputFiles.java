@@ -96,12 +96,8 @@ final class MapOutputFiles implements MapOutputRegistry.Resolver {
         List<java.nio.file.Path> dirs = new ArrayList<>();
         for (Path p : localDirs.getAllLocalPathsForRead(appDir)) {
             java.nio.file.Path full = java.nio.file.Path.of(p.toUri().getPath());
-            java.nio.file.Path localDir = full;
-            for (int i = java.nio.file.Path.of(appDir).getNameCount(); i > 0 && localDir != null; i--) {
-                localDir = localDir.getParent();
-            }
-            if (localDir != null && Files.isDirectory(full)) {
-                dirs.add(Confinement.applicationDir(localDir, appDir));
+            if (Files.isDirectory(full)) {
+                dirs.add(Confinement.applicationDirAt(full, appDir));
             }
         }
         return new Confinement(dirs, checkOwner ? user : null);

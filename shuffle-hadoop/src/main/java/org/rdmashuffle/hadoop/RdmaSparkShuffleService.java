@@ -206,9 +206,8 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
         try {
             for (Path p : getAuxiliaryLocalPathHandler().getAllLocalPathsForRead(appDir)) {
                 java.nio.file.Path full = java.nio.file.Path.of(p.toUri().getPath());
-                java.nio.file.Path localDir = full.getParent().getParent().getParent().getParent();
                 try {
-                    dirs.add(Confinement.applicationDir(localDir, appDir));
+                    dirs.add(Confinement.applicationDirAt(full, appDir));
                 } catch (IOException refused) {
                     LOG.log(System.Logger.Level.WARNING, "rdma-shuffle Spark service: not serving " + app + " from "
                             + full + ": " + refused.getMessage());

@@ -137,11 +137,7 @@ final class SoftDevice implements VerbsDevice {
 
         /** The listener's IPv4 address as an IPv4-mapped GID. */
         Gid gid() {
-            byte[] raw = new byte[Gid.BYTES];
-            raw[10] = (byte) 0xff;
-            raw[11] = (byte) 0xff;
-            System.arraycopy(address.getAddress().getAddress(), 0, raw, 12, 4);
-            return Gid.of(raw);
+            return Gid.ipv4Mapped((Inet4Address) address.getAddress());
         }
 
         @Override

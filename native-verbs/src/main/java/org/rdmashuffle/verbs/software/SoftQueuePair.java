@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -264,12 +263,7 @@ final class SoftQueuePair implements QueuePair {
         if (!peer.gid().isIpv4Mapped()) {
             throw new VerbsException(call, Errno.EINVAL, "the software provider reaches peers by IPv4 GID, not " + peer.gid());
         }
-        InetSocketAddress address;
-        try {
-            address = new InetSocketAddress(InetAddress.getByAddress(Arrays.copyOfRange(peer.gid().bytes(), 12, 16)), peer.lid());
-        } catch (java.net.UnknownHostException e) {
-            throw new AssertionError(e);
-        }
+        InetSocketAddress address = new InetSocketAddress(peer.gid().ipv4Address(), peer.lid());
         SocketChannel ch = null;
         try {
             ch = SocketChannel.open();

@@ -65,7 +65,7 @@ public final class ServingConnections {
             if (e.admissionToken() == null) {
                 continue; // a device's: the NIC, not this process, reaches it
             }
-            java.net.InetAddress target = org.rdmashuffle.core.transport.DeviceSetup.ipv4(e.gid());
+            java.net.InetAddress target = e.gid().ipv4Address();
             if (target == null || !target.equals(from)) {
                 throw new IllegalArgumentException("the reducer's data address " + (target == null ? e.gid() : target.getHostAddress())
                         + " is not the address its control connection comes from");

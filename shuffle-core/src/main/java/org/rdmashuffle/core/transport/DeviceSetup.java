@@ -75,18 +75,6 @@ public final class DeviceSetup {
             return null;
         }
         GidEntry e = ctx.queryGid(options.portNumber(), Math.max(0, options.gidIndex()));
-        return e == null ? null : ipv4(e.gid());
-    }
-
-    /** The IPv4 address an IPv4-mapped GID carries; null for any other GID. */
-    public static java.net.InetAddress ipv4(org.rdmashuffle.verbs.Gid gid) {
-        if (!gid.isIpv4Mapped()) {
-            return null;
-        }
-        try {
-            return java.net.InetAddress.getByAddress(java.util.Arrays.copyOfRange(gid.bytes(), 12, 16));
-        } catch (java.net.UnknownHostException e) {
-            throw new AssertionError(e);
-        }
+        return e == null ? null : e.gid().ipv4Address();
     }
 }

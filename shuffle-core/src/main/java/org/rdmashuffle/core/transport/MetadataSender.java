@@ -38,11 +38,11 @@ public final class MetadataSender {
 
     /**
      * @param ids the engine's id counter (never repeats, shared with read chains)
-     * @param decodeBound the receive buffer size: the largest message
+     * @param codec the engine's per-thread codec
      */
-    public MetadataSender(AtomicLong ids, int decodeBound, Listener listener) {
+    public MetadataSender(AtomicLong ids, ThreadLocal<MessageCodec> codec, Listener listener) {
         this.ids = ids;
-        this.codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
+        this.codec = codec;
         this.listener = listener;
     }
 

@@ -64,6 +64,20 @@ public final class Confinement {
         return real;
     }
 
+    /**
+     * As {@link #applicationDir(Path, String)} for {@code full}, a path a NodeManager handed out for
+     * {@code relative} below one of its local dirs: that local dir is what precedes {@code relative}.
+     */
+    public static Path applicationDirAt(Path full, String relative) throws IOException {
+        Path rel = Path.of(relative).normalize();
+        Path path = full.normalize();
+        int base = path.getNameCount() - rel.getNameCount();
+        if (base < 1 || !path.endsWith(rel) || path.getRoot() == null) {
+            throw new RefusedFileException(full + " is not '" + relative + "' below a local dir");
+        }
+        return applicationDir(path.getRoot().resolve(path.subpath(0, base)), relative);
+    }
+
     /** The application's directories, canonical. */
     public List<Path> dirs() {
         return realDirs;

@@ -109,6 +109,16 @@ class ConfinementTest {
                 () -> Confinement.applicationDir(nmLocal, "usercache/mallory/appcache/application_1_0003"));
         assertTrue(e.getMessage().contains("symbolic link"), e.getMessage());
         assertThrows(RefusedFileException.class, () -> Confinement.applicationDir(nmLocal, "../nm-recovery"));
+        assertThrows(RefusedFileException.class,
+                () -> Confinement.applicationDirAt(cache.resolve("application_1_0003"), "usercache/mallory/appcache/application_1_0003"));
+    }
+
+    @Test
+    void anApplicationDirHandedOutBelowALocalDirIsFoundFromItsFullPath() throws IOException {
+        String relative = "usercache/alice/appcache/application_1_0001";
+        assertEquals(appDir, Confinement.applicationDirAt(nmLocal.resolve(relative), relative));
+        assertThrows(RefusedFileException.class, () -> Confinement.applicationDirAt(nmLocal.resolve("elsewhere"), relative),
+                "a path that does not end with the application's directory");
     }
 
     @Test
