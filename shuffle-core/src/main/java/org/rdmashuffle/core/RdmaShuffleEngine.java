@@ -12,8 +12,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -91,9 +91,15 @@ public final class RdmaShuffleEngine implements AutoCloseable {
      */
     private static final int MIN_RNR_TIMER = 28;
     private static final int SERVING_RNR_RETRY = 6;
-    /** Threads setting up queue pairs for peers, and CONNECTs that may wait for one (more: "busy", try again). */
-    private static final int CONNECTOR_THREADS = 2;
-    private static final int CONNECT_QUEUE = 64;
+    /**
+     * Threads running control requests (CONNECT sets up queue pairs, dialling the peer on the software
+     * provider), taken fairly across applications, at most CONNECTS_RUNNING_PER_APPLICATION of one
+     * application at a time: one whose dials hang leaves threads for the others. CONNECTs of one
+     * application that may wait; more are answered "busy", try again.
+     */
+    private static final int CONNECTOR_THREADS = 4;
+    private static final int CONNECTS_RUNNING_PER_APPLICATION = 2;
+    private static final int CONNECT_QUEUE_PER_APPLICATION = 64;
     /** Fetch requests of one application waiting for a server thread; more are answered "busy". */
     private static final int SERVER_QUEUE_PER_APPLICATION = 4096;
 
@@ -258,13 +264,16 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             Function<String, byte[]> secrets = service ? services
                     : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
             AtomicInteger connectorIds = new AtomicInteger();
+            // The pool's own queue holds one turn per request waiting: bounded by the fair queue's per-application bound.
             this.connectors = new ThreadPoolExecutor(CONNECTOR_THREADS, CONNECTOR_THREADS, 30, TimeUnit.SECONDS,
-                    new ArrayBlockingQueue<>(CONNECT_QUEUE), r -> Thread.ofPlatform().daemon()
+                    new LinkedBlockingQueue<>(), r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-connector-" + connectorIds.getAndIncrement()).unstarted(r));
             connectors.allowCoreThreadTimeOut(true);
             made.add(connectors::shutdownNow);
+            FairServerQueue connects = new FairServerQueue(connectors, CONNECT_QUEUE_PER_APPLICATION,
+                    CONNECTS_RUNNING_PER_APPLICATION);
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
-                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, connectors, config.connectTimeout(),
+                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, connects::submit, config.connectTimeout(),
                     config.fetchTimeout().multipliedBy(2));
             made.add(controlServer);
             for (CompletionPoller p : pollers) {

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.EngineTestSupport.Collector;
 import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.server.BlockDescriptor;
 import org.rdmashuffle.core.server.MapOutputRegistry;
 import org.rdmashuffle.core.server.files.Confinement;
@@ -32,6 +33,38 @@ class HostileTenantTest {
 
     @TempDir
     Path dir;
+    private java.util.Set<Thread> threadsBefore;
+
+    @org.junit.jupiter.api.BeforeEach
+    void countThreads() {
+        threadsBefore = ourThreads();
+    }
+
+    /** Every thread an attack made the service (or the test's engines) start has ended once they are closed. */
+    @org.junit.jupiter.api.AfterEach
+    void noThreadOutlivesTheTest() throws InterruptedException {
+        long deadline = System.nanoTime() + 15_000_000_000L;
+        while (true) {
+            java.util.Set<Thread> left = ourThreads();
+            left.removeAll(threadsBefore);
+            if (left.isEmpty()) {
+                return;
+            }
+            assertTrue(System.nanoTime() < deadline, "threads still running 15 s after the test: "
+                    + left.stream().map(Thread::getName).sorted().toList());
+            Thread.sleep(20);
+        }
+    }
+
+    private static java.util.Set<Thread> ourThreads() {
+        java.util.Set<Thread> ours = new java.util.HashSet<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.isAlive() && t.getName().startsWith("rdma")) {
+                ours.add(t);
+            }
+        }
+        return ours;
+    }
 
     /** A software-provider queue-pair endpoint naming {@code host:port} as its data listener (and any token). */
     private static org.rdmashuffle.verbs.QueuePairEndpoint softwareEndpoint(java.net.InetAddress host, int port) {
@@ -67,6 +100,43 @@ class HostileTenantTest {
             }
             assertEquals(1, node.service.unregisterApplication("app-b"));
             EngineTestSupport.eventually("connections retired", () -> node.service.counters().servingConnections() == 0);
+        }
+    }
+
+    /**
+     * One application describes its outputs over and over, so each stays within its lease and none can
+     * be released: it may pin its own share of the node's registered memory, not the whole node.
+     */
+    @Test
+    void anApplicationKeepingItsOutputsDescribedCannotPinTheWholeNode() throws Exception {
+        int size = EngineTestSupport.size(700_000);
+        EngineConfig config = EngineTestSupport.smallConfig()
+                .set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, Long.toString(3L * size))
+                .set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, Long.toString(3L * size / 2));
+        try (ServiceNode node = new ServiceNode(config)) {
+            Path aDir = Files.createDirectories(dir.resolve("a"));
+            for (int map = 0; map < 3; map++) {
+                Path f = Files.write(aDir.resolve("shuffle_0_" + map + "_0.data"), new byte[size]);
+                node.service.registerMapOutput("app-a", 0, map, f, new long[] {0, size});
+            }
+            EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 0, 1,
+                    size, 5);
+            node.service.registerMapOutput("app-b", 0, 0, b.file(), b.offsets());
+            try (HostileReducer hog = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A)) {
+                hog.postReceives();
+                hog.describe(0, List.of(BlockId.of(0, 0, 0)));
+                Message refused = hog.ask(new Message.FetchRequest(2, 0, List.of(BlockId.of(0, 1, 0))));
+                assertTrue(refused instanceof Message.ErrorResponse e && e.kind() == Message.ErrorKind.REFUSED,
+                        "a second output beyond the application's share: " + refused);
+
+                RdmaShuffleEngine victim = node.reducer("app-b", SECRET_B);
+                List<BlockId> blocks = EngineTestSupport.everyPartition(List.of(b));
+                Collector c = new Collector(blocks.size());
+                victim.fetchBlocks(node.service.address(), blocks, c);
+                c.await().assertAllIntact(EngineTestSupport.expected(List.of(b), blocks));
+                hog.describe(0, List.of(BlockId.of(0, 0, 0))); // the hog's own lease renewed, still served
+                EngineTestSupport.assertNothingLeaks(victim, node.service);
+            }
         }
     }
 
@@ -154,38 +224,60 @@ class HostileTenantTest {
              RdmaShuffleEngine service = RdmaShuffleEngine.startService(EngineTestSupport.smallConfig(),
                      Map.of("app-a", SECRET_A, "app-b", SECRET_B)::get, serviceProvider);
              RdmaShuffleEngine reducerB = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), "app-b", SECRET_B,
-                     clientProvider);
-             // The service dials only where a control connection comes from: the attacker comes from the hole's address.
-             org.rdmashuffle.core.control.ControlClient attacker = org.rdmashuffle.core.control.ControlClient.connect(
-                     service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(30), holeHost)) {
+                     clientProvider)) {
             EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 4, 4,
                     5000, 4);
             service.registerMapOutput("app-b", 0, 4, b.file(), b.offsets());
             // Its address sorts below the service's (127.0.0.2 < 127.0.0.3): the service is the one that dials.
             org.rdmashuffle.verbs.QueuePairEndpoint intoTheHole = softwareEndpoint(holeHost, blackHole.getLocalPort());
-            java.util.concurrent.CompletableFuture<Throwable> attack = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    attacker.call(org.rdmashuffle.core.protocol.ConnectCodec.CONNECT, org.rdmashuffle.core.protocol.ConnectCodec
-                            .encode(new org.rdmashuffle.core.protocol.ConnectCodec.Connect(4096, List.of(intoTheHole))),
-                            java.time.Duration.ofSeconds(30));
-                    return null;
-                } catch (java.io.IOException e) {
-                    return e;
+            // As many connections as the service has connector threads, each with a CONNECT into the hole. The
+            // service dials only where a control connection comes from: the attacker comes from the hole's address.
+            List<org.rdmashuffle.core.control.ControlClient> attackers = new java.util.ArrayList<>();
+            List<java.util.concurrent.CompletableFuture<Throwable>> attacks = new java.util.ArrayList<>();
+            try {
+                for (int i = 0; i < 4; i++) {
+                    org.rdmashuffle.core.control.ControlClient attacker = org.rdmashuffle.core.control.ControlClient.connect(
+                            service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(30), holeHost);
+                    attackers.add(attacker);
+                    java.util.concurrent.CompletableFuture<Throwable> attack = new java.util.concurrent.CompletableFuture<>();
+                    Thread.ofPlatform().daemon().start(() -> { // all at once: the common pool may have one thread
+                        try {
+                            attacker.call(org.rdmashuffle.core.protocol.ConnectCodec.CONNECT,
+                                    org.rdmashuffle.core.protocol.ConnectCodec.encode(
+                                            new org.rdmashuffle.core.protocol.ConnectCodec.Connect(4096, List.of(intoTheHole))),
+                                    java.time.Duration.ofSeconds(60));
+                            attack.complete(null);
+                        } catch (java.io.IOException e) {
+                            attack.complete(e);
+                        }
+                    });
+                    attacks.add(attack);
                 }
-            });
-            Thread.sleep(300); // the service is dialling the black hole now
-
-            long start = System.nanoTime();
-            List<BlockId> blocks = EngineTestSupport.everyPartition(List.of(b));
-            Collector c = new Collector(blocks.size());
-            reducerB.fetchBlocks(service.address(), blocks, c);
-            assertTrue(c.answeredWithin(java.time.Duration.ofSeconds(8)), "another application's fetch waited for the dial");
-            c.assertAllIntact(EngineTestSupport.expected(List.of(b), blocks));
-            assertTrue(System.nanoTime() - start < 8_000_000_000L);
-
-            Throwable refused = attack.get(30, java.util.concurrent.TimeUnit.SECONDS);
-            assertTrue(refused != null && refused.getMessage().contains("cannot reach peer"), String.valueOf(refused));
+                assertVictimServedWhileTheServiceDials(reducerB, service, b, attacks, blackHole);
+            } finally {
+                attackers.forEach(org.rdmashuffle.core.control.ControlClient::close);
+            }
             EngineTestSupport.assertNothingLeaks(reducerB, service);
+        }
+    }
+
+    /** Application b's fetch is answered while application a's CONNECTs wait on the hole; then each of those fails. */
+    private static void assertVictimServedWhileTheServiceDials(RdmaShuffleEngine reducerB, RdmaShuffleEngine service,
+                                                            EngineTestSupport.MapOutput b,
+                                                            List<java.util.concurrent.CompletableFuture<Throwable>> attacks,
+                                                            java.net.ServerSocket blackHole) throws Exception {
+        Thread.sleep(300); // the service is dialling the black hole now
+        long start = System.nanoTime();
+        List<BlockId> blocks = EngineTestSupport.everyPartition(List.of(b));
+        Collector c = new Collector(blocks.size());
+        reducerB.fetchBlocks(service.address(), blocks, c);
+        assertTrue(c.answeredWithin(java.time.Duration.ofSeconds(8)), "another application's fetch waited for the dials");
+        c.assertAllIntact(EngineTestSupport.expected(List.of(b), blocks));
+        assertTrue(System.nanoTime() - start < 8_000_000_000L);
+        blackHole.close(); // the dials waiting on it fail now, not after their timeout
+        for (java.util.concurrent.CompletableFuture<Throwable> attack : attacks) {
+            Throwable refused = attack.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(refused != null && refused.getMessage().contains("cannot reach peer"), String.valueOf(refused));
         }
     }
 

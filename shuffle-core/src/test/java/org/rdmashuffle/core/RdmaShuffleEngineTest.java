@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -195,6 +196,57 @@ class RdmaShuffleEngineTest {
             } finally {
                 later.shutdownNow();
             }
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /**
+     * The reducer's buffers are held by its consumer, so described reads wait in the queue for longer
+     * than the server's lease on their regions (one fetch timeout, half of which is past): each such
+     * block is described again before it is read, not read from a region the server may have released.
+     */
+    @Test
+    void aReadQueuedPastHalfTheLeaseIsDescribedAgain() throws Exception {
+        Assumptions.assumeFalse(EngineTestSupport.usesDevice(), "holds blocks for seconds against a 2 s timeout: "
+                + "too tight for the emulated guest; the logic is the same on every provider");
+        EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "1m")
+                .set(EngineConfig.KEY_FETCH_TIMEOUT, "2s");
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, client,
+                EngineTestSupport.SECRET).withOutputs(dir, 1, 1, 16, 256 << 10)) {
+            java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+            pair.client.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public org.rdmashuffle.core.protocol.Message message(org.rdmashuffle.core.transport.DataConnection.Role role,
+                                                                     org.rdmashuffle.core.protocol.Message m) {
+                    if (m instanceof org.rdmashuffle.core.protocol.Message.FetchRequest r) {
+                        asked.addAndGet(r.blocks().size());
+                    }
+                    return m;
+                }
+            });
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            java.util.concurrent.ScheduledExecutorService later = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+            try {
+                // Each block is kept 1.5 s before its buffer goes back: the 1 MiB pool holds three, so the
+                // last blocks wait past half the 2 s lease for a buffer.
+                pair.client.fetchBlocks(pair.server.address(), blocks, new org.rdmashuffle.core.client.BlockFetchListener() {
+                    @Override
+                    public void onBlockFetched(org.rdmashuffle.core.client.FetchedBlock block) {
+                        later.schedule(() -> got.onBlockFetched(block), 1500, java.util.concurrent.TimeUnit.MILLISECONDS);
+                    }
+
+                    @Override
+                    public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                        got.onBlockFetchFailure(block, cause);
+                    }
+                });
+                got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            } finally {
+                later.shutdownNow();
+            }
+            assertTrue(asked.get() > blocks.size(), "no block was described again: " + asked.get() + " asked for "
+                    + blocks.size() + " blocks");
             EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
         }
     }

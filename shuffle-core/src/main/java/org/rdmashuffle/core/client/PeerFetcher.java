@@ -65,11 +65,14 @@ public final class PeerFetcher {
     private static final class Read {
         final Wanted wanted;
         final BlockDescriptor where;
+        /** When the peer described it: the peer keeps the region registered for a lease from then. */
+        final long describedAt;
         RegisteredBuffer buffer;
 
-        Read(Wanted wanted, BlockDescriptor where) {
+        Read(Wanted wanted, BlockDescriptor where, long describedAt) {
             this.wanted = wanted;
             this.where = where;
+            this.describedAt = describedAt;
         }
     }
 
@@ -240,6 +243,7 @@ public final class PeerFetcher {
     /** Checks each descriptor against what was asked and queues its read; returns what is wrong, if anything. */
     private Throwable queueReads(Request req, Message.FetchResponse r) {
         List<Read> reads = new ArrayList<>(req.blocks.size());
+        long now = System.nanoTime();
         for (int i = 0; i < req.blocks.size(); i++) {
             Wanted w = req.blocks.get(i);
             BlockDescriptor d = r.blocks().get(i);
@@ -251,7 +255,7 @@ public final class PeerFetcher {
                 return new MalformedMessageException("response " + r.requestId() + ": impossible range for " + w.id() + ": "
                         + d.length() + " bytes at 0x" + Long.toHexString(d.address()));
             }
-            reads.add(new Read(w, d));
+            reads.add(new Read(w, d, now));
         }
         queued.addAll(reads);
         return null;
@@ -259,6 +263,7 @@ public final class PeerFetcher {
 
     /** Posts chains while the bounds allow. Call with no fetcher's lock held. */
     public void pump() {
+        redescribeStale(System.nanoTime());
         List<Wanted> tooLarge = new ArrayList<>();
         Throwable postFailed = null;
         synchronized (this) {
@@ -386,8 +391,37 @@ public final class PeerFetcher {
         transport.budget().wakeWaiters();
     }
 
-    /** Fails the connection if a request or a chain has waited longer than the fetch timeout. */
+    /**
+     * Asks again for the blocks whose reads waited in the queue (for room in the bounds) longer than
+     * half the fetch timeout. The peer keeps a described region registered for a lease of one fetch
+     * timeout and may release it after; a read posted later could find the region gone, fail, and take
+     * the connection and every block on it down. Described again, the region's lease starts anew.
+     */
+    private void redescribeStale(long now) {
+        List<Wanted> stale = null;
+        synchronized (this) {
+            if (failed || queued.isEmpty()) {
+                return;
+            }
+            for (Iterator<Read> it = queued.iterator(); it.hasNext(); ) {
+                Read r = it.next();
+                if (now - r.describedAt > limits.timeoutNanos() / 2) {
+                    it.remove();
+                    (stale == null ? stale = new ArrayList<>() : stale).add(r.wanted);
+                }
+            }
+        }
+        if (stale != null) {
+            request(stale);
+        }
+    }
+
+    /**
+     * Fails the connection if a request or a chain has waited longer than the fetch timeout; asks again
+     * for blocks queued so long their description may be out of date.
+     */
     public void checkTimeouts(long now) {
+        redescribeStale(now);
         String late = null;
         synchronized (this) {
             for (Request r : awaiting.values()) {

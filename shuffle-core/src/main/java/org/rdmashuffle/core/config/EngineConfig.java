@@ -39,6 +39,7 @@ public final class EngineConfig {
     public static final String KEY_RECEIVE_LOW_WATER = "srq.lowWater";
     public static final String KEY_SEND_BUFFERS = "sendBuffers";
     public static final String KEY_REGISTERED_MEMORY_LIMIT = "registeredMemoryLimit";
+    public static final String KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION = "registeredMemoryLimitPerApplication";
     public static final String KEY_FETCH_BUFFER_MEMORY = "fetchBufferMemory";
     public static final String KEY_POLLER_THREADS = "pollerThreads";
     public static final String KEY_SERVER_THREADS = "serverThreads";
@@ -65,6 +66,8 @@ public final class EngineConfig {
     int receiveLowWater = 32;
     int sendBuffers = 128;
     long registeredMemoryLimit = 64L << 30;
+    /** Unset (-1): a quarter of registeredMemoryLimit. */
+    long registeredMemoryLimitPerApplication = -1;
     long fetchBufferMemory = 256L << 20;
     int pollerThreads = 1;
     int serverThreads = 2;
@@ -103,7 +106,7 @@ public final class EngineConfig {
         return java.util.List.of(KEY_PROVIDER, KEY_DEVICE, KEY_PORT, KEY_GID_INDEX, KEY_BIND_ADDRESS, KEY_CONTROL_PORT,
                 KEY_QPS_PER_PEER, KEY_CHAIN_LENGTH, KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER,
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
-                KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
+                KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
                 KEY_BUSY_POLL, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION);
     }
@@ -127,6 +130,7 @@ public final class EngineConfig {
             case KEY_RECEIVE_LOW_WATER -> receiveLowWater = Integer.parseInt(v);
             case KEY_SEND_BUFFERS -> sendBuffers = Integer.parseInt(v);
             case KEY_REGISTERED_MEMORY_LIMIT -> registeredMemoryLimit = parseBytes(v);
+            case KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION -> registeredMemoryLimitPerApplication = parseBytes(v);
             case KEY_FETCH_BUFFER_MEMORY -> fetchBufferMemory = parseBytes(v);
             case KEY_POLLER_THREADS -> pollerThreads = Integer.parseInt(v);
             case KEY_SERVER_THREADS -> serverThreads = Integer.parseInt(v);
@@ -155,6 +159,10 @@ public final class EngineConfig {
                 "0.." + (receiveBuffers - 1), receiveLowWater);
         require(sendBuffers >= 2, KEY_SEND_BUFFERS, "at least 2", sendBuffers);
         require(registeredMemoryLimit > 0, KEY_REGISTERED_MEMORY_LIMIT, "positive", registeredMemoryLimit);
+        require(registeredMemoryLimitPerApplication == -1
+                        || (registeredMemoryLimitPerApplication > 0 && registeredMemoryLimitPerApplication <= registeredMemoryLimit),
+                KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, "1.." + registeredMemoryLimit + " (" + KEY_REGISTERED_MEMORY_LIMIT + ")",
+                registeredMemoryLimitPerApplication);
         require(fetchBufferMemory >= (1 << 20), KEY_FETCH_BUFFER_MEMORY, "at least 1m", fetchBufferMemory);
         require(pollerThreads >= 1 && pollerThreads <= 64, KEY_POLLER_THREADS, "1..64", pollerThreads);
         require(serverThreads >= 1 && serverThreads <= 64, KEY_SERVER_THREADS, "1..64", serverThreads);
@@ -192,6 +200,7 @@ public final class EngineConfig {
         m.put(KEY_RECEIVE_LOW_WATER, Integer.toString(receiveLowWater));
         m.put(KEY_SEND_BUFFERS, Integer.toString(sendBuffers));
         m.put(KEY_REGISTERED_MEMORY_LIMIT, Long.toString(registeredMemoryLimit));
+        m.put(KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, Long.toString(registeredMemoryLimitPerApplication()));
         m.put(KEY_FETCH_BUFFER_MEMORY, Long.toString(fetchBufferMemory));
         m.put(KEY_POLLER_THREADS, Integer.toString(pollerThreads));
         m.put(KEY_SERVER_THREADS, Integer.toString(serverThreads));
@@ -253,6 +262,15 @@ public final class EngineConfig {
     public int receiveLowWater() { return receiveLowWater; }
     public int sendBuffers() { return sendBuffers; }
     public long registeredMemoryLimit() { return registeredMemoryLimit; }
+
+    /**
+     * Most map-output bytes one application may have registered on a node that serves many: bounds
+     * what one tenant can pin of the node's {@link #registeredMemoryLimit()}. Unset: a quarter of it.
+     */
+    public long registeredMemoryLimitPerApplication() {
+        return registeredMemoryLimitPerApplication > 0 ? registeredMemoryLimitPerApplication
+                : Math.max(1, registeredMemoryLimit / 4);
+    }
     public long fetchBufferMemory() { return fetchBufferMemory; }
     public int pollerThreads() { return pollerThreads; }
     /** Threads answering fetch requests that need slow work (finding an output on disk, registering its file). */

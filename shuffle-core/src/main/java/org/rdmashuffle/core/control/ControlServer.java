@@ -3,7 +3,6 @@ package org.rdmashuffle.core.control;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -54,18 +53,18 @@ public final class ControlServer implements AutoCloseable {
      * @param maxFrameBytes frames over this size close the connection
      */
     public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes) {
-        this(bind, secrets, handler, maxFrameBytes, Runnable::run, Duration.ofSeconds(30), Duration.ofMinutes(10));
+        this(bind, secrets, handler, maxFrameBytes, RequestScheduler.INLINE, Duration.ofSeconds(30), Duration.ofMinutes(10));
     }
 
     /**
-     * @param requests where requests are handled (a bounded pool: a rejected request is answered
-     *     "busy"); {@code Runnable::run} handles them on the event loop
+     * @param requests where requests are handled (bounded: a refused request is answered "busy");
+     *     {@link RequestScheduler#INLINE} handles them on the event loop
      * @param handshakeTimeout how long a new connection has to authenticate
      * @param idleTimeout how long a connection may stay silent while it holds nothing (no data
      *     connection hangs on it)
      */
     public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes,
-                         Executor requests, Duration handshakeTimeout, Duration idleTimeout) {
+                         RequestScheduler requests, Duration handshakeTimeout, Duration idleTimeout) {
         if (secrets == null && WARNED_UNAUTHENTICATED.compareAndSet(false, true)) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: authentication is OFF -- any peer that can "
                     + "reach " + bind + " may fetch shuffle data (enable spark.authenticate)");
@@ -103,7 +102,7 @@ public final class ControlServer implements AutoCloseable {
     private static final class Session extends SimpleChannelInboundHandler<ByteBuf> {
         private final Function<String, byte[]> secrets;
         private final ControlHandler handler;
-        private final Executor requests;
+        private final RequestScheduler requests;
         private final Duration handshakeTimeout;
         private final Duration idleTimeout;
         private long lastFrameNanos = System.nanoTime();
@@ -114,7 +113,7 @@ public final class ControlServer implements AutoCloseable {
         /** A request is being handled (event loop only). */
         private boolean busy;
 
-        Session(Function<String, byte[]> secrets, ControlHandler handler, Executor requests, Duration handshakeTimeout,
+        Session(Function<String, byte[]> secrets, ControlHandler handler, RequestScheduler requests, Duration handshakeTimeout,
                 Duration idleTimeout) {
             this.secrets = secrets;
             this.handler = handler;
@@ -206,9 +205,7 @@ public final class ControlServer implements AutoCloseable {
                         }
                         ControlSession s = session;
                         busy = true;
-                        try {
-                            requests.execute(() -> handle(ctx, s, type, callId, request));
-                        } catch (RejectedExecutionException full) {
+                        if (!requests.submit(appId, () -> handle(ctx, s, type, callId, request))) {
                             busy = false;
                             send(ctx, ControlFrame.ERROR, type, ControlFrame.withCallId(callId,
                                     "the server is busy: try again".getBytes(StandardCharsets.UTF_8)));

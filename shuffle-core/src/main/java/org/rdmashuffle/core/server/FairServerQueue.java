@@ -7,67 +7,122 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 
 /**
- * Work for the server threads (fetch requests that need a disk search or a registration), taken
- * round-robin across applications: one application flooding the service with requests waits behind
- * its own, while another's next request runs after at most one task of each busy application. Each
- * application may have at most {@code perApplication} tasks waiting; beyond that {@link #submit}
- * refuses, and the caller answers "busy". Thread-safe.
+ * Work for a small pool of threads (fetch requests that need a disk search or a registration; control
+ * requests that set up queue pairs), taken round-robin across applications: one application flooding
+ * the service waits behind its own work, while another's next task runs after at most one task of
+ * each busy application. Bounded twice per application: at most {@code waitingPerApplication} tasks
+ * waiting (beyond that {@link #submit} refuses and the caller answers "busy"), and at most
+ * {@code runningPerApplication} running at once, so tasks of one application that block (a dial to a
+ * peer that never answers) cannot hold every thread. Thread-safe.
  */
 public final class FairServerQueue {
+    private static final System.Logger LOG = System.getLogger(FairServerQueue.class.getName());
     private final Executor threads;
-    private final int perApplication;
-    private final Map<Object, ArrayDeque<Runnable>> waiting = new HashMap<>();
-    /** Applications with waiting work, in the order they get their next turn. */
-    private final ArrayDeque<Object> turns = new ArrayDeque<>();
+    private final int waitingPerApplication;
+    private final int runningPerApplication;
+    private final Map<Object, Tenant> tenants = new HashMap<>();
+    /** Applications with waiting work and room to run more, in the order they get their next turn. */
+    private final ArrayDeque<Tenant> turns = new ArrayDeque<>();
 
-    /** @param threads runs one {@link #runOne} per task submitted (a fixed pool of server threads) */
-    public FairServerQueue(Executor threads, int perApplication) {
+    private static final class Tenant {
+        final Object application;
+        final ArrayDeque<Runnable> waiting = new ArrayDeque<>();
+        int running;
+        boolean hasTurn;
+
+        Tenant(Object application) {
+            this.application = application;
+        }
+    }
+
+    /** Unbounded running per application: for pools where no task blocks on a peer. */
+    public FairServerQueue(Executor threads, int waitingPerApplication) {
+        this(threads, waitingPerApplication, Integer.MAX_VALUE);
+    }
+
+    /** @param threads runs the queue's turns (a fixed pool; one turn is asked of it per task submitted) */
+    public FairServerQueue(Executor threads, int waitingPerApplication, int runningPerApplication) {
+        if (waitingPerApplication < 1 || runningPerApplication < 1) {
+            throw new IllegalArgumentException("bounds must be positive: " + waitingPerApplication + " waiting, "
+                    + runningPerApplication + " running");
+        }
         this.threads = threads;
-        this.perApplication = perApplication;
+        this.waitingPerApplication = waitingPerApplication;
+        this.runningPerApplication = runningPerApplication;
     }
 
     /** Queues {@code task} for {@code application}; false (nothing queued) if it already has its share waiting. */
     public boolean submit(Object application, Runnable task) {
         synchronized (this) {
-            ArrayDeque<Runnable> q = waiting.computeIfAbsent(application, a -> new ArrayDeque<>());
-            if (q.size() >= perApplication) {
+            Tenant t = tenants.computeIfAbsent(application, Tenant::new);
+            if (t.waiting.size() >= waitingPerApplication) {
                 return false;
             }
-            q.add(task);
-            if (q.size() == 1) {
-                turns.add(application);
-            }
+            t.waiting.add(task);
+            offerTurn(t);
         }
         try {
-            threads.execute(this::runOne); // one turn per task: the threads run exactly as many as are queued
+            threads.execute(this::runTurns);
         } catch (RejectedExecutionException closing) {
             // shutting down: the task is dropped with the queue
         }
         return true;
     }
 
-    /** Runs the next task of the application whose turn it is. */
-    private void runOne() {
-        Runnable task;
-        synchronized (this) {
-            Object app = turns.poll();
-            if (app == null) {
-                return;
+    /** Under the lock: gives {@code t} a turn if it has work waiting and room to run it. */
+    private void offerTurn(Tenant t) {
+        if (!t.hasTurn && !t.waiting.isEmpty() && t.running < runningPerApplication) {
+            t.hasTurn = true;
+            turns.add(t);
+        }
+    }
+
+    /**
+     * Runs tasks, each of the application whose turn it is, until no application may run one. A thread
+     * that finishes a task looks again: the task's end may have given its application room to run the
+     * next, whose own turn request may already have found nothing to do.
+     */
+    private void runTurns() {
+        while (true) {
+            Tenant t;
+            Runnable task;
+            synchronized (this) {
+                t = turns.poll();
+                if (t == null) {
+                    return;
+                }
+                t.hasTurn = false;
+                task = t.waiting.poll();
+                t.running++;
+                offerTurn(t);
             }
-            ArrayDeque<Runnable> q = waiting.get(app);
-            task = q.poll();
-            if (q.isEmpty()) {
-                waiting.remove(app);
-            } else {
-                turns.add(app);
+            try {
+                task.run();
+            } catch (RuntimeException e) {
+                // Keep turning: a waiting task of this application may have no other thread to run it.
+                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: a task of " + t.application + " failed", e);
+            } finally {
+                synchronized (this) {
+                    t.running--;
+                    if (t.running == 0 && t.waiting.isEmpty()) {
+                        tenants.remove(t.application);
+                    } else {
+                        offerTurn(t);
+                    }
+                }
             }
         }
-        task.run();
     }
 
     /** Tasks waiting for {@code application}. */
     public synchronized int waiting(Object application) {
-        ArrayDeque<Runnable> q = waiting.get(application);
-        return q == null ? 0 : q.size();
+        Tenant t = tenants.get(application);
+        return t == null ? 0 : t.waiting.size();
+    }
+
+    /** Tasks of {@code application} running now. */
+    public synchronized int running(Object application) {
+        Tenant t = tenants.get(application);
+        return t == null ? 0 : t.running;
     }
 }

@@ -29,7 +29,9 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  *
  * <p>Registered memory is bounded: when registering would exceed the limit, the least recently
  * described regions are released, except those described within the lease period (a reducer may be
- * reading them right now). If nothing can be released the request fails with
+ * reading them right now). On a node serving many applications each registry's limit is one
+ * application's share, and all draw from one {@link RegisteredMemoryBudget}: when that is spent, other
+ * applications' idle regions are released too. If nothing can be released the request fails with
  * {@link RegisteredMemoryExhaustedException} naming the numbers.
  *
  * <p>Thread-safe, and the slow work runs outside its lock — a resolver's disk search, registering a
@@ -141,6 +143,7 @@ public final class MapOutputRegistry implements AutoCloseable {
         this.budget = budget;
         this.leaseNanos = leaseMillis * 1_000_000L;
         this.clock = clock;
+        budget.join(this);
     }
 
     /**
@@ -224,6 +227,7 @@ public final class MapOutputRegistry implements AutoCloseable {
     }
 
     private BlockDescriptor describeOrRegister(String app, int shuffleId, long mapId, int start, int end) {
+        boolean reclaimed = false;
         while (true) {
             MapOutput out = output(app, shuffleId, mapId);
             CompletableFuture<Void> registration;
@@ -238,15 +242,24 @@ public final class MapOutputRegistry implements AutoCloseable {
                     return d;
                 }
                 if (out.registration == null) {
-                    makeRoom(out.size(), out);
-                    registeredBytes += out.size(); // reserved while the file is registered outside the lock
-                    out.registration = new CompletableFuture<>();
-                    registrationsUnderWay.add(out.registration);
-                    mine = true;
+                    if (!makeRoom(out.size(), out, reclaimed)) {
+                        registration = null; // the node's budget is spent: other applications' idle regions, below
+                    } else {
+                        registeredBytes += out.size(); // reserved while the file is registered outside the lock
+                        out.registration = new CompletableFuture<>();
+                        registrationsUnderWay.add(out.registration);
+                        mine = true;
+                        registration = out.registration;
+                    }
+                } else {
+                    registration = out.registration;
                 }
-                registration = out.registration;
             }
-            if (mine) {
+            if (registration == null) {
+                closeDeregistered();
+                budget.reclaimIdle(out.size(), this); // outside our lock: it takes theirs
+                reclaimed = true;
+            } else if (mine) {
                 register(out, registration);
             } else {
                 awaitOther(registration);
@@ -397,7 +410,14 @@ public final class MapOutputRegistry implements AutoCloseable {
         registration.complete(null);
     }
 
-    private void makeRoom(long bytes, MapOutput forWhom) {
+    /**
+     * Under the lock: reserves {@code bytes} under this registry's limit and in the node's budget,
+     * deregistering this application's least recently described regions outside their lease as needed.
+     * False if only the node's budget is short and {@code lastTry} is not set (the caller then takes
+     * other applications' idle regions, outside this lock, and tries again); otherwise throws
+     * RegisteredMemoryExhaustedException naming the numbers.
+     */
+    private boolean makeRoom(long bytes, MapOutput forWhom, boolean lastTry) {
         if (bytes > limitBytes) {
             throw new RegisteredMemoryExhaustedException("map output " + forWhom.mapId + " of shuffle " + forWhom.shuffleId
                     + " has " + bytes + " bytes, more than the registered-memory limit of " + limitBytes);
@@ -423,10 +443,41 @@ public final class MapOutputRegistry implements AutoCloseable {
                     + " bytes: " + registeredBytes + " bytes are registered and all were described within the lease");
         }
         if (!reserved && !budget.tryReserve(bytes)) {
+            if (!lastTry) {
+                return false;
+            }
             throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of map output " + forWhom.mapId
                     + " of shuffle " + forWhom.shuffleId + " would exceed the node's registered-memory budget of "
-                    + budget.limitBytes() + " bytes across applications (" + budget.usedBytes() + " in use)");
+                    + budget.limitBytes() + " bytes across applications (" + budget.usedBytes()
+                    + " in use, all described within the lease)");
         }
+        return true;
+    }
+
+    /**
+     * Deregisters this registry's least recently described regions outside their lease until
+     * {@code bytes} are released or none is left; returns the bytes released. For the budget, when
+     * another application needs room.
+     */
+    long releaseIdle(long bytes) {
+        long released = 0;
+        synchronized (this) {
+            if (closed) {
+                return 0;
+            }
+            long now = clock.getAsLong();
+            for (Iterator<MapOutput> lru = registered.keySet().iterator(); lru.hasNext() && released < bytes; ) {
+                MapOutput victim = lru.next();
+                if (now - victim.describedAt < leaseNanos) {
+                    continue;
+                }
+                lru.remove();
+                released += victim.size();
+                deregister(victim);
+            }
+        }
+        closeDeregistered();
+        return released;
     }
 
     /**
@@ -554,6 +605,7 @@ public final class MapOutputRegistry implements AutoCloseable {
                 return;
             }
             closed = true;
+            budget.leave(this);
             List<ShuffleKey> shuffles = new ArrayList<>(outputs.keySet());
             shuffles.forEach(k -> outputs.remove(k).values().forEach(this::release));
             underWay = new ArrayList<>(registrationsUnderWay);

@@ -75,7 +75,10 @@ public final class TenantDomain implements AutoCloseable {
         this.srq = q;
         this.receivePool = receives;
         this.sendPool = sends;
-        this.registry = new MapOutputRegistry(pd, config.registeredMemoryLimit(), leaseMillis, registeredMemory);
+        // One application of many may pin only its share of the node's budget; an engine's own, all of it.
+        long limit = app.equals(MapOutputRegistry.OWN) ? config.registeredMemoryLimit()
+                : config.registeredMemoryLimitPerApplication();
+        this.registry = new MapOutputRegistry(pd, limit, leaseMillis, registeredMemory);
         this.requests = new FetchRequestHandler(registry);
     }
 

@@ -125,7 +125,7 @@ class ControlPlaneTest {
     @Test
     void aConnectionThatNeverHandshakesIsClosed() throws IOException {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
-                MAX_FRAME, Runnable::run, Duration.ofMillis(300), Duration.ofMinutes(10));
+                MAX_FRAME, RequestScheduler.INLINE, Duration.ofMillis(300), Duration.ofMinutes(10));
              Socket silent = new Socket(s.address().getAddress(), s.address().getPort())) {
             silent.setSoTimeout(10_000);
             long start = System.nanoTime();
@@ -138,7 +138,7 @@ class ControlPlaneTest {
     void anIdleConnectionHoldingNothingIsClosed() throws IOException {
         // The idle time counts from authentication (a slow handshake is the handshake timeout's business).
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
-                MAX_FRAME, Runnable::run, TIMEOUT, Duration.ofSeconds(1));
+                MAX_FRAME, RequestScheduler.INLINE, TIMEOUT, Duration.ofSeconds(1));
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
             long deadline = System.nanoTime() + 20_000_000_000L;
             while (c.isOpen() && System.nanoTime() < deadline) {
@@ -153,7 +153,7 @@ class ControlPlaneTest {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
             session.onClose(() -> { }); // as a CONNECT does: the data connection ends with this one
             return payload;
-        }, MAX_FRAME, Runnable::run, TIMEOUT, Duration.ofSeconds(1));
+        }, MAX_FRAME, RequestScheduler.INLINE, TIMEOUT, Duration.ofSeconds(1));
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
             c.call((byte) 1, new byte[] {5}, TIMEOUT);
             Thread.sleep(3000);
@@ -168,7 +168,7 @@ class ControlPlaneTest {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
             release.await();
             return payload;
-        }, MAX_FRAME, pool, TIMEOUT, Duration.ofMinutes(10));
+        }, MAX_FRAME, RequestScheduler.of(pool), TIMEOUT, Duration.ofMinutes(10));
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
             // The client's calls are sequential; a peer that pipelines is not ours: send two requests at once by hand.
             assertThrows(IOException.class, () -> c.call((byte) 1, new byte[] {1}, Duration.ofMillis(200)));

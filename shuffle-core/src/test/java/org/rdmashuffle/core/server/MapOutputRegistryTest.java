@@ -140,7 +140,7 @@ class MapOutputRegistryTest {
     }
 
     @Test
-    void applicationsShareTheNodesBudget_andReleaseOnlyTheirOwn() throws IOException {
+    void applicationsShareTheNodesBudget_andTakeOnlyIdleRegionsFromEachOther() throws IOException {
         RegisteredMemoryBudget node = new RegisteredMemoryBudget(10_000);
         try (MapOutputRegistry a = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get);
              MapOutputRegistry b = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get)) {
@@ -151,13 +151,41 @@ class MapOutputRegistryTest {
             RegisteredMemoryExhaustedException full = assertThrows(RegisteredMemoryExhaustedException.class,
                     () -> b.describe("app-b", 1, 1, 0, 1));
             assertTrue(full.getMessage().contains("node's registered-memory budget of 10000 bytes"), full.getMessage());
-            assertEquals(6000, node.usedBytes(), "b's failed attempt gave its reservation back");
-            now.addAndGet(2 * SECOND); // a's lease runs out: still only a's own registrations release it
-            assertThrows(RegisteredMemoryExhaustedException.class, () -> b.describe("app-b", 1, 1, 0, 1));
-            a.describe("app-a", 1, 2, 0, 1); // fits beside a's first: nothing released
+            assertEquals(6000, node.usedBytes(), "b's failed attempt gave its reservation back; a's region, in its lease, stays");
+            assertEquals(1, a.registeredRegions());
+
+            now.addAndGet(2 * SECOND); // a's lease runs out: its idle region makes room for b
+            b.describe("app-b", 1, 1, 0, 1);
+            assertEquals(0, a.registeredRegions());
+            assertEquals(6000, node.usedBytes());
+
+            a.describe("app-a", 1, 2, 0, 1); // fits beside b's: nothing released
             assertEquals(9000, node.usedBytes());
+            assertThrows(RegisteredMemoryExhaustedException.class, () -> a.describe("app-a", 1, 1, 0, 1),
+                    "b's region is in its lease");
+            assertEquals(1, b.registeredRegions());
         }
         assertEquals(0, node.usedBytes(), "closing gives every byte back");
+    }
+
+    /** The largest holder's idle regions go first: the small one's stay registered. */
+    @Test
+    void roomIsTakenFromTheLargestIdleHolderFirst() throws IOException {
+        RegisteredMemoryBudget node = new RegisteredMemoryBudget(10_000);
+        try (MapOutputRegistry big = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get);
+             MapOutputRegistry small = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get);
+             MapOutputRegistry late = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get)) {
+            big.register("big", 1, 1, dataFile("big.data", 7000), new long[] {0, 7000});
+            small.register("small", 1, 1, dataFile("small.data", 2000), new long[] {0, 2000});
+            late.register("late", 1, 1, dataFile("late.data", 3000), new long[] {0, 3000});
+            big.describe("big", 1, 1, 0, 1);
+            small.describe("small", 1, 1, 0, 1);
+            now.addAndGet(2 * SECOND);
+            late.describe("late", 1, 1, 0, 1);
+            assertEquals(0, big.registeredRegions());
+            assertEquals(1, small.registeredRegions());
+            assertEquals(5000, node.usedBytes());
+        }
     }
 
     @Test
