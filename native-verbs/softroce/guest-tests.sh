@@ -3,6 +3,11 @@
 # the real libibverbs on a Soft-RoCE device, in one boot of the qemu guest (softroce.sh).
 #
 #   guest-tests.sh [--bench] [--reports DIR]
+#   guest-tests.sh --pair [--built] [--reports DIR]
+#
+# --pair boots two guests joined by a wire (softroce.sh pair), each with rxe0 on its own NIC: perftest
+# reads across it, then host 1 serves map outputs with an engine (ServingProcess) and host 0 runs the
+# tests that need a peer on another host (CrossHostFetchTest), each engine choosing its own GID.
 #
 # Builds on the host (Maven in the guest costs ~13 s just to start), writes the test classpath to a
 # file, boots once, and starts one JVM with JUnit's console launcher over that classpath. The XML
@@ -12,26 +17,32 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-bench=0
-reports="$root/native-verbs/target/softroce-reports"
+bench=0 pair=0 build=1
+reports=""
 while (($#)); do
   case $1 in
     --bench) bench=1 ;;
+    --pair) pair=1 ;;
+    --built) build=0 ;; # the modules and the classpath file are already built (bin/test's second run)
     --reports) reports=$2; shift ;;
-    *) echo "usage: $0 [--bench] [--reports DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--bench] [--reports DIR] | --pair [--reports DIR]" >&2; exit 2 ;;
   esac
   shift
 done
+((pair)) && : "${reports:=$root/native-verbs/target/softroce-pair-reports}"
+: "${reports:=$root/native-verbs/target/softroce-reports}"
 
 # shellcheck source=../../bin/jdk.sh
 source "$root/bin/jdk.sh"
 cd "$root"
 modules=native-verbs,shuffle-core
 ((bench)) && modules=native-verbs,shuffle-core,benchmarks
-echo "softroce tests: building on the host ($modules)"
-mvn -B -q -DskipTests -pl "$modules" -am install >/dev/null
-mvn -B -q -pl shuffle-core dependency:build-classpath -Dmdep.includeScope=test \
-  -Dmdep.outputFile="$root/shuffle-core/target/test-classpath.txt" >/dev/null
+if ((build)); then
+  echo "softroce tests: building on the host ($modules)"
+  mvn -B -q -DskipTests -pl "$modules" -am install >/dev/null
+  mvn -B -q -pl shuffle-core dependency:build-classpath -Dmdep.includeScope=test \
+    -Dmdep.outputFile="$root/shuffle-core/target/test-classpath.txt" >/dev/null
+fi
 
 rm -rf "$reports" && mkdir -p "$reports"
 # One JVM runs both modules' tests: the verbs conformance suite and the engine's tests that use a
@@ -45,7 +56,7 @@ echo '--- doctor'
 ${jvm[*]} -cp '$root/native-verbs/target/classes' org.rdmashuffle.verbs.tools.Doctor
 ${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.provider=ibverbs -Drdmashuffle.test.timeoutSeconds=120 \
   -cp '$cp' org.junit.platform.console.ConsoleLauncher execute \
-  --select-package org.rdmashuffle.verbs --select-package org.rdmashuffle.core --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
+  --select-package org.rdmashuffle.verbs --select-package org.rdmashuffle.core --exclude-classname '.*CrossHost.*' --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
 if ((bench)); then
   guest_cmd+="
 echo '--- RDMA_READ bandwidth: perftest ib_read_bw vs rdma-shuffle, same rxe0, same boot'
@@ -60,11 +71,19 @@ java -jar '$root/benchmarks/target/benchmarks.jar' PostPathBenchmark -f 1 -wi 3 
   | grep -E '^(Benchmark|PostPathBenchmark)' | grep -vE 'gc.(count|time|alloc.rate )'"
 fi
 
+if ((pair)); then
+  guest_cmd="JVM='${jvm[*]}' CP='$cp' REPORTS='$reports' bash '$here/pair-tests.sh'"
+fi
+
 rc=0
-bash "$here/softroce.sh" run --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
+if ((pair)); then
+  bash "$here/softroce.sh" pair --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
+else
+  bash "$here/softroce.sh" run --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
+fi
 
 # The summary comes from the XML reports, so it shows what ran, not what was meant to.
-python3 - "$reports" "$rc" <<'PY'
+python3 - "$reports" "$rc" $( ((pair)) && echo pair) <<'PY'
 import glob, sys, xml.etree.ElementTree as ET
 reports, rc = sys.argv[1], int(sys.argv[2])
 tests = fail = err = skip = 0
@@ -78,9 +97,9 @@ for f in glob.glob(reports + "/TEST-*.xml"):
         if s is not None:
             skip += 1
             skipped.append(f"{case.get('classname')}.{case.get('name')}: {(s.get('message') or s.text or '').strip()[:200]}")
-print(f"softroce summary (real libibverbs on rxe0): {tests} tests, {tests - fail - err - skip} passed, "
+print(f"softroce summary (real libibverbs on rxe0{', two hosts' if len(sys.argv) > 3 else ''}): {tests} tests, {tests - fail - err - skip} passed, "
       f"{fail + err} failed, {skip} skipped; guest exit {rc}")
 for s in skipped: print("  skipped:", s)
-print(f"Soft-RoCE: {tests - fail - err - skip} passed, {fail + err} failed, {skip} skipped")
+print(f"Soft-RoCE{' two hosts' if len(sys.argv) > 3 else ''}: {tests - fail - err - skip} passed, {fail + err} failed, {skip} skipped")
 sys.exit(1 if rc != 0 or tests == 0 or fail + err > 0 else 0)
 PY

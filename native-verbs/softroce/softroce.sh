@@ -4,7 +4,10 @@
 #
 #   softroce.sh prepare                      fetch + unpack Debian kernel, build initramfs (cached)
 #   softroce.sh run [opts] -- CMD...         boot, set up rxe0, run CMD, exit with its code
+#   softroce.sh pair [opts] -- CMD...        boot two guests joined by a wire, each with rxe0 on
+#                                            its own NIC; run CMD in both; exit 0 if both did
 #   softroce.sh check                        smoke test (ibv_devinfo + ib_read_bw over rxe0)
+#   softroce.sh pair-check                   ib_read_bw from one guest's rxe0 to the other's
 #
 # The guest sees the host's / read-only (9p + tmpfs overlay), so it uses the host's
 # JDK, rdma-core userspace and checkout. See README.md next to this file.
@@ -17,6 +20,10 @@ GUEST_JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
 RXE_DEV=rxe0
 RXE_GID_INDEX=1          # RoCE v2, IPv4-mapped GID; index 0 is the link-local one
 SR0_ADDR=10.99.0.1/24    # lives on a dummy netdev only: nothing ever leaves the guest
+# Pair mode: guest N's NIC has WIRE_NET.(N+1). The wire is a unix stream socket between the two
+# qemu processes (its path in the run dir): no IP traffic on the host at all.
+WIRE_NET=10.99.1
+WIRE_MTU=9000
 
 # Initramfs modules, in load order (deps first): just enough for virtio-pci, 9p,
 # overlayfs and virtio-serial. Everything else is modprobed later from the full tree.
@@ -162,13 +169,18 @@ cmd_prepare() { # [quiet]
 usage() {
   sed -n '2,10p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   echo "run options: --cpus N (1)  --mem SIZE (3G)  --share HOSTDIR (temp dir)  --timeout SECS (1800)" >&2
+  echo "pair: the same options; the share is common to both guests" >&2
   exit 2
 }
 
 cmd_run() {
   local cpus=${SOFTROCE_CPUS:-1} mem=${SOFTROCE_MEM:-3G} share="" timeout=${SOFTROCE_TIMEOUT:-1800}
+  local wire="" wire_role="" host_index=""
   while (($#)); do
     case $1 in
+    --wire-listen) wire=$2; wire_role=listen; shift 2 ;;   # pair mode (internal): this guest makes the wire
+    --wire-connect) wire=$2; wire_role=connect; shift 2 ;; # pair mode (internal): this guest joins it
+    --host-index) host_index=$2; shift 2 ;;
     --cpus) cpus=$2; shift 2 ;;
     --mem) mem=$2; shift 2 ;;
     --share) share=$2; shift 2 ;;
@@ -200,6 +212,7 @@ cmd_run() {
   printf '%s' "$PWD" >"$run/cwd"
   printf '%s' "$share" >"$run/share-path"
   printf '%s' "$CACHE/kernel/lib/modules" >"$run/modules-path"
+  [[ -z $wire ]] || printf '%s' "$host_index" >"$run/wire-index"
   : >"$run/out"
 
   # -nodefaults: no NIC, no VGA, no monitor. Kernel console -> serial -> console.log;
@@ -220,6 +233,11 @@ cmd_run() {
     -chardev "file,id=out,path=$run/out"
     -device virtserialport,bus=vser.0,chardev=out,name=out
   )
+  if [[ -n $wire ]]; then
+    # One virtio NIC on a unix-socket stream: the other guest is the only thing on the wire.
+    qemu+=(-netdev "stream,id=wire,server=$([[ $wire_role == listen ]] && echo on || echo off),addr.type=unix,addr.path=$wire"
+      -device "virtio-net-pci,netdev=wire,mac=52:54:00:99:01:$(printf '%02x' $((host_index + 1))),host_mtu=$WIRE_MTU")
+  fi
   local start=$SECONDS qpid tpid rc
   # timeout(1) kills qemu after $timeout s and then exits 124.
   timeout -k 10 "$timeout" "${qemu[@]}" </dev/null >"$run/qemu.log" 2>&1 &
@@ -252,6 +270,50 @@ cmd_run() {
   exit "$rc"
 }
 
+# --- pair (host side): two guests, one wire ----------------------------------------
+
+cmd_pair() {
+  local opts=()
+  while (($#)); do
+    case $1 in
+    --) shift; break ;;
+    --cpus | --mem | --share | --timeout) opts+=("$1" "$2"); shift 2 ;;
+    *) usage ;;
+    esac
+  done
+  (($#)) || usage
+  mkdir -p "$CACHE/runs"
+  local wire_dir pid0 pid1 rc0=0 rc1=0 i
+  wire_dir=$(mktemp -d "$CACHE/runs/wire.XXXXXX")
+  # Both guests mount the same share: the place to meet (ready files) and to leave results.
+  [[ " ${opts[*]} " == *" --share "* ]] || opts+=(--share "$wire_dir/share")
+  # Each guest's output is prefixed with its index; guest 0 makes the wire, guest 1 joins once it exists.
+  "$SELF" run --wire-listen "$wire_dir/wire.sock" --host-index 0 "${opts[@]}" -- "$@" \
+    > >(sed -u 's/^/[host0] /') 2> >(sed -u 's/^/[host0] /' >&2) &
+  pid0=$!
+  for ((i = 0; i < 600; i++)); do
+    [[ -S $wire_dir/wire.sock ]] && break
+    kill -0 "$pid0" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ ! -S $wire_dir/wire.sock ]]; then
+    kill "$pid0" 2>/dev/null; wait "$pid0" 2>/dev/null || true
+    rm -rf "$wire_dir"
+    die "guest 0 did not open the wire ($wire_dir/wire.sock)"
+  fi
+  "$SELF" run --wire-connect "$wire_dir/wire.sock" --host-index 1 "${opts[@]}" -- "$@" \
+    > >(sed -u 's/^/[host1] /') 2> >(sed -u 's/^/[host1] /' >&2) &
+  pid1=$!
+  trap 'kill "$pid0" "$pid1" 2>/dev/null; wait; rm -rf "$wire_dir"; exit 130' INT TERM HUP
+  wait "$pid0" || rc0=$?
+  wait "$pid1" || rc1=$?
+  trap - INT TERM HUP
+  rm -rf "$wire_dir"
+  log "pair: host0 exit $rc0, host1 exit $rc1"
+  ((rc0 == 0)) || exit "$rc0"
+  exit "$rc1"
+}
+
 # --- stage 2 (guest side, PID 1, /run/softroce is the host's run dir) ---------------
 
 guest_fail() {
@@ -272,6 +334,14 @@ guest_port() { # /dev node of the virtio-serial port named $1
   return 1
 }
 
+guest_nic() { # the virtio-net interface (pair mode)
+  local n
+  for n in /sys/class/net/*; do
+    [[ $(basename "$(readlink -f "$n/device/driver" 2>/dev/null)") == virtio_net ]] && { echo "${n##*/}"; return 0; }
+  done
+  return 1
+}
+
 guest_main() {
   export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   trap 'guest_fail "line $LINENO: $BASH_COMMAND"' ERR
@@ -286,15 +356,31 @@ guest_main() {
   mkdir -p /lib/modules && mount --bind "$mods" /lib/modules
   mkdir -p "$share" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "$share"
 
-  # Soft-RoCE: rxe on a dummy netdev (MTU 9000 -> rxe active MTU 4096; 1500 is ~4x slower).
+  # Soft-RoCE: rxe on a dummy netdev (MTU 9000 -> rxe active MTU 4096; 1500 is ~4x slower), or in
+  # pair mode on the virtio NIC wired to the other guest.
   ulimit -l unlimited
   modprobe -a rdma_rxe rdma_ucm dummy
   ip link set lo up
-  ip link add sr0 type dummy
-  ip link set sr0 mtu 9000
-  ip addr add "$SR0_ADDR" dev sr0
-  ip link set sr0 up
-  rdma link add "$RXE_DEV" type rxe netdev sr0
+  local addr=$SR0_ADDR peer="" netdev=sr0 index
+  if [[ -f $ctl/wire-index ]]; then
+    index=$(cat $ctl/wire-index)
+    modprobe virtio_net
+    for ((i = 0; i < 100; i++)); do
+      netdev=$(guest_nic) && break
+      sleep 0.1
+    done
+    [[ -n $netdev ]] || guest_fail "no virtio NIC for the wire"
+    addr=$WIRE_NET.$((index + 1))/24 peer=$WIRE_NET.$((2 - index))
+    ip link set "$netdev" mtu $WIRE_MTU
+    ip addr add "$addr" dev "$netdev"
+    ip link set "$netdev" up
+  else
+    ip link add sr0 type dummy
+    ip link set sr0 mtu 9000
+    ip addr add "$addr" dev sr0
+    ip link set sr0 up
+  fi
+  rdma link add "$RXE_DEV" type rxe netdev "$netdev"
   for ((i = 0; i < 300; i++)); do
     state=$(cat /sys/class/infiniband/$RXE_DEV/ports/1/state 2>/dev/null || true)
     gid=$(cat /sys/class/infiniband/$RXE_DEV/ports/1/gids/$RXE_GID_INDEX 2>/dev/null || true)
@@ -311,7 +397,10 @@ guest_main() {
     cd "$cwd" || exit 125
     export HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8
     export JAVA_HOME=$GUEST_JAVA_HOME PATH=$GUEST_JAVA_HOME/bin:$PATH
-    export SOFTROCE_DEVICE=$RXE_DEV SOFTROCE_GID_INDEX=$RXE_GID_INDEX SOFTROCE_ADDR=${SR0_ADDR%/*} SOFTROCE_SHARE=$share
+    export SOFTROCE_DEVICE=$RXE_DEV SOFTROCE_GID_INDEX=$RXE_GID_INDEX SOFTROCE_ADDR=${addr%/*} SOFTROCE_SHARE=$share
+    if [[ -n $peer ]]; then
+      export SOFTROCE_HOST_INDEX=$index SOFTROCE_PEER_ADDR=$peer SOFTROCE_NETDEV=$netdev
+    fi
     exec bash -c "$(cat $ctl/cmd)"
   ) </dev/null >"$port" 2>&1 || rc=$?
   sync
@@ -340,10 +429,38 @@ echo "softroce check: OK"
 '
 }
 
+cmd_pair_check() {
+  need ib_read_bw:perftest ss:iproute2
+  # Host 0 serves, host 1 reads across the wire; each waits for the other with a deadline.
+  cmd_pair --timeout "${SOFTROCE_TIMEOUT:-900}" -- '
+set -e
+ibv_devinfo -d "$SOFTROCE_DEVICE" | grep -E "hca_id|state|active_mtu"
+echo "GID[$SOFTROCE_GID_INDEX]: $(cat /sys/class/infiniband/$SOFTROCE_DEVICE/ports/1/gids/$SOFTROCE_GID_INDEX)"
+bw="ib_read_bw -d $SOFTROCE_DEVICE -x $SOFTROCE_GID_INDEX -s 65536 -n 200 -p 18515"
+# The rendezvous is a file in the share both guests mount (a probe of the port would be taken
+# for the client by perftest, which serves one connection).
+ready="$SOFTROCE_SHARE/ib_read_bw.ready"
+if [ "$SOFTROCE_HOST_INDEX" = 0 ]; then
+  rm -f "$ready"
+  timeout 600 $bw & srv=$!
+  for i in $(seq 300); do grep -q ":18515 " < <(ss -ltn) && break; sleep 0.2; done
+  touch "$ready"
+  wait $srv
+  rm -f "$ready"
+else
+  for i in $(seq 1200); do [ -e "$ready" ] && break; sleep 0.5; done
+  $bw "$SOFTROCE_PEER_ADDR"
+fi
+echo "softroce pair-check: host $SOFTROCE_HOST_INDEX OK"
+'
+}
+
 case ${1:-} in
 prepare) shift; cmd_prepare "$@" ;;
 run) shift; cmd_run "$@" ;;
+pair) shift; cmd_pair "$@" ;;
 check) shift; cmd_check "$@" ;;
+pair-check) shift; cmd_pair_check "$@" ;;
 __guest) guest_main ;;
 *) usage ;;
 esac

@@ -112,6 +112,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final VerbsContext context;
     /** Fetching QPs: RNR retried for as long as the QP lives (the server answers only what we asked for). */
     private final ConnectOptions options;
+    /** The GID our queue pairs send from, and why it was chosen (logged: the first thing to check across hosts). */
+    private final org.rdmashuffle.verbs.GidChoice gid;
     /**
      * Serving QPs: a finite RNR retry, so a reducer that never posts receives fails its own connection
      * instead of holding the server's send slots for ever.
@@ -174,16 +176,18 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         config.validate();
         this.config = config;
         this.provider = provider;
-        this.context = DeviceSetup.open(provider, config.device());
+        this.context = DeviceSetup.open(provider, config.device(), config.bindAddress());
         List<AutoCloseable> made = new ArrayList<>();
         try {
             DeviceAttributes device = context.queryDevice();
             PortAttributes port = context.queryPort(config.port());
             if (!port.isActive()) {
                 throw new IllegalStateException("port " + config.port() + " of " + context.device().name() + " is "
-                        + port.state() + ", not ACTIVE");
+                        + port.state() + ", not ACTIVE: is its link up (ip link; for rxe, the network interface it "
+                        + "was added on)? Or choose another port or device (port, device)");
             }
-            this.options = DeviceSetup.connectOptions(config, context, device, port, MIN_RNR_TIMER);
+            this.gid = DeviceSetup.gid(config, context, port);
+            this.options = DeviceSetup.connectOptions(config, device, port, gid, MIN_RNR_TIMER);
             this.servingOptions = options.withRnrRetry(SERVING_RNR_RETRY);
             this.sgeListBroken = ProviderQuirks.builderSgeListBroken(context);
             this.maxReadSge = Math.max(1, Math.min(16, device.maxSgeRd() > 0 ? device.maxSgeRd() : device.maxSge()));
@@ -293,6 +297,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             throw e;
         }
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle engine on " + provider.name() + " device " + context.device().name()
+                + (gid.index() >= 0 ? ", GID[" + gid.index() + "] " + gid.gid() + " (" + gid.reason() + ")" : "")
                 + ", control plane " + controlServer.address() + ", post path " + config.postPath()
                 + (sgeListBroken ? " (multi-SGE reads via ibv_post_send: rxe sge_list bug)" : ""));
     }
@@ -329,6 +334,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     // ------------------------------------------------------------------ public API
 
     /** Where peers reach this engine's control plane: what the adapter publishes (e.g. in Spark's BlockManagerId). */
+    /** The GID our queue pairs send from, and why (-1 on InfiniBand). */
+    public org.rdmashuffle.verbs.GidChoice gid() {
+        return gid;
+    }
+
     public InetSocketAddress address() {
         return controlServer.address();
     }

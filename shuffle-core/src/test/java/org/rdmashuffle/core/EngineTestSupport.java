@@ -47,13 +47,17 @@ final class EngineTestSupport {
                 .set(EngineConfig.KEY_FETCH_TIMEOUT, "20s")
                 // A cold JVM in the emulated guest takes seconds over its first handshake.
                 .set(EngineConfig.KEY_CONNECT_TIMEOUT, usesDevice() ? "30s" : "5s");
+        String bind = System.getProperty("rdmashuffle.test.bindAddress");
+        if (bind != null) { // this host's address on a wire to another (the Soft-RoCE pair)
+            c.set(EngineConfig.KEY_BIND_ADDRESS, bind);
+        }
         if (usesDevice()) {
             String dev = System.getenv("SOFTROCE_DEVICE");
             if (dev != null) {
                 c.set(EngineConfig.KEY_DEVICE, dev);
             }
             String gid = System.getenv("SOFTROCE_GID_INDEX");
-            if (gid != null) {
+            if (gid != null && bind == null) { // across hosts the engine chooses the GID of its bind address
                 c.set(EngineConfig.KEY_GID_INDEX, gid);
             }
         }

@@ -66,7 +66,7 @@ final class HostileReducer implements AutoCloseable {
         PortAttributes port = context.queryPort(1);
         String gidEnv = System.getenv("SOFTROCE_GID_INDEX");
         int gid = EngineTestSupport.usesDevice() && gidEnv != null ? Integer.parseInt(gidEnv)
-                : org.rdmashuffle.core.transport.DeviceSetup.chooseGid(context, port);
+                : org.rdmashuffle.verbs.GidChoice.choose(context, port, null).index();
         ConnectOptions options = ConnectOptions.defaults(1, gid, port.activeMtu() == null ? Mtu.MTU_1024
                 : Mtu.min(Mtu.MTU_4096, port.activeMtu())).withRemoteAccess(Access.REMOTE_READ).withRetry(14, 1);
         try {

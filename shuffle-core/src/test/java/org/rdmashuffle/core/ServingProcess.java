@@ -15,7 +15,7 @@ import org.rdmashuffle.verbs.VerbsProvider;
  */
 public final class ServingProcess {
     public static void main(String[] args) throws Exception {
-        Path dir = Path.of(args[0]);
+        Path dir = java.nio.file.Files.createDirectories(Path.of(args[0]));
         int port = Integer.parseInt(args[1]);
         int shuffle = Integer.parseInt(args[2]);
         int maps = Integer.parseInt(args[3]);
@@ -31,9 +31,16 @@ public final class ServingProcess {
             }
             System.out.println("READY " + engine.address().getPort());
             System.out.flush();
-            BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-            while (in.readLine() != null) {
-                // wait for the parent to close our stdin
+            if (args.length > 6) {
+                Path until = Path.of(args[6]);
+                while (!java.nio.file.Files.exists(until)) {
+                    Thread.sleep(200);
+                }
+            } else {
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                while (in.readLine() != null) {
+                    // wait for the parent to close our stdin
+                }
             }
         } finally {
             EngineTestSupport.closeProvider(provider);

@@ -4,6 +4,7 @@ import java.io.PrintStream;
 import java.util.HexFormat;
 
 import org.rdmashuffle.verbs.DeviceAttributes;
+import org.rdmashuffle.verbs.GidChoice;
 import org.rdmashuffle.verbs.GidEntry;
 import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.Verbs;
@@ -14,26 +15,31 @@ import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
 import org.rdmashuffle.verbs.software.SoftwareProvider;
 
 /**
- * {@code java -jar rdma-shuffle-native-verbs.jar [provider]}: what an operator needs to debug a
- * fabric before blaming the shuffle -- devices, ports, link layer, MTU, GIDs and their types,
- * on-demand paging, queue limits, the memlock limit, the software provider, and which provider
- * the plugin would choose and why. Exits 0 when a provider is usable, 1 otherwise.
+ * {@code java -jar rdma-shuffle-native-verbs.jar [provider [address]]}: what an operator needs to
+ * debug a fabric before blaming the shuffle -- devices, ports, link layer, MTU, GIDs and their types
+ * and the one queue pairs would use for peers reaching this host at {@code address} (and why),
+ * on-demand paging, queue limits, the memlock limit, the software provider, and which provider the
+ * plugin would choose and why. Exits 0 when a provider is usable, 1 otherwise.
  */
 public final class Doctor {
     private final PrintStream out;
+    /** Where peers reach this host (the engine's bindAddress); null: no preference. */
+    private final java.net.InetAddress address;
 
-    private Doctor(PrintStream out) {
+    private Doctor(PrintStream out, java.net.InetAddress address) {
         this.out = out;
+        this.address = address;
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws java.net.UnknownHostException {
         String choice = args.length > 0 ? args[0] : Verbs.AUTO;
-        System.exit(report(choice, System.out) ? 0 : 1);
+        java.net.InetAddress address = args.length > 1 ? java.net.InetAddress.getByName(args[1]) : null;
+        System.exit(new Doctor(System.out, address).report(choice) ? 0 : 1);
     }
 
     /** Prints the report for provider {@code choice}; true when a provider is usable. */
     public static boolean report(String choice, PrintStream out) {
-        return new Doctor(out).report(choice);
+        return new Doctor(out, null).report(choice);
     }
 
     private boolean report(String choice) {
@@ -107,6 +113,14 @@ public final class Doctor {
         }
         if (shown == 0) {
             out.println("      no GIDs");
+        }
+        try {
+            GidChoice c = GidChoice.choose(ctx, p, address);
+            out.println("      queue pairs would use " + (c.index() < 0 ? "the LID" : "GID[" + c.index() + "] " + c.gid())
+                    + ": " + c.reason() + (address == null ? " (give the address peers reach this host at as the "
+                    + "second argument to prefer its GID)" : ""));
+        } catch (IllegalStateException e) {
+            out.println("      no usable GID: " + e.getMessage());
         }
     }
 

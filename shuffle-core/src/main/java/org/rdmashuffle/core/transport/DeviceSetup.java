@@ -6,9 +6,8 @@ import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.DeviceAttributes;
+import org.rdmashuffle.verbs.GidChoice;
 import org.rdmashuffle.verbs.GidEntry;
-import org.rdmashuffle.verbs.GidType;
-import org.rdmashuffle.verbs.LinkLayer;
 import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.VerbsContext;
@@ -20,11 +19,16 @@ public final class DeviceSetup {
     private DeviceSetup() {
     }
 
-    /** Opens the provider's device {@code name} (null: the first), naming the devices there are if none matches. */
-    public static VerbsContext open(VerbsProvider provider, String name) {
+    /**
+     * Opens the provider's device {@code name}; with none named, the one whose GID table carries
+     * {@code bindAddress} (the address peers reach this host at), else the first. Names the devices
+     * there are if none matches.
+     */
+    public static VerbsContext open(VerbsProvider provider, String name, String bindAddress) {
         List<VerbsDevice> devices = provider.devices();
+        String wanted = name != null ? name : GidChoice.deviceCarrying(provider, address(bindAddress));
         for (VerbsDevice d : devices) {
-            if (name == null || d.name().equals(name)) {
+            if (wanted == null || d.name().equals(wanted)) {
                 return d.open();
             }
         }
@@ -32,37 +36,29 @@ public final class DeviceSetup {
                 + " (devices: " + devices.stream().map(VerbsDevice::name).toList() + ")");
     }
 
+    /** The GID queue pairs use: {@code gidIndex} if set (checked), else chosen for {@code bindAddress}. */
+    public static GidChoice gid(EngineConfig config, VerbsContext ctx, PortAttributes port) {
+        return config.gidIndex() >= 0 ? GidChoice.explicit(ctx, port, config.gidIndex())
+                : GidChoice.choose(ctx, port, address(config.bindAddress()));
+    }
+
+    private static java.net.InetAddress address(String host) {
+        try {
+            return java.net.InetAddress.getByName(host);
+        } catch (java.net.UnknownHostException e) {
+            return null; // the control server names it when it cannot listen there
+        }
+    }
+
     /** Port, GID and MTU of this device, and as many outstanding reads as the device allows (like perftest). */
-    public static ConnectOptions connectOptions(EngineConfig config, VerbsContext ctx, DeviceAttributes device,
-                                                PortAttributes port, int minRnrTimer) {
-        int gid = config.gidIndex() >= 0 ? config.gidIndex() : chooseGid(ctx, port);
+    public static ConnectOptions connectOptions(EngineConfig config, DeviceAttributes device, PortAttributes port,
+                                                GidChoice gid, int minRnrTimer) {
         Mtu mtu = port.activeMtu() == null ? Mtu.MTU_1024 : Mtu.min(Mtu.MTU_4096, port.activeMtu());
         int initiator = device.maxQpInitRdAtomic() > 0 ? device.maxQpInitRdAtomic() : 16;
         int responder = device.maxQpRdAtomic() > 0 ? device.maxQpRdAtomic() : 16;
-        ConnectOptions d = ConnectOptions.defaults(config.port(), gid, mtu);
+        ConnectOptions d = ConnectOptions.defaults(config.port(), gid.index(), mtu);
         return new ConnectOptions(d.portNumber(), d.gidIndex(), d.mtu(), Access.REMOTE_READ, Math.min(initiator, 255),
                 Math.min(responder, 255), minRnrTimer, d.timeout(), d.retryCount(), 7);
-    }
-
-    /** A RoCE v2 IPv4 GID if there is one (what rxe and most RoCE fabrics route), else the first; LID on InfiniBand. */
-    public static int chooseGid(VerbsContext ctx, PortAttributes port) {
-        if (port.linkLayer() == LinkLayer.INFINIBAND) {
-            return -1;
-        }
-        int fallback = -1;
-        for (int i = 0; i < port.gidTableLength(); i++) {
-            GidEntry e = ctx.queryGid(port.portNumber(), i);
-            if (e == null || e.gid().isZero()) {
-                continue;
-            }
-            if (e.type() == GidType.ROCE_V2 && e.gid().isIpv4Mapped()) {
-                return i;
-            }
-            if (fallback < 0) {
-                fallback = i;
-            }
-        }
-        return Math.max(fallback, 0);
     }
 
     /**
