@@ -209,6 +209,7 @@ class HostileTenantTest {
     }
 
     @Test
+    @org.junit.jupiter.api.Tag(EngineTestSupport.SOFTWARE_PROVIDER_ONLY)
     void aConnectToABlackHoleDoesNotBlockTheControlPlane() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeFalse(EngineTestSupport.usesDevice(),
                 "an attack on the software provider's dial: libibverbs does not dial peers");
@@ -282,6 +283,7 @@ class HostileTenantTest {
     }
 
     @Test
+    @org.junit.jupiter.api.Tag(EngineTestSupport.TIMING)
     void aFloodOfRequestsIsBoundedPerApplication() throws Exception {
         // It compares a wait with the flood's disk work (4 s against 10 s): the emulated guest's JVM is 20-60x slower.
         org.junit.jupiter.api.Assumptions.assumeFalse(EngineTestSupport.usesDevice(),
@@ -339,6 +341,7 @@ class HostileTenantTest {
     }
 
     @Test
+    @org.junit.jupiter.api.Tag(EngineTestSupport.SOFTWARE_PROVIDER_ONLY)
     void aReducerCannotMakeTheServiceDialAnAddressThatIsNotItsOwn() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeFalse(EngineTestSupport.usesDevice(),
                 "an attack on the software provider's dial: libibverbs does not dial peers");

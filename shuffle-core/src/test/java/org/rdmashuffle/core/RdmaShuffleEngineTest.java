@@ -206,6 +206,7 @@ class RdmaShuffleEngineTest {
      * block is described again before it is read, not read from a region the server may have released.
      */
     @Test
+    @org.junit.jupiter.api.Tag(EngineTestSupport.TIMING)
     void aReadQueuedPastHalfTheLeaseIsDescribedAgain() throws Exception {
         Assumptions.assumeFalse(EngineTestSupport.usesDevice(), "holds blocks for seconds against a 2 s timeout: "
                 + "too tight for the emulated guest; the logic is the same on every provider");
