@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs inside each guest of a Soft-RoCE pair (guest-tests.sh --pair): host 1 serves, host 0 reads.
+# Runs inside each guest of a Soft-RoCE pair (guest-tests.sh --pair): host 1 serves (an engine with
+# map outputs, and the verbs agent), host 0 reads and tests (CrossHostFetchTest, CrossHostVerbsTest).
 # Environment: JVM (java and its flags), CP (test classpath), REPORTS (the share both guests mount),
 # and the harness's SOFTROCE_* (device, GID index, own and peer address, host index).
 # The hosts meet through files in REPORTS; each leaves "<host>.exit" when it ends, so the other
@@ -8,7 +9,8 @@ set -euo pipefail
 ulimit -l unlimited
 me=host$SOFTROCE_HOST_INDEX other=host$((1 - SOFTROCE_HOST_INDEX))
 trap 'echo $? > "$REPORTS/$me.exit"' EXIT
-PEER_PORT=17500
+PEER_PORT=17500  # the serving engine (CrossHostFetchTest)
+AGENT_PORT=17600 # the verbs agent (CrossHostVerbsTest)
 bw=(ib_read_bw -d "$SOFTROCE_DEVICE" -x "$SOFTROCE_GID_INDEX" -s 65536 -n 100 -p 18515)
 
 # wait_for FILE SECONDS: until FILE exists; fails if the other host ended first or time runs out.
@@ -31,20 +33,29 @@ if ((SOFTROCE_HOST_INDEX == 1)); then
   for i in $(seq 300); do grep -q ":18515 " < <(ss -ltn) && break; sleep 0.2; done
   touch "$REPORTS/bw.ready"
   wait $srv || { cat /tmp/bw-server.log; exit 1; }
-  echo "--- $me: serving engine on $SOFTROCE_ADDR:$PEER_PORT"
+  echo "--- $me: serving engine on $SOFTROCE_ADDR:$PEER_PORT, verbs agent on $SOFTROCE_ADDR:$AGENT_PORT"
   # shellcheck disable=SC2086
   $JVM -Drdmashuffle.test.provider=ibverbs -Drdmashuffle.test.requireDevice=true \
     -Drdmashuffle.test.bindAddress="$SOFTROCE_ADDR" -cp "$CP" org.rdmashuffle.core.ServingProcess /tmp/outputs $PEER_PORT \
-    9 4 16 16384 "$REPORTS/host0.exit" >/tmp/serving.out &
+    9 4 16 16384 "$REPORTS/host0.exit" >/tmp/serving.out 2>&1 &
   srv=$!
+  # shellcheck disable=SC2086
+  $JVM -Drdmashuffle.test.provider=ibverbs -Drdmashuffle.test.requireDevice=true -cp "$CP" \
+    org.rdmashuffle.verbs.crosshost.RemotePeerAgent "$SOFTROCE_ADDR" $AGENT_PORT "$REPORTS/host0.exit" >/tmp/agent.out 2>&1 &
+  agent=$!
   for i in $(seq 1200); do
-    grep -q READY /tmp/serving.out && break
-    kill -0 $srv 2>/dev/null || { echo "$me: the serving engine exited"; exit 1; }
+    grep -q READY /tmp/serving.out && grep -q READY /tmp/agent.out && break
+    kill -0 $srv 2>/dev/null || { cat /tmp/serving.out; echo "$me: the serving engine exited"; exit 1; }
+    kill -0 $agent 2>/dev/null || { cat /tmp/agent.out; echo "$me: the verbs agent exited"; exit 1; }
     sleep 0.5
   done
-  cat /tmp/serving.out
+  cat /tmp/serving.out /tmp/agent.out
   touch "$REPORTS/peer.ready"
-  wait $srv
+  rc=0
+  wait $srv || rc=$?
+  wait $agent || rc=$?
+  cat /tmp/agent.out | grep -v READY || true
+  exit $rc
 else
   wait_for bw.ready 600
   echo "--- $me: ib_read_bw across the wire (reads $other's memory)"
@@ -57,6 +68,8 @@ else
   # shellcheck disable=SC2086
   $JVM -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.provider=ibverbs -Drdmashuffle.test.timeoutSeconds=120 \
     -Drdmashuffle.test.bindAddress="$SOFTROCE_ADDR" -Drdmashuffle.test.peer="$SOFTROCE_PEER_ADDR:$PEER_PORT" \
+    -Drdmashuffle.test.remoteVerbsPeer="$SOFTROCE_PEER_ADDR:$AGENT_PORT" \
     -cp "$CP" org.junit.platform.console.ConsoleLauncher execute --select-class org.rdmashuffle.core.CrossHostFetchTest \
+    --select-class org.rdmashuffle.verbs.crosshost.CrossHostVerbsTest \
     --reports-dir "$REPORTS" --details=tree --disable-banner --fail-if-no-tests
 fi

@@ -11,9 +11,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.rdmashuffle.verbs.Availability;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
-import org.rdmashuffle.verbs.GidEntry;
-import org.rdmashuffle.verbs.GidType;
-import org.rdmashuffle.verbs.LinkLayer;
+import org.rdmashuffle.verbs.GidChoice;
 import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.VerbsContext;
@@ -87,30 +85,14 @@ public final class VerbsTestSupport {
         throw new AssertionError();
     }
 
-    /** GID index: {@code SOFTROCE_GID_INDEX} or a RoCE v2 IPv4-mapped entry; -1 (LID) on InfiniBand. */
+    /** GID index: {@code SOFTROCE_GID_INDEX} if set, else {@link GidChoice}'s (a RoCE v2 IPv4 entry; -1 on InfiniBand). */
     private static int gidIndex(VerbsContext ctx, PortAttributes port) {
         String forced = System.getProperty("rdmashuffle.test.gidIndex",
                 ctx.device().name().startsWith("rxe") ? System.getenv("SOFTROCE_GID_INDEX") : null);
         if (forced != null) {
             return Integer.parseInt(forced);
         }
-        if (port.linkLayer() == LinkLayer.INFINIBAND) {
-            return -1;
-        }
-        int fallback = -1;
-        for (int i = 0; i < port.gidTableLength(); i++) {
-            GidEntry e = ctx.queryGid(port.portNumber(), i);
-            if (e == null) {
-                continue;
-            }
-            if (e.type() == GidType.ROCE_V2 && e.gid().isIpv4Mapped()) {
-                return i;
-            }
-            if (fallback < 0) {
-                fallback = i;
-            }
-        }
-        return fallback;
+        return GidChoice.choose(ctx, port, null).index();
     }
 
     /** A device, port and GID index to run on. */
