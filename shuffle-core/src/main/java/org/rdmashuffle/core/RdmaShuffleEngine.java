@@ -686,14 +686,19 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         DataConnection c = byQpNumber.get(wcs.qpNumber(i));
         if (c != null && c.attachment() instanceof PeerFetcher f) {
             f.onChainCompleted(chainId, wcs.isSuccess(i) ? null
-                    : new IOException("RDMA_READ failed with " + wcs.status(i) + describeReadFailure(wcs.status(i)), wcs.failure(i)));
+                    : new IOException("RDMA_READ failed with " + wcs.status(i) + describeReadFailure(wcs.status(i), c),
+                    wcs.failure(i)));
         }
     }
 
-    private static String describeReadFailure(WorkCompletionStatus status) {
+    private String describeReadFailure(WorkCompletionStatus status, DataConnection c) {
         return switch (status) {
             case REM_ACCESS_ERR -> " (the peer refused the rkey or the range: block descriptor wrong or region gone)";
-            case RETRY_EXC_ERR -> " (the peer does not answer)";
+            // Across hosts the usual cause is the path, not the peer: say which GIDs and what to check.
+            case RETRY_EXC_ERR -> " (the peer does not answer" + (c.peerGid() == null || gid.index() < 0 ? ""
+                    : " at GID " + c.peerGid() + " from our GID[" + gid.index() + "] " + gid.gid() + " on "
+                    + context.device().name() + " port " + options.portNumber()) + ": it died, or this path cannot "
+                    + "reach it -- check `ip route get` and `ip neigh` for its address and the MTU on the way)";
             default -> "";
         };
     }

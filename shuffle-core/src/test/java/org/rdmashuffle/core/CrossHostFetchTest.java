@@ -66,4 +66,38 @@ class CrossHostFetchTest {
             EngineTestSupport.closeProvider(provider);
         }
     }
+
+    /**
+     * A "peer" that answers CONNECT with a queue pair at a GID no host on the wire has: the fetch fails
+     * in bounded time with an error naming that GID and what to check, and nothing is left behind.
+     */
+    @Test
+    void aPeerAtAGidNobodyAnswersFailsTheFetch_namingTheGidAndWhatToCheck() throws Exception {
+        peer(); // only on the wire of the pair run
+        String bind = System.getProperty("rdmashuffle.test.bindAddress");
+        byte[] nobody = InetAddress.getByName(bind).getAddress();
+        nobody[3] = (byte) 77;
+        Gid unreachable = Gid.ipv4Mapped((java.net.Inet4Address) InetAddress.getByAddress(nobody));
+        VerbsProvider provider = EngineTestSupport.provider();
+        try (org.rdmashuffle.core.control.ControlServer fake = new org.rdmashuffle.core.control.ControlServer(
+                     new InetSocketAddress(bind, 0), java.util.Map.of(EngineTestSupport.APP, EngineTestSupport.SECRET)::get,
+                     (session, type, payload) -> org.rdmashuffle.core.protocol.ConnectCodec.encode(
+                             new org.rdmashuffle.core.protocol.ConnectCodec.Connect(32 << 10, List.of(
+                                     new org.rdmashuffle.verbs.QueuePairEndpoint(0x4242, 7, unreachable, 0,
+                                             org.rdmashuffle.verbs.Mtu.MTU_1024)))), 64 << 10);
+             RdmaShuffleEngine client = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), EngineTestSupport.APP,
+                     EngineTestSupport.SECRET, provider)) {
+            BlockId block = BlockId.of(SHUFFLE, 0, 0);
+            Collector got = new Collector(1);
+            client.fetchBlocks(fake.address(), List.of(block), got);
+            got.await();
+            Throwable e = got.failed.get(block);
+            org.junit.jupiter.api.Assertions.assertTrue(e != null && e.getMessage().contains("the peer's GID " + unreachable
+                    + " cannot be reached") && e.getMessage().contains("ip neigh"), String.valueOf(e));
+            EngineTestSupport.assertNothingLeaks(client);
+        } finally {
+            EngineTestSupport.assertNoConnectionsLeft(provider);
+            EngineTestSupport.closeProvider(provider);
+        }
+    }
 }

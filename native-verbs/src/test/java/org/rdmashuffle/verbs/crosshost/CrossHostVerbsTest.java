@@ -183,4 +183,28 @@ class CrossHostVerbsTest {
             assertEquals(QueuePairState.ERR, p.local.qp.query().state());
         }
     }
+
+    /**
+     * A peer endpoint whose GID no host on the wire has (an address on our subnet nobody answers ARP
+     * for): on RoCE, moving the QP to RTR resolves the GID's Ethernet address, and that fails with
+     * ETIMEDOUT, naming the call, in bounded time -- nothing hangs and nothing is posted into a void.
+     */
+    @Test
+    void connectingToAGidNobodyAnswersFailsAtReadyToReceive() throws Exception {
+        java.net.InetAddress bind = RemotePeer.bindAddress();
+        byte[] nobody = bind.getAddress();
+        nobody[3] = (byte) 77;
+        try (PeerSide side = new PeerSide(VerbsTestSupport.target().device(), bind, PLAIN, true, 0)) {
+            org.rdmashuffle.verbs.QueuePairEndpoint endpoint = new org.rdmashuffle.verbs.QueuePairEndpoint(0x4242, 0,
+                    org.rdmashuffle.verbs.Gid.ipv4Mapped((java.net.Inet4Address) java.net.InetAddress.getByAddress(nobody)), 0,
+                    side.options.mtu());
+            long start = System.nanoTime();
+            org.rdmashuffle.verbs.VerbsException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    org.rdmashuffle.verbs.VerbsException.class, () -> side.qp.connect(endpoint, side.options));
+            assertEquals(org.rdmashuffle.verbs.Errno.ETIMEDOUT, e.errno(), e.getMessage());
+            org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("RTR"), e.getMessage());
+            org.junit.jupiter.api.Assertions.assertTrue(System.nanoTime() - start < VerbsTestSupport.TIMEOUT.toNanos(),
+                    "the failure took longer than the test timeout");
+        }
+    }
 }

@@ -39,6 +39,14 @@ final class RemotePeer implements AutoCloseable {
         this.out = out;
     }
 
+    /** This host's address on the wire to the other (the pair run sets it); skips the test without one. */
+    static InetAddress bindAddress() throws IOException {
+        String bind = System.getProperty("rdmashuffle.test.bindAddress");
+        Assumptions.assumeTrue(bind != null && System.getProperty("rdmashuffle.test.remoteVerbsPeer") != null,
+                "needs a wire to another host: run native-verbs/softroce/guest-tests.sh --pair");
+        return InetAddress.getByName(bind);
+    }
+
     /** Both ends made with {@code theirs} on the agent and {@code ours} here, and connected. */
     static RemotePeer connect(PeerWire.Setup theirs, PeerWire.Setup ours, boolean failFast) throws IOException {
         String agent = System.getProperty("rdmashuffle.test.remoteVerbsPeer");

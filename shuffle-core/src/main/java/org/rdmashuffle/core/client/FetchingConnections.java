@@ -130,7 +130,7 @@ public final class FetchingConnections {
                 throw new MalformedMessageException(n + " queue pairs asked, " + theirs.endpoints().size() + " answered");
             }
             for (int i = 0; i < n; i++) {
-                qps[i].connect(theirs.endpoints().get(i), options);
+                QueuePairFactory.connect(qps[i], theirs.endpoints().get(i), options);
             }
         } catch (IOException | RuntimeException e) {
             QueuePairFactory.closeAll(qps);
@@ -140,7 +140,7 @@ public final class FetchingConnections {
             throw new IOException("cannot set up a data connection to " + label(peer) + ": " + e.getMessage(), e);
         }
         DataConnection c = new DataConnection(label(peer), DataConnection.Role.FETCHING, own, theirs.receiveBufferSize(), qps,
-                config.postPath(), config.chainLength(), maxReadSge, sgeListBroken);
+                config.postPath(), config.chainLength(), maxReadSge, sgeListBroken, theirs.endpoints().getFirst().gid());
         int perRequest = Math.max(1, Math.min(MessageCodec.MAX_ITEMS, Math.min(
                 (theirs.receiveBufferSize() - 32) / MAX_REQUESTED_BLOCK_BYTES, (config.receiveBufferSize() - 32) / MAX_DESCRIPTOR_BYTES)));
         long maxChainBytes = Math.max(256 << 10, config.maxBytesInFlightPerPeer() / config.maxChainsInFlightPerPeer());

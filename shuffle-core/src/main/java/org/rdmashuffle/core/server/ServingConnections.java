@@ -96,7 +96,7 @@ public final class ServingConnections {
         try {
             for (int i = 0; i < n; i++) {
                 qps[i] = queuePairs.create(tenant);
-                qps[i].connect(theirs.endpoints().get(i), options);
+                QueuePairFactory.connect(qps[i], theirs.endpoints().get(i), options);
                 mine.add(qps[i].localEndpoint(options));
             }
         } catch (RuntimeException e) {
@@ -104,7 +104,8 @@ public final class ServingConnections {
             throw e;
         }
         DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
-                DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken);
+                DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken,
+                theirs.endpoints().getFirst().gid());
         tenant.connections().add(c);
         table.add(c);
         if (tenant.isClosed()) { // the application ended meanwhile

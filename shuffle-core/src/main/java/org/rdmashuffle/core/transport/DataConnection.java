@@ -20,6 +20,8 @@ public final class DataConnection implements AutoCloseable {
     public enum Role { FETCHING, SERVING }
 
     private final String peer;
+    /** The GID the peer's queue pairs answer from (null if unknown): named when it stops answering. */
+    private final org.rdmashuffle.verbs.Gid peerGid;
     private final Role role;
     private final TenantDomain tenant;
     private final int peerReceiveBufferSize;
@@ -39,10 +41,12 @@ public final class DataConnection implements AutoCloseable {
      * @param maxChain the most read requests one chain posts
      * @param sgeListBroken post multi-SGE reads through {@code ibv_post_send} even on the builder path
      *     (see {@link ProviderQuirks})
+     * @param peerGid the GID of the peer's queue pairs, from the connection exchange
      */
     public DataConnection(String peer, Role role, TenantDomain tenant, int peerReceiveBufferSize, QueuePair[] qps,
-                          PostPath path, int maxChain, int maxSge, boolean sgeListBroken) {
+                          PostPath path, int maxChain, int maxSge, boolean sgeListBroken, org.rdmashuffle.verbs.Gid peerGid) {
         this.peer = peer;
+        this.peerGid = peerGid;
         this.role = role;
         this.tenant = tenant;
         this.peerReceiveBufferSize = peerReceiveBufferSize;
@@ -54,6 +58,10 @@ public final class DataConnection implements AutoCloseable {
     }
 
     /** "host:port" of the peer's control endpoint: what errors name. */
+    public org.rdmashuffle.verbs.Gid peerGid() {
+        return peerGid;
+    }
+
     public String peer() {
         return peer;
     }

@@ -1,9 +1,13 @@
 package org.rdmashuffle.core.transport;
 
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.verbs.ConnectOptions;
+import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
+import org.rdmashuffle.verbs.QueuePairEndpoint;
 import org.rdmashuffle.verbs.SendOps;
+import org.rdmashuffle.verbs.VerbsException;
 
 /**
  * Creates RC queue pairs on a tenant's PD, receiving into its SRQ, with their completions spread
@@ -36,6 +40,28 @@ public final class QueuePairFactory {
         }
         return tenant.pd().createQueuePair(qc);
     }
+
+    /**
+     * Connects {@code qp} to the peer's endpoint. On RoCE, moving to RTR resolves the peer GID's
+     * Ethernet address; when no neighbour answers, the kernel says ETIMEDOUT (EHOSTUNREACH,
+     * ENETUNREACH: no route). That failure is rethrown naming both GIDs and what to check.
+     */
+    public static void connect(QueuePair qp, QueuePairEndpoint theirs, ConnectOptions options) {
+        try {
+            qp.connect(theirs, options);
+        } catch (VerbsException e) {
+            if (e.errno() == Errno.ETIMEDOUT || e.errno() == EHOSTUNREACH || e.errno() == ENETUNREACH) {
+                throw new VerbsException(e.call(), e.errno(), "the peer's GID " + theirs.gid() + " cannot be reached from our GID["
+                        + options.gidIndex() + "] on port " + options.portNumber() + " (no route, or no neighbour answered "
+                        + "for its address): check `ip route get` and `ip neigh` for it, and that the peer's engine "
+                        + "bound the address other hosts reach it at (bindAddress)");
+            }
+            throw e;
+        }
+    }
+
+    private static final int ENETUNREACH = 101;
+    private static final int EHOSTUNREACH = 113;
 
     /** Closes what a failed set-up had made (best effort: the set-up's own failure is what matters). */
     public static void closeAll(QueuePair[] qps) {
