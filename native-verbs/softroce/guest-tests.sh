@@ -3,13 +3,14 @@
 # the real libibverbs on a Soft-RoCE device, in one boot of the qemu guest (softroce.sh).
 #
 #   guest-tests.sh [--bench] [--reports DIR]
-#   guest-tests.sh --pair [--built] [--reports DIR]
+#   guest-tests.sh --pair [--bench] [--built] [--reports DIR]
 #   ... --rdma-core VERSION    lay that rdma-core (from Debian's newer suite, rdma-core.sh) over the
 #                              guest's own before anything runs: e.g. 56 (the guest's own is 44)
 #
 # --pair boots two guests joined by a wire (softroce.sh pair), each with rxe0 on its own NIC: perftest
 # reads across it, then host 1 serves map outputs with an engine (ServingProcess) and host 0 runs the
 # tests that need a peer on another host (CrossHostFetchTest), each engine choosing its own GID.
+# --pair --bench instead measures RDMA_READ bandwidth across the wire (pair-bench.sh).
 #
 # Builds on the host (Maven in the guest costs ~13 s just to start), writes the test classpath to a
 # file, boots once, and starts one JVM with JUnit's console launcher over that classpath. The XML
@@ -78,7 +79,10 @@ java -jar '$root/benchmarks/target/benchmarks.jar' PostPathBenchmark -f 1 -wi 3 
   | grep -E '^(Benchmark|PostPathBenchmark)' | grep -vE 'gc.(count|time|alloc.rate )'"
 fi
 
-if ((pair)); then
+if ((pair && bench)); then
+  guest_cmd="BENCH_CP='$root/benchmarks/target/classes:$root/native-verbs/target/classes' REPORTS='$reports' \
+bash '$here/pair-bench.sh'"
+elif ((pair)); then
   guest_cmd="JVM='${jvm[*]}' CP='$cp' REPORTS='$reports' bash '$here/pair-tests.sh'"
 fi
 
@@ -95,6 +99,11 @@ if ((pair)); then
   bash "$here/softroce.sh" pair --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
 else
   bash "$here/softroce.sh" run --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
+fi
+
+if ((pair && bench)); then
+  echo "softroce pair bench: guest exit $rc; every round in $reports/read-bandwidth-two-hosts.csv"
+  exit $rc
 fi
 
 # The summary comes from the XML reports, so it shows what ran, not what was meant to.

@@ -28,39 +28,55 @@ public final class ReadBandwidth {
         if (depth % chainLength != 0 || iterations % chainLength != 0) {
             throw new IllegalArgumentException("depth and iterations must be multiples of the chain length " + chainLength);
         }
+        try (VerbsBench bench = new VerbsBench((long) size * depth, depth + 1)) {
+            measure(bench.requester, bench.cq, bench.destination, bench.source.address(), bench.source.rkey(), size,
+                    iterations, depth, chainLength);
+        }
+    }
+
+    /**
+     * Reads {@code iterations} blocks of {@code size} from {@code (remote, rkey)} into {@code destination}
+     * through {@code requester}, once untimed and once timed, and prints the timed pass's line.
+     */
+    static void measure(org.rdmashuffle.verbs.QueuePair requester, org.rdmashuffle.verbs.CompletionQueue cq,
+                        org.rdmashuffle.verbs.MemoryRegion destination, long remote, int rkey, int size, int iterations,
+                        int depth, int chainLength) {
         int slots = depth / chainLength;
-        try (VerbsBench bench = new VerbsBench((long) size * depth, depth + 1);
-             WorkCompletions wc = WorkCompletions.allocate(slots)) {
-            SendWorkRequests[] chains = new SendWorkRequests[slots];
+        SendWorkRequests[] chains = new SendWorkRequests[slots];
+        try (WorkCompletions wc = WorkCompletions.allocate(slots)) {
             for (int s = 0; s < slots; s++) {
                 chains[s] = SendWorkRequests.allocate(chainLength, 1);
                 for (int i = 0; i < chainLength; i++) {
                     long off = ((long) s * chainLength + i) * size;
-                    chains[s].get(i).rdmaRead(s, i == chainLength - 1 ? SendFlags.SIGNALED : 0, bench.destination, off, size,
-                            bench.source.address() + off, bench.source.rkey());
+                    chains[s].get(i).rdmaRead(s, i == chainLength - 1 ? SendFlags.SIGNALED : 0, destination, off, size,
+                            remote + off, rkey);
                 }
             }
-            run(bench, chains, wc, iterations / chainLength); // warm-up, untimed
-            long nanos = run(bench, chains, wc, iterations / chainLength);
+            run(requester, cq, chains, wc, iterations / chainLength); // warm-up, untimed
+            long nanos = run(requester, cq, chains, wc, iterations / chainLength);
             double gbits = (double) size * iterations * 8 / nanos;
             System.out.printf(Locale.ROOT, "rdma-shuffle RDMA_READ size=%d iterations=%d depth=%d chain=%d seconds=%.3f Gb/s=%.4f%n",
                     size, iterations, depth, chainLength, nanos / 1e9, gbits);
+        } finally {
             for (SendWorkRequests c : chains) {
-                c.close();
+                if (c != null) {
+                    c.close();
+                }
             }
         }
     }
 
     /** Posts {@code toPost} chains, keeping every slot busy, and returns the nanoseconds it took. */
-    private static long run(VerbsBench bench, SendWorkRequests[] chains, WorkCompletions wc, int toPost) {
+    private static long run(org.rdmashuffle.verbs.QueuePair requester, org.rdmashuffle.verbs.CompletionQueue cq,
+                            SendWorkRequests[] chains, WorkCompletions wc, int toPost) {
         int posted = 0;
         int completed = 0;
         long start = System.nanoTime();
         for (int s = 0; s < chains.length && posted < toPost; s++, posted++) {
-            bench.requester.postSend(chains[s], chains[s].capacity());
+            requester.postSend(chains[s], chains[s].capacity());
         }
         while (completed < toPost) {
-            int n = bench.cq.poll(wc);
+            int n = cq.poll(wc);
             for (int i = 0; i < n; i++) {
                 if (!wc.isSuccess(i)) {
                     throw wc.failure(i);
@@ -68,7 +84,7 @@ public final class ReadBandwidth {
                 completed++;
                 if (posted < toPost) {
                     SendWorkRequests next = chains[(int) wc.wrId(i)];
-                    bench.requester.postSend(next, next.capacity());
+                    requester.postSend(next, next.capacity());
                     posted++;
                 }
             }
