@@ -56,11 +56,7 @@ class CrossHostFetchTest {
                 assertEquals(Gid.ipv4Mapped((java.net.Inet4Address) InetAddress.getByName(bind)), client.gid().gid(),
                         "the GID chosen: " + client.gid().reason());
             }
-            List<BlockId> blocks = EngineTestSupport.everyPartition(outputs);
-            Collector got = new Collector(blocks.size());
-            client.fetchBlocks(peer, blocks, got);
-            got.await().assertAllIntact(EngineTestSupport.expected(outputs, blocks));
-            EngineTestSupport.assertNothingLeaks(client);
+            EngineTestSupport.fetchAllIntact(client, peer, outputs);
         } finally {
             EngineTestSupport.assertNoConnectionsLeft(provider);
             EngineTestSupport.closeProvider(provider);

@@ -225,6 +225,16 @@ final class EngineTestSupport {
         }
     }
 
+    /** {@code client} fetches every partition of {@code outputs} from {@code peer}: all intact, nothing left held. */
+    static void fetchAllIntact(RdmaShuffleEngine client, java.net.InetSocketAddress peer, List<MapOutput> outputs)
+            throws InterruptedException {
+        List<BlockId> blocks = everyPartition(outputs);
+        Collector got = new Collector(blocks.size());
+        client.fetchBlocks(peer, blocks, got);
+        got.await().assertAllIntact(expected(outputs, blocks));
+        assertNothingLeaks(client);
+    }
+
     /** Nothing requested, read, sent or held on either engine. */
     static void assertNothingLeaks(RdmaShuffleEngine... engines) throws InterruptedException {
         for (RdmaShuffleEngine e : engines) {

@@ -177,25 +177,7 @@ class RdmaShuffleEngineTest {
         EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "1m");
         try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, client,
                 EngineTestSupport.SECRET).withOutputs(dir, 1, 2, 8, EngineTestSupport.size(256 << 10))) {
-            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
-            Collector got = new Collector(blocks.size());
-            java.util.concurrent.ScheduledExecutorService later = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
-            try {
-                pair.client.fetchBlocks(pair.server.address(), blocks, new org.rdmashuffle.core.client.BlockFetchListener() {
-                    @Override
-                    public void onBlockFetched(org.rdmashuffle.core.client.FetchedBlock block) {
-                        later.schedule(() -> got.onBlockFetched(block), 100, java.util.concurrent.TimeUnit.MILLISECONDS);
-                    }
-
-                    @Override
-                    public void onBlockFetchFailure(BlockId block, Throwable cause) {
-                        got.onBlockFetchFailure(block, cause);
-                    }
-                });
-                got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
-            } finally {
-                later.shutdownNow();
-            }
+            fetchAllHoldingEachBlock(pair, 100);
             EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
         }
     }
@@ -225,30 +207,39 @@ class RdmaShuffleEngineTest {
                     return m;
                 }
             });
-            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
-            Collector got = new Collector(blocks.size());
-            java.util.concurrent.ScheduledExecutorService later = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
-            try {
-                // Each block is kept 1.5 s before its buffer goes back: the 1 MiB pool holds three, so the
-                // last blocks wait past half the 2 s lease for a buffer.
-                pair.client.fetchBlocks(pair.server.address(), blocks, new org.rdmashuffle.core.client.BlockFetchListener() {
-                    @Override
-                    public void onBlockFetched(org.rdmashuffle.core.client.FetchedBlock block) {
-                        later.schedule(() -> got.onBlockFetched(block), 1500, java.util.concurrent.TimeUnit.MILLISECONDS);
-                    }
-
-                    @Override
-                    public void onBlockFetchFailure(BlockId block, Throwable cause) {
-                        got.onBlockFetchFailure(block, cause);
-                    }
-                });
-                got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
-            } finally {
-                later.shutdownNow();
-            }
+            // Each block is kept 1.5 s before its buffer goes back: the 1 MiB pool holds a few, so the last
+            // blocks wait past half the 2 s lease for a buffer.
+            List<BlockId> blocks = fetchAllHoldingEachBlock(pair, 1500);
             assertTrue(asked.get() > blocks.size(), "no block was described again: " + asked.get() + " asked for "
                     + blocks.size() + " blocks");
             EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
         }
+    }
+
+    /**
+     * Fetches every partition of the pair's outputs with a consumer that keeps each block (and its
+     * fetch buffer) for {@code holdMillis} before taking it; checks all arrive intact; returns them.
+     */
+    private static List<BlockId> fetchAllHoldingEachBlock(EnginePair pair, long holdMillis) throws InterruptedException {
+        List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+        Collector got = new Collector(blocks.size());
+        java.util.concurrent.ScheduledExecutorService later = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        try {
+            pair.client.fetchBlocks(pair.server.address(), blocks, new org.rdmashuffle.core.client.BlockFetchListener() {
+                @Override
+                public void onBlockFetched(org.rdmashuffle.core.client.FetchedBlock block) {
+                    later.schedule(() -> got.onBlockFetched(block), holdMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
+                }
+
+                @Override
+                public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                    got.onBlockFetchFailure(block, cause);
+                }
+            });
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+        } finally {
+            later.shutdownNow();
+        }
+        return blocks;
     }
 }

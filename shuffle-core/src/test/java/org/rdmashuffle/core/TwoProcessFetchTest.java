@@ -103,11 +103,7 @@ class TwoProcessFetchTest {
         try (Peer peer = new Peer(dir.resolve("peer"), 0, 4, 32, maxPartition);
              RdmaShuffleEngine client = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), EngineTestSupport.APP,
                      EngineTestSupport.SECRET, provider)) {
-            List<BlockId> blocks = EngineTestSupport.everyPartition(outputs);
-            Collector got = new Collector(blocks.size());
-            client.fetchBlocks(peer.address(), blocks, got);
-            got.await().assertAllIntact(EngineTestSupport.expected(outputs, blocks));
-            EngineTestSupport.assertNothingLeaks(client);
+            EngineTestSupport.fetchAllIntact(client, peer.address(), outputs);
         } finally {
             EngineTestSupport.assertNoConnectionsLeft(provider);
             EngineTestSupport.closeProvider(provider);
