@@ -353,6 +353,11 @@ guest_main() {
   mountpoint -q /sys || mount -t sysfs sys /sys
   mountpoint -q /dev || mount -t devtmpfs dev /dev
   mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs shm /dev/shm
+  # devtmpfs has no /dev/fd and /dev/std* (udev makes them): bash's process substitution needs /dev/fd.
+  [[ -e /dev/fd ]] || ln -s /proc/self/fd /dev/fd
+  [[ -e /dev/stdin ]] || ln -s /proc/self/fd/0 /dev/stdin
+  [[ -e /dev/stdout ]] || ln -s /proc/self/fd/1 /dev/stdout
+  [[ -e /dev/stderr ]] || ln -s /proc/self/fd/2 /dev/stderr
   mkdir -p /lib/modules && mount --bind "$mods" /lib/modules
   mkdir -p "$share" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "$share"
 

@@ -10,7 +10,8 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
 
 /**
  * The little TCP protocol between a cross-host test and {@link RemotePeerAgent} on the other host:
- * set-up (sizes and queue-pair endpoints both ways), then one command at a time, each answered.
+ * set-up (sizes and queue-pair endpoints both ways, then the agent's word that its QP is ready to
+ * send), then one command at a time, each answered.
  * Everything the agent reads is bounded before it allocates: a test is its only client, but a
  * stray connection must not make it allocate what a length field says.
  */
@@ -21,6 +22,8 @@ final class PeerWire {
     static final byte SEND = 'S';
     static final byte STATE = 'Q';
     static final byte END = 'X';
+    /** The agent's QP reached RTS: the test may post. */
+    static final byte CONNECTED = 'c';
 
     static final int MAX_DATA_BYTES = 16 << 20;
     static final int MAX_RECEIVES = 64;

@@ -70,6 +70,10 @@ final class RemotePeer implements AutoCloseable {
             org.rdmashuffle.verbs.QueuePairEndpoint endpoint = PeerWire.readEndpoint(in);
             PeerWire.Region region = PeerWire.readRegion(in);
             side.qp.connect(endpoint, side.options);
+            byte ready = in.readByte(); // EOF here: the agent could not connect its QP (its log says why)
+            if (ready != PeerWire.CONNECTED) {
+                throw new IOException("the agent answered " + ready + " instead of connecting");
+            }
             return new RemotePeer(side, region, s, in, out);
         } catch (IOException | RuntimeException | Error e) {
             if (side != null) {
