@@ -334,13 +334,13 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     // ------------------------------------------------------------------ public API
 
     /** Where peers reach this engine's control plane: what the adapter publishes (e.g. in Spark's BlockManagerId). */
+    public InetSocketAddress address() {
+        return controlServer.address();
+    }
+
     /** The GID our queue pairs send from, and why (-1 on InfiniBand). */
     public org.rdmashuffle.verbs.GidChoice gid() {
         return gid;
-    }
-
-    public InetSocketAddress address() {
-        return controlServer.address();
     }
 
     public String providerName() {

@@ -11,26 +11,22 @@ import java.net.Socket;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
-import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.Gid;
 import org.rdmashuffle.verbs.GidChoice;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.Mtu;
-import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
 import org.rdmashuffle.verbs.QueuePairEndpoint;
-import org.rdmashuffle.verbs.Verbs;
 import org.rdmashuffle.verbs.VerbsContext;
-import org.rdmashuffle.verbs.VerbsDevice;
-import org.rdmashuffle.verbs.VerbsProvider;
 
 /**
  * {@link ReadBandwidth} with the source on another host, as {@code ib_read_bw} runs between two: the
  * serving side registers the source and waits; the reading side connects over TCP, swaps QP endpoints
  * and the region's (address, rkey), and reads exactly as ReadBandwidth does (same depth, chains, timed
  * pass after an untimed one). Each side sends from the GID of its own address ({@link GidChoice}).
+ * For devices (libibverbs): the exchange carries no software-provider admission token.
  *
  * <pre>
  * CrossHostReadBandwidth serve BIND PORT BYTES         serves one reader, exits when it hangs up
@@ -51,18 +47,8 @@ public final class CrossHostReadBandwidth {
         final ConnectOptions options;
 
         Side(InetAddress bind, long bytes, int sendDepth, int access) {
-            VerbsProvider provider = Verbs.select(System.getProperty("bench.provider", Verbs.AUTO)).orElseThrow();
-            String name = System.getProperty("bench.device", System.getenv("SOFTROCE_DEVICE"));
-            VerbsDevice device = name == null ? provider.devices().getFirst()
-                    : provider.devices().stream().filter(d -> d.name().equals(name)).findFirst().orElseThrow();
-            context = device.open();
-            PortAttributes port = context.queryPort(1);
-            DeviceAttributes attrs = context.queryDevice();
-            int reads = Math.min(attrs.maxQpInitRdAtomic(), attrs.maxQpRdAtomic()); // as perftest
-            ConnectOptions base = ConnectOptions.defaults(1, GidChoice.choose(context, port, bind).index(),
-                    Mtu.min(Mtu.MTU_4096, port.activeMtu()));
-            options = new ConnectOptions(base.portNumber(), base.gidIndex(), base.mtu(), base.remoteAccess(), reads, reads,
-                    base.minRnrTimer(), base.timeout(), base.retryCount(), base.rnrRetry());
+            context = VerbsBench.device().open();
+            options = VerbsBench.options(context, GidChoice.choose(context, context.queryPort(1), bind).index());
             pd = context.allocateProtectionDomain();
             cq = context.createCompletionQueue(sendDepth, null, 0);
             qp = pd.createQueuePair(QueuePairConfig.of(cq, sendDepth, 1, 1));

@@ -33,20 +33,10 @@ final class VerbsBench implements AutoCloseable {
     final MemoryRegion destination;
 
     VerbsBench(long bytes, int sendDepth) {
-        VerbsProvider provider = Verbs.select(System.getProperty("bench.provider", Verbs.AUTO)).orElseThrow();
-        String name = System.getProperty("bench.device", System.getenv("SOFTROCE_DEVICE"));
-        VerbsDevice device = name == null ? provider.devices().getFirst()
-                : provider.devices().stream().filter(d -> d.name().equals(name)).findFirst().orElseThrow();
         int gidIndex = Integer.parseInt(System.getProperty("bench.gidIndex",
                 System.getenv().getOrDefault("SOFTROCE_GID_INDEX", "0")));
-        context = device.open();
-        PortAttributes port = context.queryPort(1);
-        // As perftest does: as many outstanding RDMA_READs as the device allows (16 is ConnectOptions' default).
-        DeviceAttributes attrs = context.queryDevice();
-        int reads = Math.min(attrs.maxQpInitRdAtomic(), attrs.maxQpRdAtomic());
-        ConnectOptions base = ConnectOptions.defaults(1, gidIndex, Mtu.min(Mtu.MTU_4096, port.activeMtu()));
-        ConnectOptions options = new ConnectOptions(base.portNumber(), base.gidIndex(), base.mtu(), base.remoteAccess(),
-                reads, reads, base.minRnrTimer(), base.timeout(), base.retryCount(), base.rnrRetry());
+        context = device().open();
+        ConnectOptions options = options(context, gidIndex);
         pd = context.allocateProtectionDomain();
         cq = context.createCompletionQueue(sendDepth, null, 0);
         responderCq = context.createCompletionQueue(4, null, 0);
@@ -58,6 +48,25 @@ final class VerbsBench implements AutoCloseable {
         source = pd.allocateAndRegister(bytes, Access.LOCAL_WRITE | Access.REMOTE_READ);
         destination = pd.allocateAndRegister(bytes, Access.LOCAL_WRITE);
         source.segment().fill((byte) 0x5A);
+    }
+
+    /** The device to measure: {@code -Dbench.device}, {@code SOFTROCE_DEVICE}, else the provider's first. */
+    static VerbsDevice device() {
+        VerbsProvider provider = Verbs.select(System.getProperty("bench.provider", Verbs.AUTO)).orElseThrow();
+        String name = System.getProperty("bench.device", System.getenv("SOFTROCE_DEVICE"));
+        return name == null ? provider.devices().getFirst()
+                : provider.devices().stream().filter(d -> d.name().equals(name)).findFirst().orElseThrow();
+    }
+
+    /** Port 1 at {@code gidIndex}, with as many outstanding RDMA_READs as the device allows, as perftest does. */
+    static ConnectOptions options(VerbsContext context, int gidIndex) {
+        PortAttributes port = context.queryPort(1);
+        // 16 is ConnectOptions' default, and what held reads back at 64 KiB (benchmarks.md).
+        DeviceAttributes attrs = context.queryDevice();
+        int reads = Math.min(attrs.maxQpInitRdAtomic(), attrs.maxQpRdAtomic());
+        ConnectOptions base = ConnectOptions.defaults(1, gidIndex, Mtu.min(Mtu.MTU_4096, port.activeMtu()));
+        return new ConnectOptions(base.portNumber(), base.gidIndex(), base.mtu(), base.remoteAccess(), reads, reads,
+                base.minRnrTimer(), base.timeout(), base.retryCount(), base.rnrRetry());
     }
 
     /** Spins until at least one completion arrives; throws for an error completion. */
