@@ -41,12 +41,30 @@ suffix=${rdma_core:+-rdma-core-$rdma_core}
 source "$root/bin/jdk.sh"
 cd "$root"
 modules=native-verbs,shuffle-core
-((bench)) && modules=native-verbs,shuffle-core,benchmarks
+((bench || pair)) && modules=native-verbs,shuffle-core,benchmarks # the pair also runs the main Spark job
 if ((build)); then
   echo "softroce tests: building on the host ($modules)"
   mvn -B -q -DskipTests -pl "$modules" -am install >/dev/null
   mvn -B -q -pl shuffle-core dependency:build-classpath -Dmdep.includeScope=test \
     -Dmdep.outputFile="$root/shuffle-core/target/test-classpath.txt" >/dev/null
+  ((pair)) && mvn -B -q -pl benchmarks dependency:build-classpath -Dmdep.outputFile="$root/benchmarks/target/classpath.txt" >/dev/null
+fi
+
+kit=$root/benchmarks/target/softroce-kit
+if ((pair && !bench)); then
+  # What the guests' Spark processes start from, made here where Java is fast: a Spark home with the
+  # shipped conf and the main job's jar (ClusterKit), and an AOT cache per role, trained by running
+  # the same cluster on the host's loopback (spark-standalone.sh train, ~50 s) and made again only
+  # when Spark's jars or the JDK change.
+  [[ -s $root/benchmarks/target/classpath.txt ]] ||
+    mvn -B -q -pl benchmarks dependency:build-classpath -Dmdep.outputFile="$root/benchmarks/target/classpath.txt" >/dev/null
+  java -cp "$root/benchmarks/target/classes:$(cat "$root/benchmarks/target/classpath.txt")" \
+    org.rdmashuffle.benchmarks.cluster.ClusterKit "$kit" >/dev/null
+  stamp=$( (ls -lL --time-style=+%s "$kit/spark-home/jars/"; java -version 2>&1) | sha1sum)
+  if [[ ! -f $kit/aot/stamp || $(cat "$kit/aot/stamp") != "$stamp" ]]; then
+    echo "softroce tests: training AOT caches for the guests' Spark JVMs on the host"
+    bash "$here/spark-standalone.sh" "$kit" train && echo "$stamp" >"$kit/aot/stamp"
+  fi
 fi
 
 rm -rf "$reports" && mkdir -p "$reports"
@@ -83,7 +101,8 @@ if ((pair && bench)); then
   guest_cmd="BENCH_CP='$root/benchmarks/target/classes:$root/native-verbs/target/classes' REPORTS='$reports' \
 bash '$here/pair-bench.sh'"
 elif ((pair)); then
-  guest_cmd="JVM='${jvm[*]}' CP='$cp' REPORTS='$reports' bash '$here/pair-tests.sh'"
+  cp+=":$root/benchmarks/target/test-classes:$root/benchmarks/target/classes"
+  guest_cmd="JVM='${jvm[*]}' CP='$cp' REPORTS='$reports' KIT='$kit' bash '$here/pair-tests.sh'"
 fi
 
 if [[ -n $rdma_core ]]; then
@@ -96,7 +115,8 @@ fi
 
 rc=0
 if ((pair)); then
-  bash "$here/softroce.sh" pair --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
+  # 4 GiB each: the Spark job's JVMs join the engines' (host 1: Master, Worker, executor).
+  bash "$here/softroce.sh" pair --mem 4G --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
 else
   bash "$here/softroce.sh" run --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
 fi

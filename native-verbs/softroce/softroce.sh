@@ -364,7 +364,11 @@ guest_main() {
   # Soft-RoCE: rxe on a dummy netdev (MTU 9000 -> rxe active MTU 4096; 1500 is ~4x slower), or in
   # pair mode on the virtio NIC wired to the other guest.
   ulimit -l unlimited
-  modprobe -a rdma_rxe rdma_ucm dummy
+  local m
+  for m in rdma_rxe rdma_ucm dummy; do
+    modprobe "$m" 2>/tmp/modprobe.err ||
+      guest_fail "cannot load the $m module ($(tr '\n' ' ' </tmp/modprobe.err)) from the unpacked kernel $(uname -r): delete the harness cache's kernel/ and run softroce.sh prepare"
+  done
   ip link set lo up
   local addr=$SR0_ADDR peer="" netdev=sr0 index
   if [[ -f $ctl/wire-index ]]; then

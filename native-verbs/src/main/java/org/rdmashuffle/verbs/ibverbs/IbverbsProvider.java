@@ -92,6 +92,9 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
         }
     }
 
+    /** What to do when the device is meant to be Soft-RoCE and its module was never loaded. */
+    static final String SOFT_ROCE_HINT = "Soft-RoCE: modprobe rdma_rxe, then rdma link add rxe0 type rxe netdev <interface>";
+
     /**
      * The verdict from what the probe found, in the order an operator fixes things: the library,
      * a device, an active port, the memlock limit. Separate from the probe so every cause is tested.
@@ -105,7 +108,8 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
         }
         if (devices == 0) {
             return Availability.unavailable(deviceListFailure != null ? deviceListFailure
-                    : "libibverbs lists no RDMA device (no HCA, or no provider library for it: install ibverbs-providers)");
+                    : "libibverbs lists no RDMA device (no HCA, or no provider library for it: install ibverbs-providers; "
+                    + SOFT_ROCE_HINT + ")");
         }
         if (activePort == null) {
             return Availability.unavailable("no active port: " + String.join(", ", portsSeen));
@@ -167,7 +171,8 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                 list = Libibverbs.GET_DEVICE_LIST.pointer(num);
             } catch (VerbsException e) {
                 deviceListFailure = e.getMessage() + (e.errno() == Errno.ENOSYS
-                        ? " -- the kernel has no RDMA (uverbs) support, or no RDMA device is present"
+                        ? " -- the kernel has no RDMA (uverbs) support, or no RDMA device is present (load the NIC's "
+                        + "driver and ib_uverbs; " + SOFT_ROCE_HINT + ")"
                         : "");
                 return List.of();
             }

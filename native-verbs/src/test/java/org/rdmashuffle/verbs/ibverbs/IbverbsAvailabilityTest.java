@@ -28,6 +28,7 @@ class IbverbsAvailabilityTest {
         Availability empty = IbverbsProvider.assess(null, null, 0, List.of(), null, -1, 0);
         assertTrue(empty.cause().contains("lists no RDMA device"), empty.cause());
         assertTrue(empty.cause().contains("ibverbs-providers"), empty.cause());
+        assertTrue(empty.cause().contains("modprobe rdma_rxe"), "a missing rxe module is named: " + empty.cause());
     }
 
     @Test

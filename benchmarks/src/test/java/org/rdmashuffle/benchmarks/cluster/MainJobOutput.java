@@ -1,0 +1,99 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * What the main job ({@code ShuffleJob --compare}) printed, read back: each round's shuffle, remote
+ * blocks and result, and under it each executor's address and what carried its blocks. The tests
+ * that run the job across hosts check it with {@link #assertOneResultAndEveryRemoteBlockOverRdma}.
+ */
+record MainJobOutput(List<Round> rounds) {
+    private static final Pattern ROUND = Pattern.compile(
+            "^round \\d+ +(rdma|builtin) .* (\\d+) remote blocks +result (.*?)(  \\(recovered: (\\d+) executors lost.*)?$");
+    private static final Pattern EXECUTOR = Pattern.compile("^ {4}executor (\\S+) at (\\S+): (.*)$");
+    private static final Pattern RDMA = Pattern.compile("fetched (\\d+) blocks \\(\\d+ bytes\\) over RDMA( from (.*))?, "
+            + "(\\d+) over the built-in transport$");
+    private static final Pattern SERVER = Pattern.compile("(\\S+) \\((\\d+)\\)");
+
+    record Round(String shuffle, long remoteBlocks, String result, int executorsLost, List<Executor> executors) {
+    }
+
+    /** One executor's line: its address and what it said carried its blocks. */
+    record Executor(String id, String address, String carrier, String line) {
+    }
+
+    static MainJobOutput parse(List<String> lines) {
+        List<Round> rounds = new ArrayList<>();
+        for (String line : lines) {
+            Matcher round = ROUND.matcher(line);
+            if (round.matches()) {
+                rounds.add(new Round(round.group(1), Long.parseLong(round.group(2)), round.group(3),
+                        round.group(5) == null ? 0 : Integer.parseInt(round.group(5)), new ArrayList<>()));
+                continue;
+            }
+            Matcher e = EXECUTOR.matcher(line);
+            if (e.matches() && !rounds.isEmpty()) {
+                rounds.getLast().executors().add(new Executor(e.group(1), e.group(2), e.group(3), line));
+            }
+        }
+        return new MainJobOutput(List.copyOf(rounds));
+    }
+
+    List<String> results() {
+        return rounds.stream().map(Round::result).toList();
+    }
+
+    /**
+     * Both shuffles gave one result; every executor sat at its own non-loopback address ({@code hosts}
+     * of them); in the RDMA rounds each executor's engine ran on {@code provider} and listened on its
+     * host's address, fetched nothing over Spark's transport and nothing from its own address, and the
+     * blocks fetched over RDMA add up to the remote blocks Spark counted.
+     */
+    void assertOneResultAndEveryRemoteBlockOverRdma(int hosts, String provider, String printed) {
+        assertTrue(rounds.stream().anyMatch(r -> r.shuffle().equals("rdma")), "no RDMA round: " + printed);
+        assertTrue(rounds.stream().anyMatch(r -> r.shuffle().equals("builtin")), "no built-in round: " + printed);
+        assertEquals(1, Set.copyOf(results()).size(), "both shuffles give one result: " + results());
+        Set<String> addresses = new TreeSet<>();
+        for (Round r : rounds) {
+            for (Executor e : r.executors()) {
+                addresses.add(e.address());
+                assertFalse(e.address().startsWith("127.") || e.address().equals("localhost"), "an executor on loopback: " + e.line());
+            }
+            if (!r.shuffle().equals("rdma")) {
+                continue;
+            }
+            assertTrue(r.remoteBlocks() > 0, "the job shuffled remote blocks: " + printed);
+            long overRdma = 0;
+            for (Executor e : r.executors()) {
+                assertTrue(e.carrier().startsWith("RDMA engine on " + provider + " ")
+                        && e.carrier().contains("(control " + e.address() + ":"),
+                        "the executor's engine runs on " + provider + " and listens on its host's address: " + e.line());
+                Matcher m = RDMA.matcher(e.carrier());
+                assertTrue(m.find(), e.line());
+                assertEquals("0", m.group(4), "nothing over the built-in transport: " + e.line());
+                long blocks = Long.parseLong(m.group(1));
+                overRdma += blocks;
+                if (blocks > 0) {
+                    Matcher from = SERVER.matcher(m.group(3));
+                    long fromOthers = 0;
+                    while (from.find()) {
+                        assertFalse(from.group(1).equals(e.address()), "blocks fetched over RDMA from its own address: " + e.line());
+                        fromOthers += Long.parseLong(from.group(2));
+                    }
+                    assertEquals(blocks, fromOthers, e.line());
+                }
+            }
+            assertEquals(r.remoteBlocks(), overRdma, "every remote block Spark counted came over RDMA: " + printed);
+        }
+        assertEquals(hosts, addresses.size(), "one executor per Worker host, each at its own address: " + addresses);
+    }
+}
