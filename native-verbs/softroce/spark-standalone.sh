@@ -9,8 +9,8 @@
 #   spark-standalone.sh KIT submit ADDR MASTER_URL PROVIDER [ShuffleJob args...]
 #                                                         the main job, client mode, driver on ADDR
 #   spark-standalone.sh KIT train                         on the host: the three on 127.0.0.1 with
-#                                                         the software provider; each JVM leaves an
-#                                                         AOT cache of what it loaded, KIT/aot/<role>.aot
+#                                                         the software provider, each JVM recording
+#                                                         what it loads; then KIT/aot/<role>.aot
 #
 # Processes start the way bin/spark-class starts them: Spark's launcher builds each command. Two things
 # differ from a stock installation, both for start-up under emulation (a JVM is 20-60x slower in the
