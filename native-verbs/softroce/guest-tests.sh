@@ -8,8 +8,10 @@
 #                              guest's own before anything runs: e.g. 56 (the guest's own is 44)
 #
 # --pair boots two guests joined by a wire (softroce.sh pair), each with rxe0 on its own NIC: perftest
-# reads across it, then host 1 serves map outputs with an engine (ServingProcess) and host 0 runs the
-# tests that need a peer on another host (CrossHostFetchTest), each engine choosing its own GID.
+# reads across it, then host 1 serves (an engine with map outputs, the verbs agent, Spark's Master and
+# a Worker, YARN's ResourceManager and a NodeManager) and host 0 runs the tests that need a peer on
+# another host (pair-tests.sh): the engine and the verbs across the wire, the main Spark job and a
+# MapReduce job, each engine choosing its own GID.
 # --pair --bench instead measures RDMA_READ bandwidth across the wire (pair-bench.sh).
 #
 # Builds on the host (Maven in the guest costs ~13 s just to start), writes the test classpath to a
@@ -41,7 +43,8 @@ suffix=${rdma_core:+-rdma-core-$rdma_core}
 source "$root/bin/jdk.sh"
 cd "$root"
 modules=native-verbs,shuffle-core
-((bench || pair)) && modules=native-verbs,shuffle-core,benchmarks # the pair also runs the main Spark job
+((bench)) && modules=native-verbs,shuffle-core,benchmarks
+((pair && !bench)) && modules=native-verbs,shuffle-core,benchmarks,shuffle-hadoop # the Spark and MapReduce jobs
 if ((build)); then
   echo "softroce tests: building on the host ($modules)"
   mvn -B -q -DskipTests -pl "$modules" -am install >/dev/null
@@ -57,6 +60,10 @@ if ((pair && !bench)); then
   # when Spark's jars or the JDK change.
   if ((build)) || [[ ! -s $root/benchmarks/target/classpath.txt ]]; then
     mvn -B -q -pl benchmarks dependency:build-classpath -Dmdep.outputFile="$root/benchmarks/target/classpath.txt" >/dev/null
+  fi
+  if ((build)) || [[ ! -s $root/shuffle-hadoop/target/test-classpath.txt ]]; then
+    mvn -B -q -pl shuffle-hadoop dependency:build-classpath -Dmdep.includeScope=test \
+      -Dmdep.outputFile="$root/shuffle-hadoop/target/test-classpath.txt" >/dev/null
   fi
   java -cp "$root/benchmarks/target/classes:$(cat "$root/benchmarks/target/classpath.txt")" \
     org.rdmashuffle.benchmarks.cluster.ClusterKit "$kit" >/dev/null
@@ -106,7 +113,10 @@ if ((pair && bench)); then
 bash '$here/pair-bench.sh'"
 elif ((pair)); then
   cp+=":$root/benchmarks/target/test-classes:$root/benchmarks/target/classes"
-  guest_cmd="JVM='${jvm[*]}' CP='$cp' REPORTS='$reports' KIT='$kit' bash '$here/pair-tests.sh'"
+  # The MapReduce job's JVMs (YARN's daemons, its test, the tasks) run on Hadoop's class path alone.
+  hadoop_cp="$root/shuffle-hadoop/target/test-classes:$root/shuffle-hadoop/target/classes:$root/shuffle-core/target/classes"
+  hadoop_cp+=":$root/native-verbs/target/classes:$(cat "$root/shuffle-hadoop/target/test-classpath.txt")"
+  guest_cmd="JVM='${jvm[*]}' CP='$cp' HADOOP_CP='$hadoop_cp' REPORTS='$reports' KIT='$kit' bash '$here/pair-tests.sh'"
 fi
 
 if [[ -n $rdma_core ]]; then
@@ -119,8 +129,10 @@ fi
 
 rc=0
 if ((pair)); then
-  # 4 GiB each: the Spark job's JVMs join the engines' (host 1: Master, Worker, executor).
-  bash "$here/softroce.sh" pair --mem 4G --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
+  # 4 GiB each: the jobs' JVMs join the engines' (host 1: Master, Worker, executor; YARN, its tasks).
+  # 2 vCPUs each on the 2-core machine: when one host waits (maps run on host 1, the reduce on host 0)
+  # the other gets both cores (the MapReduce test 286 s against 421 s with one).
+  bash "$here/softroce.sh" pair --cpus 2 --mem 4G --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
 else
   bash "$here/softroce.sh" run --share "$reports" --timeout "${SOFTROCE_TEST_TIMEOUT:-2400}" -- "$guest_cmd" || rc=$?
 fi
@@ -137,7 +149,7 @@ reports, rc, core = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 where = f"rdma-core {core}" + (", two hosts" if len(sys.argv) > 4 else "")
 tests = fail = err = skip = 0
 skipped = []
-for f in glob.glob(reports + "/TEST-*.xml"):
+for f in glob.glob(reports + "/**/TEST-*.xml", recursive=True):
     for case in ET.parse(f).getroot().iter("testcase"):
         tests += 1
         if case.find("failure") is not None: fail += 1

@@ -380,6 +380,9 @@ guest_main() {
     done
     [[ -n $netdev ]] || guest_fail "no virtio NIC for the wire"
     addr=$WIRE_NET.$((index + 1))/24 peer=$WIRE_NET.$((2 - index))
+    # Names for the two hosts, as a cluster has them (YARN addresses nodes by name).
+    echo "host$index" >/proc/sys/kernel/hostname
+    printf '%s host0\n%s host1\n' "$WIRE_NET.1" "$WIRE_NET.2" >>/etc/hosts
     ip link set "$netdev" mtu $WIRE_MTU
     ip addr add "$addr" dev "$netdev"
     ip link set "$netdev" up

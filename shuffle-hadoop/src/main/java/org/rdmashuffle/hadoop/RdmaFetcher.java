@@ -243,6 +243,8 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         }
         scheduler.copySucceeded(map, host, stored, start, System.currentTimeMillis(), out);
         metrics.successFetch();
+        reporter.incrCounter(RdmaShuffleCounter.MAP_OUTPUTS_OVER_RDMA, 1);
+        reporter.incrCounter(RdmaShuffleCounter.BYTES_OVER_RDMA, stored);
         return true;
     }
 

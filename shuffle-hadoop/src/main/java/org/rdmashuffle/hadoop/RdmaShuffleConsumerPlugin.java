@@ -100,7 +100,12 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
         EngineConfig config = HadoopSettings.engineConfig(jobConf, host, 0);
         String app = MapReduceIds.applicationOf(reduceId.getJobID());
         javax.crypto.SecretKey secret = context.getReduceTask().getShuffleSecret();
-        return RdmaShuffleEngine.start(config, app, secret == null ? null : MapReduceIds.engineSecret(secret.getEncoded()));
+        RdmaShuffleEngine e = RdmaShuffleEngine.start(config, app,
+                secret == null ? null : MapReduceIds.engineSecret(secret.getEncoded()));
+        // The task's log says what carries its shuffle (an operator's first question; the cross-host test's too).
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle: " + reduceId + " fetches with the RDMA engine on "
+                + e.providerName() + " device " + e.deviceName() + " (control " + e.address().getHostString() + ")");
+        return e;
     }
 
     @Override

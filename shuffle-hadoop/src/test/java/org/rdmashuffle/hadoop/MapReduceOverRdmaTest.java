@@ -56,7 +56,8 @@ class MapReduceOverRdmaTest {
     private static Path input;
     private static Outcome stock;
 
-    private record Outcome(List<byte[]> parts, long shuffledMaps, long shuffleBytes, long failedMaps) {
+    private record Outcome(List<byte[]> parts, long shuffledMaps, long shuffleBytes, long failedMaps, long rdmaMaps,
+                           long rdmaBytes) {
     }
 
     @BeforeAll
@@ -81,6 +82,9 @@ class MapReduceOverRdmaTest {
         assertEquals((long) MAPS * REDUCES, rdma.shuffledMaps, "shuffled maps");
         assertEquals(stock.shuffledMaps, rdma.shuffledMaps, "shuffled maps, stock vs rdma");
         assertEquals(stock.shuffleBytes, rdma.shuffleBytes, "reduce shuffle bytes, stock vs rdma");
+        assertEquals(rdma.shuffledMaps, rdma.rdmaMaps, "map outputs over RDMA (job counter)");
+        assertEquals(rdma.shuffleBytes, rdma.rdmaBytes, "bytes over RDMA (job counter) vs reduce shuffle bytes");
+        assertEquals(0, stock.rdmaMaps, "map outputs over RDMA in the stock shuffle's job");
         assertEquals(MAPS, servedMapOutputs() - resolvedBefore, "map outputs the service found and registered");
         // The NodeManager stops the application once the job is done: its regions are deregistered.
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
@@ -116,6 +120,9 @@ class MapReduceOverRdmaTest {
         assertSameOutput(stock, mixed);
         assertEquals(0, mixed.failedMaps, "nothing was re-run: the refused output came over HTTP");
         assertEquals(MAPS - 1, servedMapOutputs() - resolvedBefore, "all other outputs were served by RDMA");
+        assertEquals((long) (MAPS - 1) * REDUCES, mixed.rdmaMaps, "map outputs over RDMA (job counter)");
+        assertTrue(mixed.rdmaBytes > 0 && mixed.rdmaBytes < mixed.shuffleBytes, "bytes over RDMA: " + mixed.rdmaBytes
+                + " of " + mixed.shuffleBytes);
     }
 
     @Test
@@ -128,6 +135,7 @@ class MapReduceOverRdmaTest {
         assertSameOutput(stock, big);
         assertEquals(0, big.failedMaps, "nothing was re-run: the blocks came over HTTP");
         assertEquals(stock.shuffleBytes, big.shuffleBytes, "reduce shuffle bytes, stock vs over HTTP");
+        assertEquals(0, big.rdmaBytes, "bytes over RDMA (job counter)");
     }
 
     @Test
@@ -184,7 +192,9 @@ class MapReduceOverRdmaTest {
         var counters = job.getCounters();
         return new Outcome(parts, counters.findCounter(TaskCounter.SHUFFLED_MAPS).getValue(),
                 counters.findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue(),
-                counters.findCounter(JobCounter.NUM_FAILED_MAPS).getValue());
+                counters.findCounter(JobCounter.NUM_FAILED_MAPS).getValue(),
+                counters.findCounter(RdmaShuffleCounter.MAP_OUTPUTS_OVER_RDMA).getValue(),
+                counters.findCounter(RdmaShuffleCounter.BYTES_OVER_RDMA).getValue());
     }
 
     private static void assertSameOutput(Outcome expected, Outcome actual) {
