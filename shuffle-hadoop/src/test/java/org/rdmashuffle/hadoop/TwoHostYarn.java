@@ -126,9 +126,18 @@ final class TwoHostYarn {
      * Host 1: {@code TwoHostYarn SHARED STOP_FILE} starts the ResourceManager and this host's
      * NodeManager, prints READY once the node has registered, and stops both once STOP_FILE exists.
      */
-    public static void main(String[] args) throws Exception {
-        Path shared = Path.of(args[0]);
-        Path stop = Path.of(args[1]);
+    public static void main(String[] args) {
+        int status = 0;
+        try {
+            serve(Path.of(args[0]), Path.of(args[1]));
+        } catch (Throwable t) {
+            t.printStackTrace();
+            status = 1;
+        }
+        System.exit(status); // Hadoop leaves non-daemon threads behind, after a failure too
+    }
+
+    private static void serve(Path shared, Path stop) throws Exception {
         logTo(shared.resolve("yarn-" + HOST1 + ".log"));
         Configuration conf = configuration(1, shared);
         ResourceManager rm = new ResourceManager();
@@ -153,6 +162,5 @@ final class TwoHostYarn {
             nm.stop();
             rm.stop();
         }
-        System.exit(0); // Hadoop leaves non-daemon threads behind
     }
 }
