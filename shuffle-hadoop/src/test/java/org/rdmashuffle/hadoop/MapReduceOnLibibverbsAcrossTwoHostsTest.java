@@ -80,7 +80,7 @@ class MapReduceOnLibibverbsAcrossTwoHostsTest {
         // Host 0's node starts while host 1 starts the application master: the reduce needs it later.
         NodeManager node = new NodeManager();
         try {
-            node.init(TwoHostYarn.configuration(0, shared));
+            node.init(conf); // the job took its own copy at getInstance
             node.start();
             awaitCompletion(job);
             JobInfo history = history(shared, job.getJobID().toString());
