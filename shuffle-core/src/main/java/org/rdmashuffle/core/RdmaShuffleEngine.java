@@ -84,7 +84,7 @@ import org.rdmashuffle.verbs.WorkCompletions;
 public final class RdmaShuffleEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaShuffleEngine.class.getName());
     private static final int MAX_CONTROL_FRAME = 64 << 10;
-    private static final int FETCH_BUFFER_CHUNK = 4 << 20;
+    private static final int FETCH_BUFFER_SLAB = 4 << 20;
     /**
      * RNR NAK timer our QPs ask a sender to wait (IB encoding 28: 163.84 ms): with {@link
      * #SERVING_RNR_RETRY} retries a server waits about a second for a reducer to post a receive.
@@ -160,6 +160,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final FetchingConnections fetching;
     private final Set<DataConnection> serving = ConcurrentHashMap.newKeySet();
     private final FetchTransport transport = new Transport();
+    /** Test hook: while set, registering a fetch-buffer slab fails with it (as ibv_reg_mr does out of pinnable memory). */
+    private volatile RuntimeException fetchBufferFault;
     private volatile boolean closed;
 
     private RdmaShuffleEngine(EngineConfig config, String appId, byte[] secret, VerbsProvider provider) {
@@ -203,7 +205,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.pollers = new CompletionPoller[config.pollerThreads()];
             for (int i = 0; i < pollers.length; i++) {
                 pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, cqEntries, 64, config.busyPoll(),
-                        dispatcher);
+                        provider instanceof org.rdmashuffle.verbs.software.SoftwareProvider, dispatcher);
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }
@@ -235,9 +237,16 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.timer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-timer").unstarted(r));
             made.add(timer::shutdownNow);
-            // Exactly fetchBufferMemory: registered in chunks of 4 MiB, or of the largest power of two it holds if less.
-            this.fetchBuffers = own == null ? null : new RegisteredBufferPool(own.pd(), config.fetchBufferMemory(),
-                    (int) Math.min(FETCH_BUFFER_CHUNK, Long.highestOneBit(config.fetchBufferMemory())), this::onFetchBufferReleased);
+            // Exactly fetchBufferMemory: registered in slabs of 4 MiB, or of the largest power of two it holds if less.
+            TenantDomain fetchDomain = own;
+            this.fetchBuffers = own == null ? null : new RegisteredBufferPool(bytes -> {
+                RuntimeException fault = fetchBufferFault;
+                if (fault != null) {
+                    throw fault;
+                }
+                return fetchDomain.pd().allocateAndRegister(bytes, org.rdmashuffle.verbs.Access.LOCAL_WRITE);
+            }, config.fetchBufferMemory(), (int) Math.min(FETCH_BUFFER_SLAB, Long.highestOneBit(config.fetchBufferMemory())),
+                    this::onFetchBufferReleased);
             if (fetchBuffers != null) {
                 made.add(fetchBuffers);
             }
@@ -511,6 +520,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     void tamper(Tamper t) {
         sender.tamper(t);
+    }
+
+    void failFetchBufferRegistrations(RuntimeException fault) {
+        this.fetchBufferFault = fault;
     }
 
     // ------------------------------------------------------------------ connections

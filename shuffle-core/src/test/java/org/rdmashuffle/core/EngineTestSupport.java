@@ -137,6 +137,19 @@ final class EngineTestSupport {
         return new MapOutput(shuffle, map, file, offsets, data);
     }
 
+    /** A map output whose partitions have exactly these sizes, of random bytes. */
+    static MapOutput writeMapOutput(Path dir, int shuffle, long map, int[] sizes, long seed) throws IOException {
+        long[] offsets = new long[sizes.length + 1];
+        for (int p = 0; p < sizes.length; p++) {
+            offsets[p + 1] = offsets[p] + sizes[p];
+        }
+        byte[] data = new byte[Math.toIntExact(offsets[sizes.length])];
+        new Random(seed).nextBytes(data);
+        Path file = dir.resolve("shuffle_" + shuffle + "_" + map + "_0.data");
+        Files.write(file, data);
+        return new MapOutput(shuffle, map, file, offsets, data);
+    }
+
     /** Every single-partition block of these outputs. */
     static List<BlockId> everyPartition(List<MapOutput> outputs) {
         List<BlockId> blocks = new ArrayList<>();
@@ -172,8 +185,24 @@ final class EngineTestSupport {
 
         @Override
         public void onBlockFetched(FetchedBlock block) {
-            byte[] copy = block.data().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-            block.release();
+            if (block.isContiguous()) {
+                take(block);
+            } else {
+                // Read in pieces: its stream waits for pieces the poller (this thread) delivers.
+                Thread.ofVirtual().start(() -> take(block));
+            }
+        }
+
+        private void take(FetchedBlock block) {
+            byte[] copy;
+            try (java.io.InputStream in = block.openStream()) {
+                copy = in.readAllBytes();
+            } catch (java.io.IOException e) {
+                onBlockFetchFailure(block.id(), e);
+                return;
+            } finally {
+                block.release();
+            }
             if (fetched.put(block.id(), copy) != null) {
                 failed.put(block.id(), new AssertionError("delivered twice"));
             }

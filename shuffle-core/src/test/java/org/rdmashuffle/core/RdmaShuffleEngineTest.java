@@ -16,7 +16,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.rdmashuffle.core.EngineTestSupport.Collector;
-import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.config.EngineConfig;
 
 /** The engine end to end, two engines in one JVM: what a reducer asks for arrives intact, within the bounds. */
@@ -86,23 +85,6 @@ class RdmaShuffleEngineTest {
     }
 
     @Test
-    void aBlockLargerThanTheFetchBufferMemory_failsByName() throws Exception {
-        EngineConfig c = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "4m");
-        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, c,
-                EngineTestSupport.SECRET).withOutputs(dir, 4, 1, 1, 6 << 20)) {
-            BlockId big = BlockId.of(4, 0, 0);
-            Collector got = new Collector(1);
-            pair.client.fetchBlocks(pair.server.address(), List.of(big), got);
-            got.await();
-            Throwable e = got.failed.get(big);
-            assertTrue(e instanceof BlockFetchException && e.getMessage().contains("larger than the fetch buffer memory")
-                    && e.getMessage().contains("fetchBufferMemory"), String.valueOf(e));
-            assertEquals(BlockFetchException.Kind.TOO_LARGE, BlockFetchException.kindOf(e), "another transport may take it");
-            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
-        }
-    }
-
-    @Test
     void anUnknownMapOutputFailsItsRequest_andTheConnectionCarriesOn() throws Exception {
         try (EnginePair pair = EnginePair.open().withOutputs(dir, 5, 2, 4, EngineTestSupport.size(10_000))) {
             BlockId missing = BlockId.of(5, 42, 0);
@@ -168,8 +150,8 @@ class RdmaShuffleEngineTest {
     }
 
     /**
-     * Blocks of many sizes through the smallest fetch pool (1 MiB, one chunk), each held by its
-     * listener for a while: the pool recuts its idle chunk for whichever size comes next, and a chain
+     * Blocks of many sizes through the smallest fetch pool (1 MiB, one slab), each held by its
+     * listener for a while: whichever size comes next is cut from the slab's free space, and a chain
      * posts the reads that got buffers rather than waiting for a release that nothing would make.
      */
     @Test

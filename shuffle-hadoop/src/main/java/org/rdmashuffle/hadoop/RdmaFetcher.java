@@ -1,9 +1,6 @@
 package org.rdmashuffle.hadoop;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -121,12 +118,10 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
             String why = f.cause().getMessage() == null ? f.cause().toString() : f.cause().getMessage();
             switch (BlockFetchException.kindOf(f.cause())) {
                 case UNREACHABLE, NOT_AUTHENTICATED -> unreachable = f.cause();
-                case REFUSED, TOO_LARGE -> {
+                case REFUSED -> {
                     if (fallback) {
                         // The service has the output but will not serve it by RDMA (cannot register the
-                        // file, say), or the block is more than this reducer's fetch buffers hold: HTTP
-                        // can (the merge manager takes large outputs to disk). The stock fetcher gets
-                        // this map alone, below.
+                        // file, say): HTTP can. The stock fetcher gets this map alone, below.
                         LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + m + " from " + service + ": " + why
                                 + "; fetching it over HTTP");
                         remaining.remove(m);
@@ -232,7 +227,7 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         long start = System.currentTimeMillis();
         try {
             // Checks the IFile checksum and decompresses, as for a block read over HTTP.
-            out.shuffle(host, new SegmentInputStream(block.data()), stored, raw, metrics, reporter);
+            out.shuffle(host, block.openStream(), stored, raw, metrics, reporter);
         } catch (IOException | RuntimeException e) {
             out.abort();
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + map + " from " + host.getHostName()
@@ -251,38 +246,5 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
     private static String hostOnly(String hostAndPort) {
         int colon = hostAndPort.lastIndexOf(':');
         return colon < 0 ? hostAndPort : hostAndPort.substring(0, colon);
-    }
-
-    /** The bytes of a fetched block as a stream, read in place. */
-    static final class SegmentInputStream extends InputStream {
-        private final MemorySegment data;
-        private long position;
-
-        SegmentInputStream(MemorySegment data) {
-            this.data = data;
-        }
-
-        @Override
-        public int read() {
-            return position < data.byteSize() ? data.get(ValueLayout.JAVA_BYTE, position++) & 0xff : -1;
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) {
-            java.util.Objects.checkFromIndexSize(off, len, b.length);
-            long left = data.byteSize() - position;
-            if (left <= 0) {
-                return len == 0 ? 0 : -1;
-            }
-            int n = (int) Math.min(len, left);
-            MemorySegment.copy(data, ValueLayout.JAVA_BYTE, position, b, off, n);
-            position += n;
-            return n;
-        }
-
-        @Override
-        public int available() {
-            return (int) Math.min(Integer.MAX_VALUE, data.byteSize() - position);
-        }
     }
 }

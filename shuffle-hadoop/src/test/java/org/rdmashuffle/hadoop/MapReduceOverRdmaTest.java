@@ -41,8 +41,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * MapReduce jobs on a YARN cluster whose NodeManager runs {@link RdmaShuffleService}, reducers
  * shuffling with {@link RdmaShuffleConsumerPlugin}: the sorted output equals the stock shuffle's, a
- * lost map output is re-run, an unreachable service, an output it will not serve and blocks too large
- * for the reducer's fetch buffers fall back to HTTP, and a reducer without the job's secret reads nothing.
+ * lost map output is re-run, an unreachable service and an output it will not serve fall back to HTTP,
+ * blocks larger than the reducer's fetch buffers come over RDMA in pieces, and a reducer without the
+ * job's secret reads nothing.
  */
 class MapReduceOverRdmaTest {
     private static final int ROWS = 1_000_000;
@@ -125,17 +126,19 @@ class MapReduceOverRdmaTest {
                 + " of " + mixed.shuffleBytes);
     }
 
+    /** Before, such blocks failed as too large and went over HTTP; now they come over RDMA in pieces, fallback off. */
     @Test
-    void blocksLargerThanTheReducersFetchBuffers_areFetchedOverHttp_withFallback() throws Exception {
+    void blocksLargerThanTheReducersFetchBuffers_comeOverRdmaInPieces() throws Exception {
         long perBlock = stock.shuffleBytes / ((long) MAPS * REDUCES);
         assertTrue(perBlock > 3 << 19, "this test needs blocks well above 1 MiB, not " + perBlock + " bytes");
-        JobConf conf = cluster.rdmaJobConf(true);
+        JobConf conf = cluster.rdmaJobConf(false);
         conf.set(HadoopSettings.PREFIX + org.rdmashuffle.core.config.EngineConfig.KEY_FETCH_BUFFER_MEMORY, "1m");
-        Outcome big = sort("too-large", conf);
+        Outcome big = sort("larger-than-buffers", conf);
         assertSameOutput(stock, big);
-        assertEquals(0, big.failedMaps, "nothing was re-run: the blocks came over HTTP");
-        assertEquals(stock.shuffleBytes, big.shuffleBytes, "reduce shuffle bytes, stock vs over HTTP");
-        assertEquals(0, big.rdmaBytes, "bytes over RDMA (job counter)");
+        assertEquals(0, big.failedMaps, "nothing was re-run");
+        assertEquals(stock.shuffleBytes, big.shuffleBytes, "reduce shuffle bytes, stock vs rdma");
+        assertEquals(big.shuffledMaps, big.rdmaMaps, "map outputs over RDMA (job counter)");
+        assertEquals(big.shuffleBytes, big.rdmaBytes, "bytes over RDMA (job counter)");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package org.rdmashuffle.spark;
 
+import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -26,45 +27,32 @@ final class FetchedBlockManagedBuffer extends ManagedBuffer {
         return block.size();
     }
 
+    /**
+     * The bytes as one buffer: in place for a block that fits one fetch buffer; a block read in pieces
+     * is copied (Spark's fetch iterator reads shuffle blocks as streams, so this is a rare path), and
+     * one over 2 GiB cannot be held so.
+     */
     @Override
-    public ByteBuffer nioByteBuffer() {
-        return block.asByteBuffer();
+    public ByteBuffer nioByteBuffer() throws IOException {
+        if (block.isContiguous()) {
+            return block.asByteBuffer();
+        }
+        if (block.size() > Integer.MAX_VALUE - 16) {
+            throw new IOException(block.id() + " is " + block.size() + " bytes, more than one buffer holds: read it as a stream");
+        }
+        byte[] all = new byte[(int) block.size()];
+        try (InputStream in = block.openStream()) {
+            if (in.readNBytes(all, 0, all.length) != all.length) {
+                throw new IOException(block.id() + " ended before its " + block.size() + " bytes");
+            }
+        }
+        return ByteBuffer.wrap(all).asReadOnlyBuffer();
     }
 
+    /** The bytes as a stream, read in place (and, for a block read in pieces, as the pieces arrive). */
     @Override
     public InputStream createInputStream() {
-        ByteBuffer b = block.asByteBuffer();
-        return new InputStream() {
-            @Override
-            public int read() {
-                return b.hasRemaining() ? b.get() & 0xFF : -1;
-            }
-
-            @Override
-            public int read(byte[] into, int off, int len) {
-                if (len == 0) {
-                    return 0;
-                }
-                if (!b.hasRemaining()) {
-                    return -1;
-                }
-                int n = Math.min(len, b.remaining());
-                b.get(into, off, n);
-                return n;
-            }
-
-            @Override
-            public long skip(long n) {
-                int k = (int) Math.min(Math.max(n, 0), b.remaining());
-                b.position(b.position() + k);
-                return k;
-            }
-
-            @Override
-            public int available() {
-                return b.remaining();
-            }
-        };
+        return block.openStream();
     }
 
     @Override
@@ -88,12 +76,12 @@ final class FetchedBlockManagedBuffer extends ManagedBuffer {
     }
 
     @Override
-    public Object convertToNetty() {
-        return Unpooled.wrappedBuffer(block.asByteBuffer());
+    public Object convertToNetty() throws IOException {
+        return Unpooled.wrappedBuffer(nioByteBuffer());
     }
 
     @Override
-    public Object convertToNettyForSsl() {
+    public Object convertToNettyForSsl() throws IOException {
         return convertToNetty();
     }
 

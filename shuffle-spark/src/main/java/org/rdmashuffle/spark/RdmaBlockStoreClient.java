@@ -11,8 +11,6 @@ import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.checksum.Cause;
-import org.apache.spark.storage.ShuffleBlockBatchId;
-import org.apache.spark.storage.ShuffleBlockId;
 import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchException;
@@ -76,9 +74,21 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
             public void onBlockFetchFailure(BlockId block, Throwable cause) {
                 String name = names.get(block);
                 if (manager.fetchesOverSparkInstead(BlockFetchException.kindOf(cause))) {
-                    // RDMA cannot carry this block (see fetchesOverSparkInstead); Spark's transport can.
+                    // RDMA cannot carry this block (see fetchesOverSparkInstead); Spark's transport can,
+                    // from another thread: this is the engine's completion poller.
                     manager.blocksOverFallback.incrementAndGet();
-                    builtIn.fetchBlocks(host, port, execId, new String[] {name}, countingFallback(listener), downloadFileManager);
+                    BlockFetchingListener counting = countingFallback(listener);
+                    Exception rejected = manager.fallbacks.submit(() -> {
+                        try {
+                            builtIn.fetchBlocks(host, port, execId, new String[] {name}, counting, downloadFileManager);
+                        } catch (RuntimeException e) {
+                            counting.onBlockFetchFailure(name, e);
+                        }
+                    });
+                    if (rejected != null) {
+                        cause.addSuppressed(rejected);
+                        listener.onBlockFetchFailure(name, cause);
+                    }
                     return;
                 }
                 listener.onBlockFetchFailure(name, cause);
@@ -102,20 +112,47 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
         };
     }
 
-    private static BlockId parse(String name) {
-        org.apache.spark.storage.BlockId b;
-        try {
-            b = org.apache.spark.storage.BlockId.apply(name);
-        } catch (RuntimeException e) {
+    /**
+     * A shuffle block's name as Spark writes it ({@code shuffle_<shuffle>_<map>_<reduce>}, or
+     * {@code shuffle_<shuffle>_<map>_<start>_<end>} for a batch), read by hand: Spark's own parser runs
+     * a regular expression per block. Null for anything else.
+     */
+    static BlockId parse(String name) {
+        if (!name.startsWith("shuffle_")) {
             return null;
         }
-        if (b instanceof ShuffleBlockId s) {
-            return BlockId.of(s.shuffleId(), s.mapId(), s.reduceId());
+        long[] n = new long[4];
+        int count = 0;
+        int at = "shuffle_".length();
+        while (count < n.length && at < name.length()) {
+            int end = name.indexOf('_', at);
+            end = end < 0 ? name.length() : end;
+            long v = 0;
+            if (end == at || end - at > 19) {
+                return null;
+            }
+            for (int k = at; k < end; k++) {
+                char c = name.charAt(k);
+                if (c < '0' || c > '9') {
+                    return null;
+                }
+                v = v * 10 + (c - '0');
+            }
+            if (v < 0) {
+                return null; // overflowed
+            }
+            n[count++] = v;
+            at = end + 1;
         }
-        if (b instanceof ShuffleBlockBatchId s) {
-            return new BlockId(s.shuffleId(), s.mapId(), s.startReduceId(), s.endReduceId());
+        // Every character taken (the last number ended the name), and three or four numbers.
+        if (at != name.length() + 1 || count < 3 || n[0] > Integer.MAX_VALUE || n[2] > Integer.MAX_VALUE || n[3] > Integer.MAX_VALUE) {
+            return null;
         }
-        return null;
+        try {
+            return count == 3 ? BlockId.of((int) n[0], n[1], (int) n[2]) : new BlockId((int) n[0], n[1], (int) n[2], (int) n[3]);
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
     }
 
     @Override

@@ -70,6 +70,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     private volatile RdmaShuffleEngine engine;
     private volatile String unavailable;
     private boolean started;
+    /** Fetches handed to Spark's transport, off the engine's poller. */
+    final FallbackFetches fallbacks = new FallbackFetches();
     final AtomicLong blocksOverRdma = new AtomicLong();
     final AtomicLong bytesOverRdma = new AtomicLong();
     final AtomicLong blocksOverFallback = new AtomicLong();
@@ -139,6 +141,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
         if (e != null) {
             e.close();
         }
+        fallbacks.close();
         sort.stop();
     }
 
@@ -183,6 +186,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
         if (!conf.contains(PREFIX + EngineConfig.KEY_BIND_ADDRESS)) {
             config.set(EngineConfig.KEY_BIND_ADDRESS, host);
         }
+        if (!conf.contains(PREFIX + EngineConfig.KEY_FETCH_BUFFER_MEMORY)) {
+            config.set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, Long.toString(fetchBufferMemory(conf)));
+        }
         boolean service = conf.getBoolean(SERVICE_ENABLED, false);
         if (service) {
             requireServiceSettings(conf);
@@ -204,6 +210,19 @@ public final class RdmaShuffleManager implements ShuffleManager {
                 + "blocks over " + e.providerName() + " device " + e.deviceName() + "; its outputs are served by "
                 + (service ? "the node's shuffle service at " + servedAt : "itself, control plane " + e.address()));
         return e;
+    }
+
+    /**
+     * Fetch buffers sized from what Spark lets this executor's tasks hold: each task keeps at most
+     * {@code spark.reducer.maxSizeInFlight} of blocks asked for and not yet taken, and one block larger
+     * than a fetch buffer streams through {@link org.rdmashuffle.core.client.FetchedBlock}'s pieces
+     * (16 MiB read ahead) after Spark has stopped counting it; times the executor's task slots.
+     */
+    static long fetchBufferMemory(SparkConf conf) {
+        long perTask = conf.getSizeAsBytes("spark.reducer.maxSizeInFlight", "48m") + (16L << 20);
+        int slots = Math.max(1, conf.getInt("spark.executor.cores", Runtime.getRuntime().availableProcessors())
+                / Math.max(1, conf.getInt("spark.task.cpus", 1)));
+        return perTask * slots;
     }
 
     /**
@@ -236,9 +255,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
     /**
      * Whether a block the engine could not fetch is fetched with Spark's own transport instead (with
-     * fallback on): one the server will not serve by RDMA ({@code REFUSED}) or that is larger than this
-     * reducer's fetch buffers ({@code TOO_LARGE}; Spark streams large blocks to disk), from whichever
-     * server Spark would have asked; and in service mode, when the node's RDMA half is unreachable or
+     * fallback on): one the server will not serve by RDMA ({@code REFUSED}), from whichever server Spark
+     * would have asked; and in service mode, when the node's RDMA half is unreachable or
      * refuses the handshake, from Spark's half beside it. (An executor serving its own outputs that
      * cannot be reached is gone: Spark's transport would only retry the same dead peer.)
      */
@@ -247,7 +265,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
             return false;
         }
         return switch (kind) {
-            case REFUSED, TOO_LARGE -> true;
+            case REFUSED -> true;
             case UNREACHABLE, NOT_AUTHENTICATED -> conf.getBoolean(SERVICE_ENABLED, false);
             case NO_SUCH_OUTPUT, FAILED -> false;
         };

@@ -10,20 +10,20 @@ public final class RegisteredBuffer {
     private final RegisteredBufferPool pool;
     private final MemorySegment segment;
     private final int lkey;
-    final int sizeClass;
-    final org.rdmashuffle.verbs.MemoryRegion dedicated;
-    /** The chunk it was cut from; null for a dedicated region. */
-    final RegisteredBufferPool.Chunk chunk;
+    /** Where it was cut: its slab, first unit and buddy order. */
+    final RegisteredBufferPool.Slab slab;
+    final int unit;
+    final int order;
     private boolean released;
 
-    RegisteredBuffer(RegisteredBufferPool pool, MemorySegment segment, int lkey, int sizeClass,
-                     org.rdmashuffle.verbs.MemoryRegion dedicated, RegisteredBufferPool.Chunk chunk) {
+    RegisteredBuffer(RegisteredBufferPool pool, MemorySegment segment, int lkey, RegisteredBufferPool.Slab slab, int unit,
+                     int order) {
         this.pool = pool;
         this.segment = segment;
         this.lkey = lkey;
-        this.sizeClass = sizeClass;
-        this.dedicated = dedicated;
-        this.chunk = chunk;
+        this.slab = slab;
+        this.unit = unit;
+        this.order = order;
     }
 
     public MemorySegment segment() {

@@ -1,145 +1,115 @@
 package org.rdmashuffle.core.buffer;
 
-import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.MemoryRegion;
-import org.rdmashuffle.verbs.ProtectionDomain;
 
 /**
  * Registered memory for fetched blocks. Registering per fetch costs a kernel call and page pinning,
- * so memory is registered once in chunks and cut into power-of-two buffers (4 KiB up to a chunk);
- * a free buffer goes back on its class's free list. A request larger than a chunk gets a region of
- * its own, deregistered on release. Everything counts against {@code limitBytes}: {@link
- * #allocate} returns null when the limit is reached, and the caller waits for a release. A chunk none
- * of whose buffers is out is cut again for the class that needs one: otherwise, once every chunk had
- * been cut for some sizes, a block of another size would wait for ever.
+ * so memory is registered once, in slabs of {@code slabBytes} (registered as they are first needed,
+ * up to {@code limitBytes}), and each slab is cut by a {@link BuddyAllocator} into power-of-two
+ * buffers of 4 KiB up to a slab. Any free run of a slab serves any size, so a size is never starved
+ * by space another size left behind. Nothing larger than a slab is handed out: a larger block is read
+ * in slab-sized pieces ({@code client.PieceReads}), so no fetch ever registers memory of its own.
+ *
+ * <p>{@link #allocate} returns null when no slab has room and the limit allows no new one: the caller
+ * waits for a release ({@code onRelease} tells it). A failed registration throws, and leaves the pool
+ * as it was.
  */
 public final class RegisteredBufferPool implements AutoCloseable {
-    static final int MIN_CLASS_SHIFT = 12;
+    static final int UNIT_SHIFT = 12;
 
-    private final ProtectionDomain pd;
+    /** How the pool registers a slab: {@code ProtectionDomain.allocateAndRegister(bytes, LOCAL_WRITE)} in an engine. */
+    @FunctionalInterface
+    public interface Registrar {
+        MemoryRegion register(long bytes);
+    }
+
+    private final Registrar registrar;
     private final long limitBytes;
-    private final int chunkBytes;
-    private final int classes;
-    private final ArrayDeque<RegisteredBuffer>[] free;
-    private final List<Chunk> chunks = new ArrayList<>();
-    private final java.util.Set<MemoryRegion> dedicated = new java.util.HashSet<>();
+    private final int slabBytes;
+    private final int levels;
+    private final List<Slab> slabs = new ArrayList<>();
     private final Runnable onRelease;
     private long registeredBytes;
+    private long bytesOut;
     private int outstanding;
     private boolean closed;
 
     /**
-     * @param chunkBytes a power of two of at least 4 KiB: the unit of registration
+     * @param slabBytes a power of two of at least 4 KiB: the unit of registration and the largest buffer
      * @param onRelease called (without the pool's lock) after every release, to resume waiting reads
      */
-    @SuppressWarnings("unchecked")
-    public RegisteredBufferPool(ProtectionDomain pd, long limitBytes, int chunkBytes, Runnable onRelease) {
-        if (Integer.bitCount(chunkBytes) != 1 || chunkBytes < (1 << MIN_CLASS_SHIFT) || limitBytes < chunkBytes) {
-            throw new IllegalArgumentException("buffer pool of " + limitBytes + " bytes in chunks of " + chunkBytes);
+    public RegisteredBufferPool(Registrar registrar, long limitBytes, int slabBytes, Runnable onRelease) {
+        if (Integer.bitCount(slabBytes) != 1 || slabBytes < (1 << UNIT_SHIFT) || limitBytes < slabBytes) {
+            throw new IllegalArgumentException("buffer pool of " + limitBytes + " bytes in slabs of " + slabBytes);
         }
-        this.pd = pd;
+        this.registrar = registrar;
         this.limitBytes = limitBytes;
-        this.chunkBytes = chunkBytes;
+        this.slabBytes = slabBytes;
         this.onRelease = onRelease;
-        this.classes = Integer.numberOfTrailingZeros(chunkBytes) - MIN_CLASS_SHIFT + 1;
-        this.free = new ArrayDeque[classes];
-        for (int i = 0; i < classes; i++) {
-            free[i] = new ArrayDeque<>();
-        }
+        this.levels = Integer.numberOfTrailingZeros(slabBytes) - UNIT_SHIFT;
     }
 
-    /** A registered chunk, cut into buffers of one size class; {@code out} of them are handed out. */
-    static final class Chunk {
+    /** A registered slab and the buddy allocator cutting it. */
+    static final class Slab {
         final MemoryRegion region;
-        int sizeClass;
-        int out;
+        final BuddyAllocator buddies;
 
-        Chunk(MemoryRegion region) {
+        Slab(MemoryRegion region, int levels) {
             this.region = region;
+            this.buddies = new BuddyAllocator(levels);
         }
     }
 
-    /** A buffer of at least {@code bytes}, or null if the registered-memory limit leaves no room now. */
-    public synchronized RegisteredBuffer allocate(long bytes) {
-        if (closed) {
-            throw new IllegalStateException("registered buffer pool is closed");
+    /**
+     * A buffer of at least {@code bytes} (at most {@link #slabBytes()}), or null if the limit leaves no
+     * room now. Throws if a new slab cannot be registered (the pool is unchanged).
+     */
+    public RegisteredBuffer allocate(long bytes) {
+        if (bytes <= 0 || bytes > slabBytes) {
+            throw new IllegalArgumentException("a fetch buffer of " + bytes + " bytes (1 to " + slabBytes + ")");
         }
-        if (bytes <= 0) {
-            throw new IllegalArgumentException("buffer of " + bytes + " bytes");
-        }
-        if (bytes > chunkBytes) {
-            if (registeredBytes + bytes > limitBytes) {
+        int order = Math.max(0, 64 - Long.numberOfLeadingZeros(bytes - 1) - UNIT_SHIFT);
+        synchronized (this) {
+            ensureOpen();
+            for (Slab s : slabs) {
+                RegisteredBuffer b = take(s, order);
+                if (b != null) {
+                    return b;
+                }
+            }
+            if (registeredBytes + slabBytes > limitBytes) {
                 return null;
             }
-            MemoryRegion mr = pd.allocateAndRegister(bytes, Access.LOCAL_WRITE);
-            dedicated.add(mr);
-            registeredBytes += bytes;
-            outstanding++;
-            return new RegisteredBuffer(this, mr.segment(), mr.lkey(), -1, mr, null);
+            // Under the lock: registration is rare (once per slab, up to the limit) and bounded.
+            Slab s = new Slab(registrar.register(slabBytes), levels);
+            slabs.add(s);
+            registeredBytes += slabBytes;
+            return take(s, order);
         }
-        int c = Math.max(0, 64 - Long.numberOfLeadingZeros(bytes - 1) - MIN_CLASS_SHIFT);
-        if (free[c].isEmpty() && !carve(c)) {
+    }
+
+    private RegisteredBuffer take(Slab s, int order) {
+        int unit = s.buddies.allocate(order);
+        if (unit < 0) {
             return null;
         }
-        RegisteredBuffer b = free[c].pop();
+        long size = 1L << (order + UNIT_SHIFT);
         outstanding++;
-        b.chunk.out++;
+        bytesOut += size;
         // A fresh object per hand-out: a stale holder's second release cannot free someone else's buffer.
-        return new RegisteredBuffer(this, b.segment(), b.lkey(), c, null, b.chunk);
-    }
-
-    /** Gives class {@code c} a chunk's worth of buffers: a new chunk if the limit allows, else an idle one cut again. */
-    private boolean carve(int c) {
-        Chunk chunk;
-        if (registeredBytes + chunkBytes <= limitBytes) {
-            chunk = new Chunk(pd.allocateAndRegister(chunkBytes, Access.LOCAL_WRITE));
-            chunks.add(chunk);
-            registeredBytes += chunkBytes;
-        } else {
-            chunk = idleChunk();
-            if (chunk == null) {
-                return false;
-            }
-            Chunk idle = chunk;
-            free[idle.sizeClass].removeIf(b -> b.chunk == idle);
-        }
-        chunk.sizeClass = c;
-        long size = 1L << (c + MIN_CLASS_SHIFT);
-        MemorySegment all = chunk.region.segment();
-        for (long off = 0; off + size <= chunkBytes; off += size) {
-            free[c].push(new RegisteredBuffer(this, all.asSlice(off, size), chunk.region.lkey(), c, null, chunk));
-        }
-        return true;
-    }
-
-    /** A chunk none of whose buffers is handed out (all on their free list), or null. */
-    private Chunk idleChunk() {
-        for (Chunk k : chunks) {
-            if (k.out == 0) {
-                return k;
-            }
-        }
-        return null;
+        return new RegisteredBuffer(this, s.region.segment().asSlice((long) unit << UNIT_SHIFT, size), s.region.lkey(),
+                s, unit, order);
     }
 
     void release(RegisteredBuffer b) {
         synchronized (this) {
             outstanding--;
-            if (b.dedicated != null) {
-                if (dedicated.remove(b.dedicated)) {
-                    b.dedicated.close();
-                }
-                registeredBytes -= b.segment().byteSize();
-            } else {
-                b.chunk.out--;
-                if (!closed) {
-                    free[b.sizeClass].push(b);
-                }
+            bytesOut -= b.segment().byteSize();
+            if (!closed) {
+                b.slab.buddies.free(b.unit, b.order);
             }
         }
         if (onRelease != null) {
@@ -147,9 +117,20 @@ public final class RegisteredBufferPool implements AutoCloseable {
         }
     }
 
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("registered buffer pool is closed");
+        }
+    }
+
     /** Buffers handed out and not yet released: zero when nothing holds fetched data. */
     public synchronized int outstanding() {
         return outstanding;
+    }
+
+    /** Bytes of the buffers handed out (power-of-two sizes, so at least what was asked). */
+    public synchronized long bytesOut() {
+        return bytesOut;
     }
 
     public synchronized long registeredBytes() {
@@ -160,23 +141,19 @@ public final class RegisteredBufferPool implements AutoCloseable {
         return limitBytes;
     }
 
-    public int chunkBytes() {
-        return chunkBytes;
+    /** The largest buffer the pool hands out: larger blocks are read in pieces of this size. */
+    public int slabBytes() {
+        return slabBytes;
     }
 
-    /** Deregisters every chunk. Buffers still held become invalid: owners must have released them. */
+    /** Deregisters every slab. Buffers still held become invalid: owners must have released them. */
     @Override
     public synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
-        for (ArrayDeque<RegisteredBuffer> f : free) {
-            f.clear();
-        }
-        chunks.forEach(k -> k.region.close());
-        chunks.clear();
-        dedicated.forEach(MemoryRegion::close);
-        dedicated.clear();
+        slabs.forEach(s -> s.region.close());
+        slabs.clear();
     }
 }

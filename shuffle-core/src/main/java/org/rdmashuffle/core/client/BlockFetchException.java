@@ -23,11 +23,9 @@ public final class BlockFetchException extends IOException {
         /** The peer has the output but will not serve it by RDMA (cannot register it, ...): another transport may. */
         REFUSED,
         /**
-         * The block is larger than this reducer's registered fetch buffers can ever hold
-         * ({@code fetchBufferMemory}): a transport that streams it to disk can take it.
+         * The fetch itself failed: a broken connection, a timeout (including a read that waited longer
+         * than the fetch timeout for a fetch buffer), a failed read, a malformed answer.
          */
-        TOO_LARGE,
-        /** The fetch itself failed: a broken connection, a timeout, a failed read, a malformed answer. */
         FAILED
     }
 

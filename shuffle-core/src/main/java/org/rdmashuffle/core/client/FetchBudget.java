@@ -36,9 +36,12 @@ public final class FetchBudget {
         return true;
     }
 
-    synchronized void release(long chainBytes) {
+    /** Gives back bytes, and the chain too if {@code chain} (the chain completed, failed, or was never posted). */
+    synchronized void release(long chainBytes, boolean chain) {
         bytes -= chainBytes;
-        chains--;
+        if (chain) {
+            chains--;
+        }
     }
 
     void await(PeerFetcher f) {

@@ -5,8 +5,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeoutException;
 
 import org.rdmashuffle.core.BlockId;
@@ -25,69 +27,37 @@ import org.rdmashuffle.core.transport.WorkRequestIds;
  * <li>{@link #fetch} sends one FetchRequest per batch of blocks (as many as a receive buffer's answer
  * holds) and remembers who waits for them.</li>
  * <li>{@link #onMessage} takes the peer's block descriptors (address, length, rkey) and queues a read
- * per block; empty blocks are delivered at once.</li>
+ * per block; empty blocks are delivered at once. A block larger than one fetch buffer becomes a
+ * {@link PiecedBlock}: a few pieces queued, the rest as its consumer reads them.</li>
  * <li>{@link #pump} turns queued reads into RDMA_READ chains while the bounds allow: chains in flight
- * to this peer, bytes in flight to this peer, and the process-wide {@link FetchBudget}. Blocks that
+ * to this peer, bytes in flight to this peer, and the process-wide {@link FetchBudget}. Reads that
  * sit next to each other in the same remote region become one read request scattering into each
- * block's own registered buffer; a chain is at most {@code chainLength} requests and only its last
+ * one's own registered buffer; a chain is at most {@code chainLength} requests and only its last
  * is signaled.</li>
- * <li>{@link #onChainCompleted} delivers the chain's blocks to their listeners, or fails them.</li>
+ * <li>{@link #onChainCompleted} delivers the chain's blocks to their listeners (a pieced block at its
+ * first piece), or fails them.</li>
  * </ol>
  *
  * Any failure of the connection (a failed read or send, a malformed message, a timeout) fails every
  * block this fetcher still owes, each listener told which blocks from which peer and why; the engine
- * then starts a new fetcher, with a new connection, for the next request. Listener calls happen with
- * no lock held.
+ * then starts a new fetcher, with a new connection, for the next request. A read that waits in the
+ * queue longer than the fetch timeout (for a buffer, or room in the bounds) fails alone. Listener
+ * calls happen with no lock held.
  */
-public final class PeerFetcher {
-    /** Largest single read request: far below the 2^31 an SGE can say, so pieces stay cheap to retry. */
-    static final long MAX_REQUEST_BYTES = 1L << 30;
-    private static final System.Logger LOG = System.getLogger(PeerFetcher.class.getName());
+public final class PeerFetcher implements PiecedBlock.Recycler {
+    /** Pieces of one large block read ahead of its consumer: its registered memory, whatever its size. */
+    static final int PIECES_AHEAD = 4;
 
     /** The tuning a fetcher runs with. */
     public record Limits(int chainLength, int maxSge, long maxChainBytes, long maxBytesInFlight, int maxChainsInFlight,
                          int maxBlocksPerRequest, long timeoutNanos) {
     }
 
-    private record Wanted(BlockId id, BlockFetchListener listener) {
+    /** A FetchRequest awaiting its answer: for blocks to read, or to describe a pieced block again. */
+    private record Request(List<Wanted> blocks, long sentAt, PiecedBlock refreshing) {
     }
 
-    private static final class Request {
-        final List<Wanted> blocks;
-        final long sentAt;
-
-        Request(List<Wanted> blocks, long sentAt) {
-            this.blocks = blocks;
-            this.sentAt = sentAt;
-        }
-    }
-
-    private static final class Read {
-        final Wanted wanted;
-        final BlockDescriptor where;
-        /** When the peer described it: the peer keeps the region registered for a lease from then. */
-        final long describedAt;
-        RegisteredBuffer buffer;
-
-        Read(Wanted wanted, BlockDescriptor where, long describedAt) {
-            this.wanted = wanted;
-            this.where = where;
-            this.describedAt = describedAt;
-        }
-    }
-
-    private static final class Chain {
-        final List<Read> reads;
-        final long bytes;
-        final int requests;
-        final long postedAt;
-
-        Chain(List<Read> reads, long bytes, int requests, long postedAt) {
-            this.reads = reads;
-            this.bytes = bytes;
-            this.requests = requests;
-            this.postedAt = postedAt;
-        }
+    private record Chain(List<Read> reads, long bytes, int requests, long postedAt) {
     }
 
     private final DataConnection connection;
@@ -96,7 +66,11 @@ public final class PeerFetcher {
     private final Map<Long, Request> awaiting = new HashMap<>();
     private final ArrayDeque<Read> queued = new ArrayDeque<>();
     private final Map<Long, Chain> inFlight = new LinkedHashMap<>();
+    /** Pieced blocks with pieces still to land, whether handed over or not. */
+    private final Set<PiecedBlock> pieced = new LinkedHashSet<>();
     private long bytesInFlight;
+    /** When this fetcher last posted a chain: queued reads fail only if none was posted for a whole timeout. */
+    private long lastPosted = System.nanoTime();
     private boolean failed;
 
     public PeerFetcher(DataConnection connection, FetchTransport transport, Limits limits) {
@@ -119,7 +93,11 @@ public final class PeerFetcher {
 
     /** Asks the peer for these blocks; each gets exactly one listener call. */
     public void fetch(List<BlockId> blocks, BlockFetchListener listener) {
-        request(wanted(blocks, listener));
+        List<Wanted> wanted = new ArrayList<>(blocks.size());
+        for (BlockId b : blocks) {
+            wanted.add(new Wanted(b, listener));
+        }
+        request(wanted);
     }
 
     /** Sends one FetchRequest per batch (blocks of one shuffle, as many as an answer can hold). */
@@ -133,19 +111,13 @@ public final class PeerFetcher {
             } else {
                 int i = 0;
                 while (i < blocks.size() && why == null) {
-                    int shuffle = blocks.get(i).id().shuffleId();
+                    int shuffle = blocks.get(i).id.shuffleId();
                     List<Wanted> batch = new ArrayList<>();
                     while (i < blocks.size() && batch.size() < limits.maxBlocksPerRequest()
-                            && blocks.get(i).id().shuffleId() == shuffle) {
+                            && blocks.get(i).id.shuffleId() == shuffle) {
                         batch.add(blocks.get(i++));
                     }
-                    long id = transport.nextId();
-                    awaiting.put(id, new Request(batch, System.nanoTime()));
-                    try {
-                        transport.send(connection, new Message.FetchRequest(id, shuffle, batch.stream().map(Wanted::id).toList()));
-                    } catch (RuntimeException e) {
-                        why = e;
-                    }
+                    why = send(batch, null);
                 }
                 if (why != null && i < blocks.size()) {
                     refused = blocks.subList(i, blocks.size());
@@ -153,15 +125,27 @@ public final class PeerFetcher {
             }
         }
         if (refused != null) {
-            notifyFailed(refused, BlockFetchException.Kind.FAILED, "the request could not be sent", why);
+            Outcomes.failed(peer(), refused, BlockFetchException.Kind.FAILED, "the request could not be sent", why);
         }
         if (why != null) {
             fail(why);
         }
     }
 
-    private static List<Wanted> wanted(List<BlockId> blocks, BlockFetchListener listener) {
-        return blocks.stream().map(b -> new Wanted(b, listener)).toList();
+    /** Under the lock: sends one request; returns what went wrong, if anything (the request then awaits the failure). */
+    private Throwable send(List<Wanted> batch, PiecedBlock refreshing) {
+        long id = transport.nextId();
+        awaiting.put(id, new Request(batch, System.nanoTime(), refreshing));
+        List<BlockId> ids = new ArrayList<>(batch.size());
+        for (Wanted w : batch) {
+            ids.add(w.id);
+        }
+        try {
+            transport.send(connection, new Message.FetchRequest(id, batch.getFirst().id.shuffleId(), ids));
+            return null;
+        } catch (RuntimeException e) {
+            return e;
+        }
     }
 
     /** A FetchResponse or ErrorResponse from the peer, on a poller thread. */
@@ -169,6 +153,7 @@ public final class PeerFetcher {
         List<Wanted> empty = new ArrayList<>();
         List<Wanted> refused = null;
         List<Wanted> askAgain = List.of();
+        PiecedBlock refusedPieces = null;
         String refusal = null;
         BlockFetchException.Kind refusalKind = null;
         Throwable broken = null;
@@ -185,8 +170,10 @@ public final class PeerFetcher {
                         awaiting.put(r.requestId(), req); // failed with the connection below
                         broken = new MalformedMessageException("response " + r.requestId() + " describes " + r.blocks().size()
                                 + " blocks for a request of " + req.blocks.size());
+                    } else if (req.refreshing != null) {
+                        broken = redescribed(req.refreshing, r);
                     } else {
-                        broken = queueReads(req, r);
+                        broken = queueReads(req, r, empty);
                     }
                 }
                 case Message.ErrorResponse e when e.requestId() == Message.CONNECTION_ERROR ->
@@ -194,41 +181,39 @@ public final class PeerFetcher {
                 case Message.ErrorResponse e -> {
                     Request req = awaiting.remove(e.requestId());
                     Wanted named = req == null || e.block() == null ? null
-                            : req.blocks.stream().filter(w -> w.id().equals(e.block())).findFirst().orElse(null);
+                            : req.blocks.stream().filter(w -> w.id.equals(e.block())).findFirst().orElse(null);
                     if (req == null) {
                         broken = new MalformedMessageException("an error for request " + e.requestId() + ", which is not awaited");
                     } else if (e.block() != null && named == null) {
                         broken = new MalformedMessageException("an error for request " + e.requestId() + " about " + e.block()
                                 + ", which it did not ask for");
                     } else {
-                        // About one block: the peer looked no further, so the others are asked again.
-                        refused = named == null ? req.blocks : List.of(named);
-                        if (named != null) {
-                            askAgain = new ArrayList<>(req.blocks);
-                            askAgain.remove(named);
-                        }
                         refusal = e.reason();
                         refusalKind = e.kind() == Message.ErrorKind.NO_SUCH_OUTPUT ? BlockFetchException.Kind.NO_SUCH_OUTPUT
                                 : BlockFetchException.Kind.REFUSED;
+                        if (req.refreshing != null) {
+                            refusedPieces = pieced.contains(req.refreshing) ? req.refreshing : null;
+                        } else {
+                            // About one block: the peer looked no further, so the others are asked again.
+                            refused = named == null ? req.blocks : List.of(named);
+                            if (named != null) {
+                                askAgain = new ArrayList<>(req.blocks);
+                                askAgain.remove(named);
+                            }
+                        }
                     }
                 }
                 case Message.FetchRequest q -> broken = new MalformedMessageException("a fetch request on a fetching connection");
             }
-            if (broken == null) {
-                for (Iterator<Read> it = queued.iterator(); it.hasNext(); ) {
-                    Read read = it.next();
-                    if (read.where.isEmpty()) {
-                        empty.add(read.wanted);
-                        it.remove();
-                    }
-                }
-            }
         }
         for (Wanted w : empty) {
-            deliver(w, FetchedBlock.empty(w.id()));
+            Outcomes.deliver(w, FetchedBlock.empty(w.id));
         }
         if (refused != null) {
-            notifyFailed(refused, refusalKind, "the peer refused: " + refusal, null);
+            Outcomes.failed(peer(), refused, refusalKind, "the peer refused: " + refusal, null);
+        }
+        if (refusedPieces != null) {
+            failPieced(refusedPieces, refusalKind, "the peer refused to describe it again: " + refusal, null);
         }
         if (broken != null) {
             fail(broken);
@@ -240,54 +225,92 @@ public final class PeerFetcher {
         }
     }
 
-    /** Checks each descriptor against what was asked and queues its read; returns what is wrong, if anything. */
-    private Throwable queueReads(Request req, Message.FetchResponse r) {
-        List<Read> reads = new ArrayList<>(req.blocks.size());
+    /** Under the lock: checks each descriptor against what was asked and queues its reads; returns what is wrong, if anything. */
+    private Throwable queueReads(Request req, Message.FetchResponse r, List<Wanted> empty) {
         long now = System.nanoTime();
+        for (int i = 0; i < req.blocks.size(); i++) {
+            Throwable wrong = check(r, req.blocks.get(i), r.blocks().get(i));
+            if (wrong != null) {
+                return wrong;
+            }
+        }
+        int pieceBytes = transport.buffers().slabBytes();
         for (int i = 0; i < req.blocks.size(); i++) {
             Wanted w = req.blocks.get(i);
             BlockDescriptor d = r.blocks().get(i);
-            if (!d.blockId().equals(w.id())) {
-                return new MalformedMessageException("response " + r.requestId() + " describes " + d.blockId() + " where "
-                        + w.id() + " was asked");
+            if (w.queuedSince < 0) {
+                w.queuedSince = now;
             }
-            if (!d.isEmpty() && (d.address() == 0 || d.address() + d.length() < d.address())) {
-                return new MalformedMessageException("response " + r.requestId() + ": impossible range for " + w.id() + ": "
-                        + d.length() + " bytes at 0x" + Long.toHexString(d.address()));
+            if (d.isEmpty()) {
+                empty.add(w);
+            } else if (d.length() <= pieceBytes) {
+                queued.add(new Read(w, d, now, w.queuedSince));
+            } else {
+                PiecedBlock p = new PiecedBlock(w, d, now, pieceBytes, this, limits.timeoutNanos());
+                pieced.add(p);
+                int ahead = (int) Math.min(p.pieces, Math.max(1, Math.min(PIECES_AHEAD,
+                        transport.buffers().limitBytes() / pieceBytes / 2)));
+                for (; p.nextToQueue < ahead; p.nextToQueue++) {
+                    queued.add(p.pieceRead(p.nextToQueue, now, null));
+                }
             }
-            reads.add(new Read(w, d, now));
         }
-        queued.addAll(reads);
+        return null;
+    }
+
+    private static Throwable check(Message.FetchResponse r, Wanted w, BlockDescriptor d) {
+        if (!d.blockId().equals(w.id)) {
+            return new MalformedMessageException("response " + r.requestId() + " describes " + d.blockId() + " where "
+                    + w.id + " was asked");
+        }
+        if (d.length() < 0 || !d.isEmpty() && (d.address() == 0 || d.address() + d.length() < d.address())) {
+            return new MalformedMessageException("response " + r.requestId() + ": impossible range for " + w.id + ": "
+                    + d.length() + " bytes at 0x" + Long.toHexString(d.address()));
+        }
+        return null;
+    }
+
+    /** Under the lock: a pieced block described again; its set-aside pieces go back in the queue with the new range. */
+    private Throwable redescribed(PiecedBlock p, Message.FetchResponse r) {
+        BlockDescriptor d = r.blocks().getFirst();
+        Throwable wrong = check(r, p.wanted, d);
+        if (wrong == null && d.length() != p.length) {
+            wrong = new MalformedMessageException("response " + r.requestId() + " describes " + p.wanted.id + " as "
+                    + d.length() + " bytes, where it was " + p.length);
+        }
+        if (wrong != null || !pieced.contains(p)) {
+            return wrong; // a block closed meanwhile has no pieces left to read
+        }
+        long now = System.nanoTime();
+        p.where = d;
+        p.describedAt = now;
+        for (Read r0 : p.parked) {
+            queued.addFirst(p.pieceRead(r0.piece, r0.queuedAt, r0.buffer));
+        }
+        p.parked = null;
         return null;
     }
 
     /** Posts chains while the bounds allow. Call with no fetcher's lock held. */
     public void pump() {
         redescribeStale(System.nanoTime());
-        List<Wanted> tooLarge = new ArrayList<>();
         Throwable postFailed = null;
+        List<Read> noBuffer = null;
+        RuntimeException allocationFailure = null;
         synchronized (this) {
             while (!failed && !queued.isEmpty() && inFlight.size() < limits.maxChainsInFlight()) {
-                Read head = queued.peek();
-                if (head.where.length() > transport.buffers().limitBytes()
-                        || head.where.length() > MAX_REQUEST_BYTES * limits.chainLength()) {
-                    queued.poll();
-                    tooLarge.add(head.wanted);
-                    continue;
-                }
                 int take = 0;
                 long bytes = 0;
                 int requests = 0;
                 Coalescer sizing = new Coalescer(limits.maxSge(), null);
                 for (Read r : queued) {
                     int need = sizing.requestsFor(r.where);
-                    if (take > 0 && (requests + need > limits.chainLength() || bytes + r.where.length() > limits.maxChainBytes()
-                            || r.where.length() > transport.buffers().limitBytes())) {
+                    if (take > 0 && (requests + need > limits.chainLength() || bytes + r.length() > limits.maxChainBytes())) {
                         break;
                     }
                     sizing.add(r.where, 0, 0);
                     take++;
-                    bytes += r.where.length();
+                    bytes += r.length();
                     requests += need;
                 }
                 if (bytesInFlight > 0 && bytesInFlight + bytes > limits.maxBytesInFlight()) {
@@ -299,33 +322,43 @@ public final class PeerFetcher {
                 }
                 List<Read> reads = new ArrayList<>(take);
                 Iterator<Read> it = queued.iterator();
-                boolean allocated = true;
+                Read unregistered = null;
                 for (int k = 0; k < take; k++) {
                     Read r = it.next();
-                    r.buffer = transport.buffers().allocate(r.where.length());
-                    reads.add(r);
                     if (r.buffer == null) {
-                        allocated = false;
-                        break;
+                        try {
+                            r.buffer = transport.buffers().allocate(r.length());
+                        } catch (RuntimeException e) { // registering a slab failed: this read fails, the rest go on
+                            allocationFailure = e;
+                            unregistered = r;
+                            break;
+                        }
+                        if (r.buffer == null) {
+                            break;
+                        }
                     }
+                    reads.add(r);
                 }
-                if (!allocated) {
-                    reads.remove(reads.size() - 1); // the one that got no buffer
-                    if (reads.isEmpty()) {
-                        transport.budget().release(bytes);
-                        transport.budget().await(this); // a released buffer wakes us
-                        break;
-                    }
-                    // Post the reads that got buffers: with none of ours outstanding, waiting for the rest
-                    // could wait for a release that never comes.
-                    long kept = 0;
-                    for (Read r : reads) {
-                        kept += r.where.length();
-                    }
-                    transport.budget().release(bytes - kept);
-                    bytes = kept;
-                    take = reads.size();
+                // Post the reads that got buffers: with none of ours outstanding, waiting for the rest could
+                // wait for a release that never comes.
+                long kept = 0;
+                for (Read r : reads) {
+                    kept += r.length();
                 }
+                transport.budget().release(bytes - kept, reads.isEmpty());
+                if (unregistered != null) {
+                    queued.remove(unregistered); // failed below, outside the lock
+                    (noBuffer == null ? noBuffer = new ArrayList<>() : noBuffer).add(unregistered);
+                }
+                if (reads.isEmpty()) {
+                    if (unregistered != null) {
+                        continue;
+                    }
+                    transport.budget().await(this); // a released buffer, or the timer, wakes us
+                    break;
+                }
+                bytes = kept;
+                take = reads.size();
                 ReadPlan plan = new ReadPlan();
                 Coalescer building = new Coalescer(limits.maxSge(), plan);
                 for (Read r : reads) {
@@ -335,36 +368,111 @@ public final class PeerFetcher {
                 try {
                     connection.postReads(WorkRequestIds.of(WorkRequestIds.READ, id), plan);
                 } catch (RuntimeException e) {
-                    releaseBuffers(reads);
-                    transport.budget().release(bytes);
-                    postFailed = e;
+                    transport.budget().release(bytes, true);
+                    postFailed = e; // the reads stay queued, with their buffers: the failure releases them
                     break;
                 }
                 for (int k = 0; k < take; k++) {
                     queued.poll();
                 }
-                inFlight.put(id, new Chain(reads, bytes, plan.requests(), System.nanoTime()));
+                lastPosted = System.nanoTime();
+                inFlight.put(id, new Chain(reads, bytes, plan.requests(), lastPosted));
                 transport.budget().posted(plan.requests(), take);
                 bytesInFlight += bytes;
             }
         }
-        if (!tooLarge.isEmpty()) {
-            notifyFailed(tooLarge, BlockFetchException.Kind.TOO_LARGE, "the block is larger than the fetch buffer memory ("
-                    + transport.buffers().limitBytes() + " bytes, " + org.rdmashuffle.core.config.EngineConfig.KEY_FETCH_BUFFER_MEMORY
-                    + ") can hold", null);
+        if (noBuffer != null) {
+            for (Read r : noBuffer) {
+                failRead(r, "no fetch buffer: registering fetch buffer memory failed: " + allocationFailure.getMessage(),
+                        allocationFailure);
+            }
         }
         if (postFailed != null) {
             fail(postFailed);
         }
     }
 
-    private static void releaseBuffers(List<Read> reads) {
-        for (Read r : reads) {
-            if (r.buffer != null) {
-                r.buffer.release();
-                r.buffer = null;
+    /** A read out of the queue fails alone: its block, or the pieced block it is part of. */
+    private void failRead(Read r, String reason, Throwable cause) {
+        if (r.pieced != null) {
+            failPieced(r.pieced, BlockFetchException.Kind.FAILED, reason, cause);
+        } else {
+            Outcomes.failed(peer(), List.of(r.wanted), BlockFetchException.Kind.FAILED, reason, cause);
+        }
+    }
+
+    /** A pieced block fails alone (the connection carries on): its queued pieces go, its consumer is told. */
+    private void failPieced(PiecedBlock p, BlockFetchException.Kind kind, String reason, Throwable cause) {
+        List<RegisteredBuffer> release = new ArrayList<>();
+        boolean handedOver;
+        synchronized (this) {
+            if (!pieced.remove(p)) {
+                return;
+            }
+            dropPieces(p, release);
+            handedOver = p.handedOver;
+        }
+        release.forEach(RegisteredBuffer::release);
+        BlockFetchException failure = new BlockFetchException(peer(), List.of(p.wanted.id), kind, reason, cause);
+        if (handedOver) {
+            p.fail(failure);
+        } else {
+            Outcomes.failed(p.wanted, failure);
+        }
+    }
+
+    /** Under the lock: takes {@code p}'s queued and set-aside pieces out, collecting the buffers they hold. */
+    private void dropPieces(PiecedBlock p, List<RegisteredBuffer> release) {
+        for (Iterator<Read> it = queued.iterator(); it.hasNext(); ) {
+            Read r = it.next();
+            if (r.pieced == p) {
+                it.remove();
+                if (r.buffer != null) {
+                    release.add(r.buffer);
+                }
             }
         }
+        if (p.parked != null) {
+            for (Read r : p.parked) {
+                if (r.buffer != null) {
+                    release.add(r.buffer);
+                }
+            }
+            p.parked = null;
+        }
+    }
+
+    @Override
+    public void recycle(PiecedBlock p, RegisteredBuffer buffer) {
+        boolean queuedNext = false;
+        synchronized (this) {
+            if (!failed && pieced.contains(p) && p.nextToQueue < p.pieces) {
+                long now = System.nanoTime();
+                Read next = p.pieceRead(p.nextToQueue++, now, buffer);
+                if (p.parked != null) {
+                    p.parked.add(next);
+                } else {
+                    queued.addFirst(next); // ahead of other reads: its consumer is waiting for it
+                }
+                queuedNext = true;
+            }
+        }
+        if (!queuedNext) {
+            buffer.release();
+        } else {
+            pump();
+        }
+    }
+
+    @Override
+    public void closed(PiecedBlock p) {
+        List<RegisteredBuffer> release = new ArrayList<>();
+        synchronized (this) {
+            if (pieced.remove(p)) {
+                dropPieces(p, release);
+            }
+        }
+        release.forEach(RegisteredBuffer::release); // pieces in flight are released as they land
     }
 
     /** The signaled (or failed) completion of chain {@code id}; unknown ids (of a retired connection) are ignored. */
@@ -377,39 +485,83 @@ public final class PeerFetcher {
             }
             bytesInFlight -= chain.bytes;
         }
-        transport.budget().release(chain.bytes);
+        transport.budget().release(chain.bytes, true);
         if (error != null) {
             // The reads may have left the queue pair in ERR: the connection goes, with every block it owes.
             fail(error, chain);
             return;
         }
         for (Read r : chain.reads) {
-            deliver(r.wanted, new FetchedBlock(r.wanted.id(), r.buffer.segment().asSlice(0, r.where.length()), r.buffer,
-                    r.where.rawLength()));
+            if (r.pieced == null) {
+                Outcomes.deliver(r.wanted, new FetchedBlock(r.wanted.id, r.buffer.segment().asSlice(0, r.length()), r.buffer,
+                        r.where.rawLength()));
+            } else {
+                landed(r);
+            }
         }
         pump();
         transport.budget().wakeWaiters();
+    }
+
+    /** A piece landed: kept for its consumer (the block handed over at its first piece), or released if it is gone. */
+    private void landed(Read r) {
+        PiecedBlock p = r.pieced;
+        if (!p.landed(r.piece, r.buffer)) {
+            r.buffer.release();
+            return;
+        }
+        boolean handOver;
+        synchronized (this) {
+            handOver = !p.handedOver;
+            p.handedOver = true;
+            if (p.allLanded()) {
+                pieced.remove(p);
+            }
+        }
+        if (handOver) {
+            Outcomes.deliver(p.wanted, new FetchedBlock(p));
+        }
     }
 
     /**
      * Asks again for the blocks whose reads waited in the queue (for room in the bounds) longer than
      * half the fetch timeout. The peer keeps a described region registered for a lease of one fetch
      * timeout and may release it after; a read posted later could find the region gone, fail, and take
-     * the connection and every block on it down. Described again, the region's lease starts anew.
+     * the connection and every block on it down. Described again, the region's lease starts anew. A
+     * pieced block's waiting pieces are set aside (with their buffers) until it is described again.
      */
     private void redescribeStale(long now) {
         List<Wanted> stale = null;
+        List<PiecedBlock> refresh = null;
+        Throwable why = null;
         synchronized (this) {
             if (failed || queued.isEmpty()) {
                 return;
             }
             for (Iterator<Read> it = queued.iterator(); it.hasNext(); ) {
                 Read r = it.next();
-                if (now - r.describedAt > limits.timeoutNanos() / 2) {
-                    it.remove();
+                if (now - r.describedAt <= limits.timeoutNanos() / 2) {
+                    continue;
+                }
+                it.remove();
+                if (r.pieced == null) {
                     (stale == null ? stale = new ArrayList<>() : stale).add(r.wanted);
+                } else {
+                    if (r.pieced.parked == null) {
+                        r.pieced.parked = new ArrayList<>();
+                        (refresh == null ? refresh = new ArrayList<>() : refresh).add(r.pieced);
+                    }
+                    r.pieced.parked.add(r);
                 }
             }
+            if (refresh != null) {
+                for (PiecedBlock p : refresh) {
+                    why = why != null ? why : send(List.of(p.wanted), p);
+                }
+            }
+        }
+        if (why != null) {
+            fail(why);
         }
         if (stale != null) {
             request(stale);
@@ -417,12 +569,15 @@ public final class PeerFetcher {
     }
 
     /**
-     * Fails the connection if a request or a chain has waited longer than the fetch timeout; asks again
-     * for blocks queued so long their description may be out of date.
+     * Fails the connection if a request or a chain has waited longer than the fetch timeout; fails the
+     * reads that waited that long in the queue while this fetcher posted nothing (buffers held and not
+     * given back: reads that wait behind others being read are making progress); asks again for blocks
+     * queued so long their description may be out of date.
      */
     public void checkTimeouts(long now) {
         redescribeStale(now);
         String late = null;
+        List<Read> expired = null;
         synchronized (this) {
             for (Request r : awaiting.values()) {
                 if (now - r.sentAt > limits.timeoutNanos()) {
@@ -434,9 +589,30 @@ public final class PeerFetcher {
                     late = "a read did not complete";
                 }
             }
+            boolean stalled = now - lastPosted > limits.timeoutNanos();
+            for (Iterator<Read> it = queued.iterator(); late == null && stalled && it.hasNext(); ) {
+                Read r = it.next();
+                if (now - r.queuedAt > limits.timeoutNanos()) {
+                    it.remove();
+                    (expired == null ? expired = new ArrayList<>() : expired).add(r);
+                }
+            }
         }
         if (late != null) {
             fail(new TimeoutException(late + " within " + limits.timeoutNanos() / 1_000_000 + " ms"));
+            return;
+        }
+        if (expired != null) {
+            String why = "waited " + limits.timeoutNanos() / 1_000_000 + " ms for a fetch buffer or room among the reads in "
+                    + "flight (fetchBufferMemory, maxBytesInFlight): the blocks fetched before it are not being released";
+            for (Read r : expired) {
+                if (r.buffer != null) { // a stream's piece, with the buffer its consumer gave back
+                    r.buffer.release();
+                    r.buffer = null;
+                }
+                failRead(r, why, null);
+            }
+            transport.budget().wakeWaiters();
         }
     }
 
@@ -448,6 +624,9 @@ public final class PeerFetcher {
         List<Request> requests;
         List<Read> reads;
         List<Chain> chains;
+        List<PiecedBlock> handedOver = new ArrayList<>();
+        List<Wanted> notHandedOver = new ArrayList<>();
+        List<RegisteredBuffer> release = new ArrayList<>();
         long held;
         synchronized (this) {
             if (failed && alsoFailed == null) {
@@ -457,30 +636,55 @@ public final class PeerFetcher {
             requests = new ArrayList<>(awaiting.values());
             reads = new ArrayList<>(queued);
             chains = new ArrayList<>(inFlight.values());
+            for (PiecedBlock p : pieced) {
+                dropPieces(p, release);
+                if (p.handedOver) {
+                    handedOver.add(p);
+                } else {
+                    notHandedOver.add(p.wanted);
+                }
+            }
             held = bytesInFlight;
             awaiting.clear();
             queued.clear();
+            pieced.clear();
             inFlight.clear();
             bytesInFlight = 0;
         }
         // Destroy the queue pairs before touching their buffers: until then the device may still write.
         transport.retire(connection);
         for (Chain c : chains) {
-            transport.budget().release(c.bytes);
+            transport.budget().release(c.bytes, true);
         }
         if (alsoFailed != null) {
             chains.add(alsoFailed);
         }
+        release.forEach(RegisteredBuffer::release);
         String reason = reasonOf(cause);
+        List<Wanted> owed = new ArrayList<>();
         for (Chain c : chains) {
-            releaseBuffers(c.reads);
-            notifyFailed(c.reads.stream().map(r -> r.wanted).toList(), BlockFetchException.Kind.FAILED, reason, cause);
+            for (Read r : c.reads) {
+                r.buffer.release();
+                r.buffer = null;
+                if (r.pieced == null) {
+                    owed.add(r.wanted);
+                }
+            }
         }
         for (Request r : requests) {
-            notifyFailed(r.blocks, BlockFetchException.Kind.FAILED, reason, cause);
+            if (r.refreshing == null) { // a pieced block being described again is among the pieced ones
+                owed.addAll(r.blocks);
+            }
         }
-        if (!reads.isEmpty()) {
-            notifyFailed(reads.stream().map(r -> r.wanted).toList(), BlockFetchException.Kind.FAILED, reason, cause);
+        for (Read r : reads) {
+            if (r.pieced == null) {
+                owed.add(r.wanted);
+            }
+        }
+        owed.addAll(notHandedOver);
+        Outcomes.failed(peer(), owed, BlockFetchException.Kind.FAILED, reason, cause);
+        for (PiecedBlock p : handedOver) {
+            p.fail(new BlockFetchException(peer(), List.of(p.wanted.id), BlockFetchException.Kind.FAILED, reason, cause));
         }
         if (held > 0 || !chains.isEmpty()) {
             transport.budget().wakeWaiters();
@@ -490,33 +694,6 @@ public final class PeerFetcher {
     private static String reasonOf(Throwable cause) {
         String m = cause.getMessage();
         return cause.getClass().getSimpleName() + (m == null ? "" : ": " + m);
-    }
-
-    /** Tells each listener which of its blocks failed, in one exception per listener. */
-    private void notifyFailed(List<Wanted> blocks, BlockFetchException.Kind kind, String reason, Throwable cause) {
-        Map<BlockFetchListener, List<BlockId>> byListener = new LinkedHashMap<>();
-        for (Wanted w : blocks) {
-            byListener.computeIfAbsent(w.listener(), k -> new ArrayList<>()).add(w.id());
-        }
-        for (Map.Entry<BlockFetchListener, List<BlockId>> e : byListener.entrySet()) {
-            BlockFetchException failure = new BlockFetchException(peer(), e.getValue(), kind, reason, cause);
-            for (BlockId id : e.getValue()) {
-                try {
-                    e.getKey().onBlockFetchFailure(id, failure);
-                } catch (RuntimeException ex) {
-                    LOG.log(System.Logger.Level.WARNING, "block fetch listener failed on the failure of " + id, ex);
-                }
-            }
-        }
-    }
-
-    private static void deliver(Wanted w, FetchedBlock block) {
-        try {
-            w.listener().onBlockFetched(block);
-        } catch (RuntimeException e) {
-            block.release(); // it never took the block
-            LOG.log(System.Logger.Level.WARNING, "block fetch listener failed on " + w.id() + "; block released", e);
-        }
     }
 
     /** Metadata requests awaiting an answer. */
@@ -540,64 +717,5 @@ public final class PeerFetcher {
             n += c.requests;
         }
         return n;
-    }
-
-    /**
-     * Turns blocks into read requests: a block that continues the previous one in the same remote region
-     * joins its request as one more scatter entry, while the request has SGEs left and stays under
-     * {@link #MAX_REQUEST_BYTES}; a block over that is read in pieces into its own buffer.
-     */
-    static final class Coalescer {
-        private final int maxSge;
-        private final ReadPlan plan;
-        private boolean open;
-        private int rkey;
-        private long end;
-        private int sges;
-        private long requestBytes;
-
-        Coalescer(int maxSge, ReadPlan plan) {
-            this.maxSge = maxSge;
-            this.plan = plan;
-        }
-
-        /** Requests {@code d} would add after the blocks added so far. */
-        int requestsFor(BlockDescriptor d) {
-            if (joins(d)) {
-                return 0;
-            }
-            return (int) ((d.length() + MAX_REQUEST_BYTES - 1) / MAX_REQUEST_BYTES);
-        }
-
-        private boolean joins(BlockDescriptor d) {
-            return open && d.rkey() == rkey && d.address() == end && sges < maxSge && requestBytes + d.length() <= MAX_REQUEST_BYTES;
-        }
-
-        void add(BlockDescriptor d, long localAddress, int lkey) {
-            if (joins(d)) {
-                if (plan != null) {
-                    plan.sge(localAddress, (int) d.length(), lkey);
-                }
-                sges++;
-                requestBytes += d.length();
-            } else if (d.length() <= MAX_REQUEST_BYTES) {
-                if (plan != null) {
-                    plan.read(d.rkey(), d.address()).sge(localAddress, (int) d.length(), lkey);
-                }
-                open = true;
-                sges = 1;
-                requestBytes = d.length();
-            } else {
-                for (long off = 0; off < d.length(); off += MAX_REQUEST_BYTES) {
-                    int piece = (int) Math.min(MAX_REQUEST_BYTES, d.length() - off);
-                    if (plan != null) {
-                        plan.read(d.rkey(), d.address() + off).sge(localAddress + off, piece, lkey);
-                    }
-                }
-                open = false;
-            }
-            rkey = d.rkey();
-            end = d.address() + d.length();
-        }
     }
 }

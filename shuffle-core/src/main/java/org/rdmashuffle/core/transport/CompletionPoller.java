@@ -28,6 +28,12 @@ public final class CompletionPoller {
     private final CompletionQueue cq;
     private final WorkCompletions completions;
     private final long busyPollNanos;
+    /**
+     * Whether the provider's own threads produce the completions (the software provider): then the
+     * busy poll yields the core to them instead of spinning against them, which on a machine with
+     * few cores held back the very completions it waited for.
+     */
+    private final boolean yieldWhileBusy;
     private final Handler handler;
     private final Thread thread;
     private volatile boolean running = true;
@@ -38,6 +44,12 @@ public final class CompletionPoller {
     private volatile long completed;
 
     public CompletionPoller(VerbsContext context, String name, int cqEntries, int batch, Duration busyPoll, Handler handler) {
+        this(context, name, cqEntries, batch, busyPoll, false, handler);
+    }
+
+    public CompletionPoller(VerbsContext context, String name, int cqEntries, int batch, Duration busyPoll,
+                            boolean yieldWhileBusy, Handler handler) {
+        this.yieldWhileBusy = yieldWhileBusy;
         this.busyPollNanos = busyPoll.toNanos();
         this.handler = handler;
         this.channel = context.createCompletionChannel();
@@ -77,7 +89,11 @@ public final class CompletionPoller {
                     idleSince = now;
                 }
                 if (now - idleSince < busyPollNanos) {
-                    Thread.onSpinWait();
+                    if (yieldWhileBusy) {
+                        Thread.yield();
+                    } else {
+                        Thread.onSpinWait();
+                    }
                     continue;
                 }
                 n = armAndPoll(); // one that arrived before the arm raises no event

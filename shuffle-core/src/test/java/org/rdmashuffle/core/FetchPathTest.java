@@ -1,0 +1,186 @@
+package org.rdmashuffle.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.client.BlockFetchException;
+import org.rdmashuffle.core.client.BlockFetchListener;
+import org.rdmashuffle.core.client.FetchedBlock;
+import org.rdmashuffle.core.config.EngineConfig;
+
+/**
+ * The reducer's fetch path where it used to hang or fail for a block's size: the fetch buffers, the
+ * queue in front of them, blocks larger than they are. Each test is named after what it provokes.
+ */
+class FetchPathTest {
+    @TempDir
+    Path dir;
+
+    private EnginePair pair(EngineConfig client, int shuffle, int[]... maps) throws Exception {
+        EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, client,
+                EngineTestSupport.SECRET);
+        for (int m = 0; m < maps.length; m++) {
+            EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(dir, shuffle, m, maps[m], 97L * shuffle + m);
+            pair.server.registerMapOutput(shuffle, m, o.file(), o.offsets());
+            pair.outputs.add(o);
+        }
+        return pair;
+    }
+
+    /**
+     * Sixteen small blocks are held by their consumer until a 512 KiB block of the same fetch arrives,
+     * through a 1 MiB pool (one slab). Cut into fixed size classes, the slab belonged to the small
+     * blocks' class and the large one waited for ever for a slab of its own.
+     */
+    @Test
+    void aSizeClassWithNoFreeChunkDoesNotHang() throws Exception {
+        int[] sizes = new int[17];
+        java.util.Arrays.fill(sizes, 0, 16, 4 << 10);
+        sizes[16] = 512 << 10;
+        EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "1m");
+        try (EnginePair pair = pair(client, 1, sizes)) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            List<FetchedBlock> held = new ArrayList<>();
+            CountDownLatch large = new CountDownLatch(1);
+            pair.client.fetchBlocks(pair.server.address(), blocks, new BlockFetchListener() {
+                @Override
+                public void onBlockFetched(FetchedBlock block) {
+                    synchronized (held) {
+                        held.add(block);
+                        if (block.size() == (512 << 10)) {
+                            large.countDown();
+                        }
+                    }
+                }
+
+                @Override
+                public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                    got.onBlockFetchFailure(block, cause);
+                }
+            });
+            assertTrue(large.await(EngineTestSupport.WAIT.toSeconds(), TimeUnit.SECONDS),
+                    "the 512 KiB block never got a buffer while " + held.size() + " small blocks were held");
+            EngineTestSupport.eventually("every block delivered", () -> {
+                synchronized (held) {
+                    return held.size() == blocks.size();
+                }
+            });
+            synchronized (held) {
+                held.forEach(got::onBlockFetched);
+            }
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /**
+     * A 10 MiB block through 4 MiB of fetch buffers (one slab), with a small block beside it: it comes
+     * in 4 MiB pieces, streamed to its consumer as they land, each buffer reused for a later piece.
+     * Before, it failed as TOO_LARGE and the adapters sent it over another transport.
+     */
+    @Test
+    void aBlockLargerThanFetchBufferMemoryIsDelivered() throws Exception {
+        EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "4m");
+        try (EnginePair pair = pair(client, 2, new int[] {(10 << 20) + 12_345, 1000})) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            assertTrue(pair.client.counters().readRequestsPosted() >= 3, "not read in pieces: "
+                    + pair.client.counters().readRequestsPosted() + " read requests");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+            // The connection carries on: the same blocks again.
+            EngineTestSupport.fetchAllIntact(pair.client, pair.server.address(), pair.outputs);
+        }
+    }
+
+    /**
+     * A consumer keeps the block that fills the fetch buffers; the next block waits for a buffer. Its
+     * wait is bounded by the fetch timeout like a request's: it fails by name, the held block and the
+     * connection are unharmed, and once the buffer is back the block is fetched.
+     */
+    @Test
+    @Tag(EngineTestSupport.TIMING)
+    void readsQueuedForBuffersTimeOut() throws Exception {
+        Assumptions.assumeFalse(EngineTestSupport.usesDevice(), "waits out a 2 s fetch timeout: too tight for the "
+                + "emulated guest; the logic is the same on every provider");
+        EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, "1m")
+                .set(EngineConfig.KEY_FETCH_TIMEOUT, "2s");
+        try (EnginePair pair = pair(client, 3, new int[] {1 << 20}, new int[] {64 << 10})) {
+            BlockId filling = BlockId.of(3, 0, 0);
+            BlockId waiting = BlockId.of(3, 1, 0);
+            Map<BlockId, Object> outcome = new ConcurrentHashMap<>();
+            CountDownLatch both = new CountDownLatch(2);
+            BlockFetchListener keep = new BlockFetchListener() {
+                @Override
+                public void onBlockFetched(FetchedBlock block) {
+                    outcome.put(block.id(), block);
+                    both.countDown();
+                }
+
+                @Override
+                public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                    outcome.put(block, cause);
+                    both.countDown();
+                }
+            };
+            pair.client.fetchBlocks(pair.server.address(), List.of(filling), keep);
+            EngineTestSupport.eventually("the first block arrives", () -> outcome.containsKey(filling));
+            long start = System.nanoTime();
+            pair.client.fetchBlocks(pair.server.address(), List.of(waiting), keep);
+            assertTrue(both.await(30, TimeUnit.SECONDS), "the read waiting for a buffer never timed out");
+            long waitedMs = (System.nanoTime() - start) / 1_000_000;
+            Object w = outcome.get(waiting);
+            assertTrue(w instanceof BlockFetchException e && e.kind() == BlockFetchException.Kind.FAILED
+                    && e.getMessage().contains("for a fetch buffer") && e.getMessage().contains(waiting.toString()),
+                    String.valueOf(w));
+            assertTrue(waitedMs >= 1900, "failed after " + waitedMs + " ms, before the 2 s timeout");
+            FetchedBlock kept = (FetchedBlock) outcome.get(filling);
+            assertEquals(1 << 20, kept.size());
+            kept.release();
+            assertEquals(1, pair.client.counters().fetchConnections(), "the timeout did not cost the connection");
+            EngineTestSupport.fetchAllIntact(pair.client, pair.server.address(), pair.outputs);
+        }
+    }
+
+    /**
+     * Registering fetch buffer memory fails (ibv_reg_mr out of pinnable memory): the reads that needed a
+     * new slab fail by name, and nothing is left held -- no budget, no buffer, no queued read. Once
+     * registration works again, the same blocks arrive.
+     */
+    @Test
+    void anAllocationFailureLeaksNothing() throws Exception {
+        try (EnginePair pair = pair(EngineTestSupport.smallConfig(), 4, new int[] {100_000, 200_000, 0, 3000},
+                new int[] {5 << 20, 10})) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            pair.client.failFetchBufferRegistrations(new IllegalStateException("ibv_reg_mr failed: errno 12 (ENOMEM)"));
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await();
+            assertFalse(got.failed.isEmpty(), "nothing needed a buffer?");
+            for (Map.Entry<BlockId, Throwable> e : got.failed.entrySet()) {
+                assertTrue(e.getValue().getMessage().contains("registering fetch buffer memory failed")
+                        && e.getValue().getMessage().contains("ENOMEM") && e.getValue().getMessage().contains(e.getKey().toString()),
+                        e.getValue().getMessage());
+            }
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+            pair.client.failFetchBufferRegistrations(null);
+            EngineTestSupport.fetchAllIntact(pair.client, pair.server.address(), pair.outputs);
+        }
+    }
+}
