@@ -154,6 +154,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ThreadLocal<MessageCodec> codec;
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong lowWaterEvents = new AtomicLong();
+    private final java.util.concurrent.atomic.AtomicBoolean wakeScheduled = new java.util.concurrent.atomic.AtomicBoolean();
     private final Thread asyncEvents;
     private final Map<Integer, DataConnection> byQpNumber = new ConcurrentHashMap<>();
     /** The fetching side's connections: an executor's engine only. */
@@ -246,9 +247,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 }
                 return fetchDomain.pd().allocateAndRegister(bytes, org.rdmashuffle.verbs.Access.LOCAL_WRITE);
             }, config.fetchBufferMemory(), (int) Math.min(FETCH_BUFFER_SLAB, Long.highestOneBit(config.fetchBufferMemory())),
-                    this::onFetchBufferReleased);
+                    this::onFetchBufferReleased, timer); // new slabs registered on the timer, never on a poller
             if (fetchBuffers != null) {
                 made.add(fetchBuffers);
+                fetchBuffers.grow(); // the first slab now: the first fetches wait for nothing
             }
             AtomicInteger serverIds = new AtomicInteger();
             this.servers = Executors.newFixedThreadPool(config.serverThreads(), r -> Thread.ofPlatform().daemon()
@@ -260,7 +262,13 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.sender = new MetadataSender(ids, codec, new MetadataSender.Listener() {
                 @Override
                 public void connectionFailed(DataConnection c, Throwable cause) {
-                    RdmaShuffleEngine.this.connectionFailed(c, cause);
+                    // Not inline: a sender may be a fetcher holding its lock, and failing a connection takes
+                    // its fetcher's lock (another fetcher's, or a re-entry into its own).
+                    try {
+                        timer.execute(() -> RdmaShuffleEngine.this.connectionFailed(c, cause));
+                    } catch (java.util.concurrent.RejectedExecutionException closing) {
+                        RdmaShuffleEngine.this.connectionFailed(c, cause); // the engine is closing: nobody sends now
+                    }
                 }
 
                 @Override
@@ -372,9 +380,25 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         requireOwn().registry().register(shuffleId, mapId, dataFile, offsets);
     }
 
-    /** Forgets a shuffle's outputs and deregisters their regions. */
+    /**
+     * Forgets a shuffle: its outputs here (their regions deregistered), and the layouts of its outputs
+     * that other engines sent us.
+     */
     public void unregisterShuffle(int shuffleId) {
         requireOwn().registry().unregisterShuffle(shuffleId);
+        for (PeerFetcher f : fetchers()) {
+            f.forgetLayouts(shuffleId);
+        }
+    }
+
+    /**
+     * The adapter says a map output is lost (a fetch of it failed and the map will run again): its
+     * layout, wherever a peer sent it, is not used again; its blocks are asked for afresh.
+     */
+    public void forgetOutput(int shuffleId, long mapId) {
+        for (PeerFetcher f : fetchers()) {
+            f.forgetLayout(shuffleId, mapId);
+        }
     }
 
     /**
@@ -637,7 +661,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             }
             String app = c.tenant().app();
             FetchRequestHandler requests = c.tenant().requests();
-            Message ready = requests.answerIfReady(app, r);
+            // Layouts in up to half the reducer's receive buffer: the descriptors fit in the rest.
+            int layoutBytes = c.peerReceiveBufferSize() / 2;
+            Message ready = requests.answerIfReady(app, r, layoutBytes);
             if (ready != null) {
                 reply(c, r, ready);
                 return;
@@ -645,7 +671,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             boolean queued = serverWork.submit(c.tenant(), () -> {
                 Message answer;
                 try {
-                    answer = requests.answer(app, r);
+                    answer = requests.answer(app, r, layoutBytes);
                 } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
                     LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
                     answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
@@ -666,7 +692,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             return; // retired while a server thread answered
         }
         try {
-            send(c, answer, false);
+            send(c, answer, false); // without its layouts if they do not fit (MetadataSender)
         } catch (IllegalArgumentException tooBig) {
             send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
                     + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
@@ -726,9 +752,17 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     }
 
     private void onFetchBufferReleased() {
-        if (!closed) {
-            // Not inline: a release can happen under a fetcher's lock, and waking runs other fetchers.
-            timer.execute(budget::wakeWaiters);
+        // Not inline: a release can happen under a fetcher's lock, and waking runs other fetchers. At most
+        // one wake-up pending, and none when nobody waits: not a timer task per block.
+        if (!closed && budget.hasWaiters() && wakeScheduled.compareAndSet(false, true)) {
+            try {
+                timer.execute(() -> {
+                    wakeScheduled.set(false);
+                    budget.wakeWaiters();
+                });
+            } catch (java.util.concurrent.RejectedExecutionException closing) {
+                wakeScheduled.set(false);
+            }
         }
     }
 
@@ -802,6 +836,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }
         timer.shutdownNow();
         servers.shutdownNow();
+        try {
+            timer.awaitTermination(1, TimeUnit.SECONDS); // a fetch-buffer slab being registered there
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         try {
             asyncEvents.join(1000);
             // A server thread may be in a disk search (it then finds the registry closed) or in a

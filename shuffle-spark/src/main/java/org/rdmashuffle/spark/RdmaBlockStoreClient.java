@@ -91,6 +91,8 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
                     }
                     return;
                 }
+                // A FetchFailed for it follows: Spark will run its map again, so its layout is not to be trusted.
+                engine.forgetOutput(block.shuffleId(), block.mapId());
                 listener.onBlockFetchFailure(name, cause);
             }
         });

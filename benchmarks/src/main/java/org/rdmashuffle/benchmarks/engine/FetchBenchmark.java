@@ -33,10 +33,13 @@ import org.rdmashuffle.core.config.EngineConfig;
  * fetches remote shuffle blocks with). Both are driven alike, as Spark's ShuffleBlockFetcherIterator
  * does: requests of up to 10 MiB, at most 48 MiB requested and not yet consumed, every block read
  * through an InputStream (as Spark's deserializers read it), its bytes checked (CRC32C), and released,
- * by one consumer thread.
+ * by one consumer thread. The access pattern is a reduce stage's: reducer after reducer, each reads
+ * its partition from every map output (so no two blocks of a request are neighbours in one file, and
+ * nothing can be merged into one read).
  *
  * <p>Reports per workload and system: throughput (median over rounds), the throughput ratio, client
- * heap allocation per GB, and CPU per GB on each side.
+ * heap allocation per GB and per block, CPU per GB on each side, and the median and 99th percentile
+ * of a block's latency (from its request to its delivery).
  *
  * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [2000x256k 50000x4k ...]}
  */
@@ -47,38 +50,20 @@ public final class FetchBenchmark {
     private static final long REQUEST_BYTES = 10L << 20;
 
     /** A delivered block as Spark's reader sees it: a stream over the bytes, and how to release them. */
-    private record Delivered(long map, int partition, java.io.InputStream data, Runnable release, Throwable failure) {
-    }
-
-    /** A stream over a buffer, no copy (as Spark's ByteBufferInputStream). */
-    private static java.io.InputStream stream(ByteBuffer b) {
-        return new java.io.InputStream() {
-            @Override
-            public int read() {
-                return b.hasRemaining() ? b.get() & 0xFF : -1;
-            }
-
-            @Override
-            public int read(byte[] into, int off, int len) {
-                if (!b.hasRemaining()) {
-                    return -1;
-                }
-                int n = Math.min(len, b.remaining());
-                b.get(into, off, n);
-                return n;
-            }
-        };
+    private record Delivered(long map, int partition, java.io.InputStream data, Runnable release, Throwable failure,
+                             long latencyNanos) {
     }
 
     /** One system under test: asks for blocks, delivers them to the queue. */
     private interface Fetcher {
         String name();
 
-        void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to);
+        /** Asks for these blocks; {@code issued} is when (System.nanoTime), for the latency of each. */
+        void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to, long issued);
     }
 
     private record Sample(String system, String workload, long wallNanos, long clientCpu, long serverCpu, long allocated,
-                          long bytes) {
+                          long bytes, int blocks, long p50Nanos, long p99Nanos) {
         double gbPerSecond() {
             return bytes / (wallNanos / 1e9) / 1e9;
         }
@@ -140,18 +125,19 @@ public final class FetchBenchmark {
                     return "rdma-shuffle (" + engine.providerName() + ")";
                 }
 
-                public void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to) {
+                public void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to, long issued) {
                     List<BlockId> ids = new ArrayList<>(maps.length);
                     for (int i = 0; i < maps.length; i++) {
                         ids.add(BlockId.of(FetchWorkload.SHUFFLE, maps[i], partitions[i]));
                     }
                     engine.fetchBlocks(enginePeer, ids, new BlockFetchListener() {
                         public void onBlockFetched(FetchedBlock b) {
-                            to.add(new Delivered(b.id().mapId(), b.id().startPartition(), stream(b.asByteBuffer()), b::release, null));
+                            to.add(new Delivered(b.id().mapId(), b.id().startPartition(), b.openStream(), b::release, null,
+                                    System.nanoTime() - issued));
                         }
 
                         public void onBlockFetchFailure(BlockId b, Throwable cause) {
-                            to.add(new Delivered(b.mapId(), b.startPartition(), null, () -> { }, cause));
+                            to.add(new Delivered(b.mapId(), b.startPartition(), null, () -> { }, cause, 0));
                         }
                     });
                 }
@@ -161,7 +147,7 @@ public final class FetchBenchmark {
                     return "Spark NettyBlockTransferService";
                 }
 
-                public void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to) {
+                public void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to, long issued) {
                     String[] ids = new String[maps.length];
                     for (int i = 0; i < maps.length; i++) {
                         ids[i] = "shuffle_" + FetchWorkload.SHUFFLE + "_" + maps[i] + "_" + partitions[i];
@@ -172,16 +158,16 @@ public final class FetchBenchmark {
                             String[] p = id.split("_");
                             try {
                                 to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), data.createInputStream(),
-                                        data::release, null));
+                                        data::release, null, System.nanoTime() - issued));
                             } catch (java.io.IOException e) {
                                 data.release();
-                                to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), null, () -> { }, e));
+                                to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), null, () -> { }, e, 0));
                             }
                         }
 
                         public void onBlockFetchFailure(String id, Throwable cause) {
                             String[] p = id.split("_");
-                            to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), null, () -> { }, cause));
+                            to.add(new Delivered(Long.parseLong(p[2]), Integer.parseInt(p[3]), null, () -> { }, cause, 0));
                         }
                     }, null);
                 }
@@ -236,6 +222,7 @@ public final class FetchBenchmark {
         int received = 0;
         long outstanding = 0;
         CRC32C crc = new CRC32C();
+        long[] latencies = new long[total];
         byte[] chunk = new byte[64 << 10]; // the reader's buffer, as a deserializer has
         while (received < total) {
             while (next < total && outstanding + (long) perRequest * w.blockBytes() <= MAX_IN_FLIGHT) {
@@ -243,14 +230,16 @@ public final class FetchBenchmark {
                 long[] maps = new long[k];
                 int[] partitions = new int[k];
                 for (int i = 0; i < k; i++) {
-                    maps[i] = mapBase + (next + i) / w.partitions();
-                    partitions[i] = (next + i) % w.partitions();
+                    // A reduce stage's order: reducer p reads partition p of every map, then reducer p + 1.
+                    maps[i] = mapBase + (next + i) % w.maps();
+                    partitions[i] = (next + i) / w.maps();
                 }
-                f.fetch(maps, partitions, queue);
+                f.fetch(maps, partitions, queue, System.nanoTime());
                 outstanding += (long) k * w.blockBytes();
                 next += k;
             }
             Delivered d = queue.take();
+            latencies[received] = d.latencyNanos();
             if (d.failure() != null) {
                 throw new IllegalStateException(f.name() + ": block " + d.map() + "/" + d.partition() + " failed", d.failure());
             }
@@ -267,8 +256,10 @@ public final class FetchBenchmark {
             received++;
         }
         long wall = System.nanoTime() - t0;
+        long allocated = threads.getTotalThreadAllocatedBytes() - alloc0;
+        Arrays.sort(latencies);
         return new Sample(f.name(), w.name(), wall, os.getProcessCpuTime() - cpu0, serverCpu(serverIn, serverOut) - serverCpu0,
-                threads.getTotalThreadAllocatedBytes() - alloc0, w.totalBytes());
+                allocated, w.totalBytes(), total, latencies[total / 2], latencies[(int) Math.min(total - 1, total * 99L / 100)]);
     }
 
     private static long serverCpu(PrintWriter in, BufferedReader out) throws java.io.IOException {
@@ -286,8 +277,10 @@ public final class FetchBenchmark {
             by.computeIfAbsent(s.workload(), k -> new LinkedHashMap<>()).computeIfAbsent(s.system(), k -> new ArrayList<>()).add(s);
         }
         StringBuilder md = new StringBuilder("| workload | system | GB/s (median of " + rounds
-                + ") | ratio | client heap MB/GB | client CPU s/GB | server CPU s/GB |\n|---|---|---|---|---|---|---|\n");
-        StringBuilder out = new StringBuilder("workload,system,round,wall_ms,gb_per_s,client_cpu_ms,server_cpu_ms,allocated_bytes\n");
+                + ") | ratio | client heap MB/GB | client heap B/block | client CPU s/GB | server CPU s/GB | block p50 / p99 ms |\n"
+                + "|---|---|---|---|---|---|---|---|---|\n");
+        StringBuilder out = new StringBuilder("workload,system,round,wall_ms,gb_per_s,client_cpu_ms,server_cpu_ms,allocated_bytes,"
+                + "p50_us,p99_us\n");
         for (var wl : by.entrySet()) {
             double baseline = 0;
             List<String[]> rows = new ArrayList<>();
@@ -298,23 +291,28 @@ public final class FetchBenchmark {
                 double heap = median(l.stream().mapToDouble(s -> s.allocated() / 1e6 / gb).toArray());
                 double ccpu = median(l.stream().mapToDouble(s -> s.clientCpu() / 1e9 / gb).toArray());
                 double scpu = median(l.stream().mapToDouble(s -> s.serverCpu() / 1e9 / gb).toArray());
+                double perBlock = median(l.stream().mapToDouble(s -> (double) s.allocated() / s.blocks()).toArray());
+                double p50 = median(l.stream().mapToDouble(s -> s.p50Nanos() / 1e6).toArray());
+                double p99 = median(l.stream().mapToDouble(s -> s.p99Nanos() / 1e6).toArray());
                 if (sys.getKey().startsWith("Spark")) {
                     baseline = gbs;
                 }
                 rows.add(new String[] {sys.getKey(), String.format("%.3f", gbs), Double.toString(gbs), String.format("%.1f", heap),
-                        String.format("%.2f", ccpu), String.format("%.2f", scpu)});
+                        String.format("%.0f", perBlock), String.format("%.2f", ccpu), String.format("%.2f", scpu),
+                        String.format("%.2f / %.2f", p50, p99)});
                 int r = 0;
                 for (Sample s : l) {
                     out.append(String.join(",", wl.getKey(), s.system(), Integer.toString(++r), Long.toString(s.wallNanos() / 1_000_000),
                             String.format("%.4f", s.gbPerSecond()), Long.toString(s.clientCpu() / 1_000_000),
-                            Long.toString(s.serverCpu() / 1_000_000), Long.toString(s.allocated()))).append('\n');
+                            Long.toString(s.serverCpu() / 1_000_000), Long.toString(s.allocated()),
+                            Long.toString(s.p50Nanos() / 1000), Long.toString(s.p99Nanos() / 1000))).append('\n');
                 }
             }
             for (String[] row : rows) {
                 double ratio = baseline > 0 ? Double.parseDouble(row[2]) / baseline : Double.NaN;
                 md.append("| ").append(wl.getKey()).append(" | ").append(row[0]).append(" | ").append(row[1]).append(" | ")
                         .append(String.format("%.2f", ratio)).append(" | ").append(row[3]).append(" | ").append(row[4])
-                        .append(" | ").append(row[5]).append(" |\n");
+                        .append(" | ").append(row[5]).append(" | ").append(row[6]).append(" | ").append(row[7]).append(" |\n");
             }
         }
         System.out.println();

@@ -15,7 +15,10 @@ import org.rdmashuffle.verbs.MemoryRegion;
  *
  * <p>{@link #allocate} returns null when no slab has room and the limit allows no new one: the caller
  * waits for a release ({@code onRelease} tells it). A failed registration throws, and leaves the pool
- * as it was.
+ * as it was. Given a {@code grower}, the pool registers new slabs there, never on the allocating
+ * thread (an engine's completion poller: registering zeroes and pins 4 MiB, and every completion
+ * behind it would wait): {@link #allocate} returns null meanwhile, {@code onRelease} runs when the
+ * slab is ready, and a registration that failed is thrown by the next {@link #allocate}.
  */
 public final class RegisteredBufferPool implements AutoCloseable {
     static final int UNIT_SHIFT = 12;
@@ -32,6 +35,10 @@ public final class RegisteredBufferPool implements AutoCloseable {
     private final int levels;
     private final List<Slab> slabs = new ArrayList<>();
     private final Runnable onRelease;
+    private final java.util.concurrent.Executor grower;
+    /** A slab is being registered by the grower (its bytes counted in registeredBytes already). */
+    private boolean growing;
+    private RuntimeException growthFailure;
     private long registeredBytes;
     private long bytesOut;
     private int outstanding;
@@ -42,6 +49,13 @@ public final class RegisteredBufferPool implements AutoCloseable {
      * @param onRelease called (without the pool's lock) after every release, to resume waiting reads
      */
     public RegisteredBufferPool(Registrar registrar, long limitBytes, int slabBytes, Runnable onRelease) {
+        this(registrar, limitBytes, slabBytes, onRelease, null);
+    }
+
+    /** @param grower where new slabs are registered; null: on the allocating thread */
+    public RegisteredBufferPool(Registrar registrar, long limitBytes, int slabBytes, Runnable onRelease,
+                                java.util.concurrent.Executor grower) {
+        this.grower = grower;
         if (Integer.bitCount(slabBytes) != 1 || slabBytes < (1 << UNIT_SHIFT) || limitBytes < slabBytes) {
             throw new IllegalArgumentException("buffer pool of " + limitBytes + " bytes in slabs of " + slabBytes);
         }
@@ -80,14 +94,74 @@ public final class RegisteredBufferPool implements AutoCloseable {
                     return b;
                 }
             }
-            if (registeredBytes + slabBytes > limitBytes) {
+            if (growthFailure != null) {
+                RuntimeException failure = growthFailure;
+                growthFailure = null;
+                throw failure;
+            }
+            if (growing || registeredBytes + slabBytes > limitBytes) {
                 return null;
             }
-            // Under the lock: registration is rare (once per slab, up to the limit) and bounded.
-            Slab s = new Slab(registrar.register(slabBytes), levels);
-            slabs.add(s);
-            registeredBytes += slabBytes;
-            return take(s, order);
+            if (grower == null) {
+                // Under the lock: registration is rare (once per slab, up to the limit) and bounded.
+                Slab s = new Slab(registrar.register(slabBytes), levels);
+                slabs.add(s);
+                registeredBytes += slabBytes;
+                return take(s, order);
+            }
+            growing = true;
+            registeredBytes += slabBytes; // reserved while the grower registers it
+        }
+        try {
+            grower.execute(this::grow);
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            synchronized (this) {
+                growing = false;
+                registeredBytes -= slabBytes;
+                notifyAll();
+            }
+        }
+        return null;
+    }
+
+    /** Registers a slab: before the first fetch (so it needs no wait), and on the grower. */
+    public void grow() {
+        synchronized (this) {
+            if (closed) {
+                growing = false;
+                notifyAll();
+                return;
+            }
+            if (!growing) { // called directly (the first slab)
+                if (registeredBytes + slabBytes > limitBytes) {
+                    return;
+                }
+                growing = true;
+                registeredBytes += slabBytes;
+            }
+        }
+        MemoryRegion region = null;
+        RuntimeException failure = null;
+        try {
+            region = registrar.register(slabBytes);
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        synchronized (this) {
+            growing = false;
+            notifyAll(); // close() waits for a registration under way
+            if (failure != null) {
+                registeredBytes -= slabBytes;
+                growthFailure = failure;
+            } else if (closed) {
+                region.close();
+                return;
+            } else {
+                slabs.add(new Slab(region, levels));
+            }
+        }
+        if (onRelease != null) {
+            onRelease.run(); // the reads waiting for room try again
         }
     }
 
@@ -153,6 +227,16 @@ public final class RegisteredBufferPool implements AutoCloseable {
             return;
         }
         closed = true;
+        // A slab being registered on the grower: its region is closed when that ends (bounded wait).
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        while (growing && System.nanoTime() < deadline) {
+            try {
+                wait(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
         slabs.forEach(s -> s.region.close());
         slabs.clear();
     }

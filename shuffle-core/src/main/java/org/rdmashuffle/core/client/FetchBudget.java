@@ -48,6 +48,11 @@ public final class FetchBudget {
         waiting.add(f);
     }
 
+    /** Whether any peer waits for room (so a release is worth a wake-up). */
+    public boolean hasWaiters() {
+        return !waiting.isEmpty();
+    }
+
     /** Lets every waiting peer try again; call with no fetcher's lock held. */
     public void wakeWaiters() {
         if (waiting.isEmpty()) {

@@ -16,6 +16,7 @@ import org.rdmashuffle.core.buffer.RegisteredBuffer;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.server.MapOutputLayout;
 import org.rdmashuffle.core.transport.DataConnection;
 import org.rdmashuffle.core.transport.ReadPlan;
 import org.rdmashuffle.core.transport.WorkRequestIds;
@@ -66,17 +67,22 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     private final Map<Long, Request> awaiting = new HashMap<>();
     private final ArrayDeque<Read> queued = new ArrayDeque<>();
     private final Map<Long, Chain> inFlight = new LinkedHashMap<>();
+    /** Layouts of outputs touched: their other blocks need no request. */
+    private final LayoutCache layouts;
     /** Pieced blocks with pieces still to land, whether handed over or not. */
     private final Set<PiecedBlock> pieced = new LinkedHashSet<>();
     private long bytesInFlight;
     /** When this fetcher last posted a chain: queued reads fail only if none was posted for a whole timeout. */
     private long lastPosted = System.nanoTime();
+    /** When the queue was last looked through for stale reads: not on every pump (a profile found it O(queue) each). */
+    private long lastStaleScan;
     private boolean failed;
 
     public PeerFetcher(DataConnection connection, FetchTransport transport, Limits limits) {
         this.connection = connection;
         this.transport = transport;
         this.limits = limits;
+        this.layouts = new LayoutCache(limits.timeoutNanos() / 2);
     }
 
     public DataConnection connection() {
@@ -91,13 +97,52 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         return failed;
     }
 
-    /** Asks the peer for these blocks; each gets exactly one listener call. */
+    /**
+     * Fetches these blocks; each gets exactly one listener call. A block of an output whose layout
+     * this peer sent less than half a lease ago is read at once; the others are asked for.
+     */
     public void fetch(List<BlockId> blocks, BlockFetchListener listener) {
-        List<Wanted> wanted = new ArrayList<>(blocks.size());
-        for (BlockId b : blocks) {
-            wanted.add(new Wanted(b, listener));
+        List<Wanted> ask = new ArrayList<>(blocks.size());
+        List<Wanted> empty = new ArrayList<>();
+        boolean read = false;
+        synchronized (this) {
+            long now = System.nanoTime();
+            for (BlockId b : blocks) {
+                Wanted w = new Wanted(b, listener);
+                LayoutCache.Entry known = failed ? null : layouts.get(b.shuffleId(), b.mapId(), now);
+                BlockDescriptor d = known == null ? null : known.layout().describe(b);
+                if (d == null) {
+                    ask.add(w);
+                } else {
+                    queueRead(w, d, known.describedAt(), now, empty);
+                    read = true;
+                }
+            }
         }
-        request(wanted);
+        for (Wanted w : empty) {
+            Outcomes.deliver(w, FetchedBlock.empty(w.id));
+        }
+        if (!ask.isEmpty()) {
+            request(ask);
+        }
+        if (read) {
+            pump();
+        }
+    }
+
+    /** Forgets the layouts of a shuffle's outputs: it was unregistered. */
+    public synchronized void forgetLayouts(int shuffleId) {
+        layouts.forget(shuffleId);
+    }
+
+    /** Forgets the layout of one output: it is lost (its map will run again, elsewhere or under another id). */
+    public synchronized void forgetLayout(int shuffleId, long mapId) {
+        layouts.forget(shuffleId, mapId);
+    }
+
+    /** Layouts held (for counters and tests). */
+    public synchronized int layoutsCached() {
+        return layouts.size();
     }
 
     /** Sends one FetchRequest per batch (blocks of one shuffle, as many as an answer can hold). */
@@ -170,10 +215,11 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                         awaiting.put(r.requestId(), req); // failed with the connection below
                         broken = new MalformedMessageException("response " + r.requestId() + " describes " + r.blocks().size()
                                 + " blocks for a request of " + req.blocks.size());
-                    } else if (req.refreshing != null) {
-                        broken = redescribed(req.refreshing, r);
                     } else {
-                        broken = queueReads(req, r, empty);
+                        broken = req.refreshing != null ? redescribed(req.refreshing, r) : queueReads(req, r, empty);
+                        if (broken != null) {
+                            awaiting.put(r.requestId(), req); // its blocks fail with the connection below
+                        }
                     }
                 }
                 case Message.ErrorResponse e when e.requestId() == Message.CONNECTION_ERROR ->
@@ -185,12 +231,16 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     if (req == null) {
                         broken = new MalformedMessageException("an error for request " + e.requestId() + ", which is not awaited");
                     } else if (e.block() != null && named == null) {
+                        awaiting.put(e.requestId(), req); // its blocks fail with the connection below
                         broken = new MalformedMessageException("an error for request " + e.requestId() + " about " + e.block()
                                 + ", which it did not ask for");
                     } else {
                         refusal = e.reason();
                         refusalKind = e.kind() == Message.ErrorKind.NO_SUCH_OUTPUT ? BlockFetchException.Kind.NO_SUCH_OUTPUT
                                 : BlockFetchException.Kind.REFUSED;
+                        for (Wanted w : named == null ? req.blocks : List.of(named)) {
+                            layouts.forget(w.id.shuffleId(), w.id.mapId()); // gone or refused: ask next time
+                        }
                         if (req.refreshing != null) {
                             refusedPieces = pieced.contains(req.refreshing) ? req.refreshing : null;
                         } else {
@@ -230,32 +280,62 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         long now = System.nanoTime();
         for (int i = 0; i < req.blocks.size(); i++) {
             Throwable wrong = check(r, req.blocks.get(i), r.blocks().get(i));
+            if (wrong == null && r.blocks().get(i).length() / transport.buffers().slabBytes() > Integer.MAX_VALUE - 16) {
+                wrong = new MalformedMessageException("response " + r.requestId() + ": " + r.blocks().get(i).length()
+                        + " bytes for " + req.blocks.get(i).id);
+            }
             if (wrong != null) {
                 return wrong;
             }
         }
-        int pieceBytes = transport.buffers().slabBytes();
         for (int i = 0; i < req.blocks.size(); i++) {
-            Wanted w = req.blocks.get(i);
-            BlockDescriptor d = r.blocks().get(i);
-            if (w.queuedSince < 0) {
-                w.queuedSince = now;
-            }
-            if (d.isEmpty()) {
-                empty.add(w);
-            } else if (d.length() <= pieceBytes) {
-                queued.add(new Read(w, d, now, w.queuedSince));
-            } else {
-                PiecedBlock p = new PiecedBlock(w, d, now, pieceBytes, this, limits.timeoutNanos());
-                pieced.add(p);
-                int ahead = (int) Math.min(p.pieces, Math.max(1, Math.min(PIECES_AHEAD,
-                        transport.buffers().limitBytes() / pieceBytes / 2)));
-                for (; p.nextToQueue < ahead; p.nextToQueue++) {
-                    queued.add(p.pieceRead(p.nextToQueue, now, null));
-                }
+            queueRead(req.blocks.get(i), r.blocks().get(i), now, now, empty);
+        }
+        for (MapOutputLayout l : r.layouts()) {
+            if (agrees(l, req, r)) {
+                layouts.put(l, now);
             }
         }
         return null;
+    }
+
+    /** Under the lock: queues the read of one described block (or, for an empty one, adds it to {@code empty}). */
+    private void queueRead(Wanted w, BlockDescriptor d, long describedAt, long now, List<Wanted> empty) {
+        if (w.queuedSince < 0) {
+            w.queuedSince = now;
+        }
+        int pieceBytes = transport.buffers().slabBytes();
+        if (d.isEmpty()) {
+            empty.add(w);
+        } else if (d.length() <= pieceBytes) {
+            queued.add(new Read(w, d, describedAt, w.queuedSince));
+        } else {
+            PiecedBlock p = new PiecedBlock(w, d, describedAt, pieceBytes, this, limits.timeoutNanos());
+            pieced.add(p);
+            int ahead = (int) Math.min(p.pieces, Math.max(1, Math.min(PIECES_AHEAD,
+                    transport.buffers().limitBytes() / pieceBytes / 2)));
+            for (; p.nextToQueue < ahead; p.nextToQueue++) {
+                queued.add(p.pieceRead(p.nextToQueue, now, null));
+            }
+        }
+    }
+
+    /** A layout is kept only if it is of an output asked for and says what the descriptors of its blocks say. */
+    private static boolean agrees(MapOutputLayout l, Request req, Message.FetchResponse r) {
+        boolean asked = false;
+        for (int i = 0; i < req.blocks.size(); i++) {
+            BlockId b = req.blocks.get(i).id;
+            if (b.shuffleId() == l.shuffleId() && b.mapId() == l.mapId()) {
+                BlockDescriptor d = l.describe(b);
+                BlockDescriptor got = r.blocks().get(i);
+                if (d == null || d.length() != got.length() || !d.isEmpty() && (d.address() != got.address()
+                        || d.rkey() != got.rkey())) {
+                    return false;
+                }
+                asked = true;
+            }
+        }
+        return asked;
     }
 
     private static Throwable check(Message.FetchResponse r, Wanted w, BlockDescriptor d) {
@@ -317,8 +397,11 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     break; // resumed when one of ours completes
                 }
                 if (!transport.budget().tryAcquire(bytes)) {
+                    // Wait first, then look once more: a release between the two would otherwise wake no one.
                     transport.budget().await(this);
-                    break;
+                    if (!transport.budget().tryAcquire(bytes)) {
+                        break;
+                    }
                 }
                 List<Read> reads = new ArrayList<>(take);
                 Iterator<Read> it = queued.iterator();
@@ -354,8 +437,19 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     if (unregistered != null) {
                         continue;
                     }
-                    transport.budget().await(this); // a released buffer, or the timer, wakes us
-                    break;
+                    // Wait for a released buffer (or the timer), then look once more: a release between the
+                    // two would otherwise wake no one.
+                    transport.budget().await(this);
+                    Read head = queued.peek();
+                    try {
+                        head.buffer = transport.buffers().allocate(head.length());
+                    } catch (RuntimeException e) {
+                        head.buffer = null; // thrown again, and handled, by the next attempt
+                    }
+                    if (head.buffer == null) {
+                        break;
+                    }
+                    continue;
                 }
                 bytes = kept;
                 take = reads.size();
@@ -506,14 +600,20 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     /** A piece landed: kept for its consumer (the block handed over at its first piece), or released if it is gone. */
     private void landed(Read r) {
         PiecedBlock p = r.pieced;
-        if (!p.landed(r.piece, r.buffer)) {
-            r.buffer.release();
-            return;
-        }
         boolean handOver;
         synchronized (this) {
+            if (!pieced.contains(p)) { // failed alone (its listener told) or closed by its consumer
+                r.buffer.release();
+                return;
+            }
+            // Handed over before it lands: a failure from now on goes to the stream, never to the listener.
             handOver = !p.handedOver;
             p.handedOver = true;
+        }
+        if (!p.landed(r.piece, r.buffer)) {
+            r.buffer.release(); // the fetch failed meanwhile: the stream says so
+        }
+        synchronized (this) {
             if (p.allLanded()) {
                 pieced.remove(p);
             }
@@ -535,9 +635,11 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         List<PiecedBlock> refresh = null;
         Throwable why = null;
         synchronized (this) {
-            if (failed || queued.isEmpty()) {
+            // Every 1/16 of the lease: a read is then posted at most 9/16 of a lease after its description.
+            if (failed || queued.isEmpty() || now - lastStaleScan < limits.timeoutNanos() / 16) {
                 return;
             }
+            lastStaleScan = now;
             for (Iterator<Read> it = queued.iterator(); it.hasNext(); ) {
                 Read r = it.next();
                 if (now - r.describedAt <= limits.timeoutNanos() / 2) {
@@ -545,6 +647,10 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 }
                 it.remove();
                 if (r.pieced == null) {
+                    if (r.buffer != null) { // taken on a retry and not posted yet: its new read takes another
+                        r.buffer.release();
+                        r.buffer = null;
+                    }
                     (stale == null ? stale = new ArrayList<>() : stale).add(r.wanted);
                 } else {
                     if (r.pieced.parked == null) {
@@ -678,6 +784,10 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         }
         for (Read r : reads) {
             if (r.pieced == null) {
+                if (r.buffer != null) { // allocated for a chain whose post failed
+                    r.buffer.release();
+                    r.buffer = null;
+                }
                 owed.add(r.wanted);
             }
         }

@@ -6,6 +6,7 @@ import java.util.Objects;
 import org.rdmashuffle.core.BlockId;
 
 import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.server.MapOutputLayout;
 
 /**
  * Metadata messages between a reducer and a serving process, sent as SEND/RECV over the QPs.
@@ -35,10 +36,23 @@ public sealed interface Message {
         }
     }
 
-    /** The descriptors, one per requested block, in request order. */
-    record FetchResponse(long requestId, List<BlockDescriptor> blocks) implements Message {
+    /**
+     * The descriptors, one per requested block, in request order; and the layouts of (some of) their
+     * map outputs, for the reducer to read their other partitions without asking again.
+     */
+    record FetchResponse(long requestId, List<BlockDescriptor> blocks, List<MapOutputLayout> layouts) implements Message {
         public FetchResponse {
             blocks = List.copyOf(blocks);
+            layouts = List.copyOf(layouts);
+        }
+
+        public FetchResponse(long requestId, List<BlockDescriptor> blocks) {
+            this(requestId, blocks, List.of());
+        }
+
+        /** The same answer without layouts: for a reducer whose receive buffer cannot hold them. */
+        public FetchResponse withoutLayouts() {
+            return layouts.isEmpty() ? this : new FetchResponse(requestId, blocks);
         }
     }
 

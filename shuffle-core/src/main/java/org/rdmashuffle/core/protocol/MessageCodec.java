@@ -13,6 +13,7 @@ import com.esotericsoftware.kryo.io.Output;
 
 import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.server.MapOutputLayout;
 
 /**
  * Encodes and decodes {@link Message}s with Kryo into registered receive buffers. Every message is
@@ -178,6 +179,17 @@ public final class MessageCodec {
                 out.writeInt(b.rkey());
                 out.writeVarLong(b.rawLength(), true);
             }
+            out.writeVarInt(r.layouts().size(), true);
+            for (MapOutputLayout l : r.layouts()) {
+                out.writeVarInt(l.shuffleId(), true);
+                out.writeVarLong(l.mapId(), true);
+                out.writeLong(l.address());
+                out.writeInt(l.rkey());
+                out.writeVarInt(l.partitions(), true);
+                for (int p = 0; p < l.partitions(); p++) {
+                    out.writeVarLong(l.offsets()[p + 1] - l.offsets()[p], true);
+                }
+            }
         }
 
         @Override
@@ -194,7 +206,30 @@ public final class MessageCodec {
                 }
                 blocks.add(b);
             }
-            return new Message.FetchResponse(id, blocks);
+            int n2 = count(in, "layout");
+            List<MapOutputLayout> layouts = new ArrayList<>(n2);
+            for (int i = 0; i < n2; i++) {
+                int shuffle = in.readVarInt(true);
+                long map = in.readVarLong(true);
+                long address = in.readLong();
+                int rkey = in.readInt();
+                int partitions = count(in, "partition");
+                if (shuffle < 0 || address == 0 || partitions == 0) {
+                    throw new MalformedMessageException("fetch response " + id + ": invalid layout of map " + map + " (shuffle "
+                            + shuffle + ", " + partitions + " partitions)");
+                }
+                long[] offsets = new long[partitions + 1];
+                for (int p = 0; p < partitions; p++) {
+                    long length = in.readVarLong(true);
+                    offsets[p + 1] = offsets[p] + length;
+                    if (length < 0 || offsets[p + 1] < 0 || Long.compareUnsigned(address + offsets[p + 1], address) < 0) {
+                        throw new MalformedMessageException("fetch response " + id + ": layout of map " + map
+                                + ": partition " + p + " runs past the address space");
+                    }
+                }
+                layouts.add(new MapOutputLayout(shuffle, map, address, rkey, offsets));
+            }
+            return new Message.FetchResponse(id, blocks, layouts);
         }
     }
 

@@ -31,18 +31,26 @@ public final class FetchRequestHandler {
 
     /** Answers a request of a reducer authenticated for {@code app}: it sees that application's outputs only. */
     public Message answer(String app, Message.FetchRequest request) {
-        return answer(app, request, true);
+        return answer(app, request, true, 0);
     }
 
     /**
-     * As {@link #answer(String, Message.FetchRequest)} if no block needs slow work (an output found on
-     * disk, a file registered); null otherwise. The completion poller answers these itself.
+     * As {@link #answer(String, Message.FetchRequest)}, adding the layouts of the outputs described
+     * (as many as fit in {@code layoutBytes}), so the reducer reads their other partitions without asking.
      */
-    public Message answerIfReady(String app, Message.FetchRequest request) {
-        return answer(app, request, false);
+    public Message answer(String app, Message.FetchRequest request, int layoutBytes) {
+        return answer(app, request, true, layoutBytes);
     }
 
-    private Message answer(String app, Message.FetchRequest request, boolean mayBlock) {
+    /**
+     * As {@link #answer(String, Message.FetchRequest, int)} if no block needs slow work (an output
+     * found on disk, a file registered); null otherwise. The completion poller answers these itself.
+     */
+    public Message answerIfReady(String app, Message.FetchRequest request, int layoutBytes) {
+        return answer(app, request, false, layoutBytes);
+    }
+
+    private Message answer(String app, Message.FetchRequest request, boolean mayBlock, int layoutBytes) {
         List<BlockDescriptor> blocks = new ArrayList<>(request.blocks().size());
         for (BlockId b : request.blocks()) {
             try {
@@ -63,7 +71,27 @@ public final class FetchRequestHandler {
                         b + ": " + kind);
             }
         }
-        return new Message.FetchResponse(request.requestId(), blocks);
+        return new Message.FetchResponse(request.requestId(), blocks, layouts(app, blocks, layoutBytes));
+    }
+
+    /** The layouts of the described blocks' outputs, one per output, while they fit in {@code budget} bytes. */
+    private List<MapOutputLayout> layouts(String app, List<BlockDescriptor> blocks, int budget) {
+        List<MapOutputLayout> layouts = new ArrayList<>();
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        for (BlockDescriptor d : blocks) {
+            if (budget <= 0) {
+                break;
+            }
+            if (d.isEmpty() || !seen.add(d.mapId())) {
+                continue;
+            }
+            MapOutputLayout l = registry.layoutIfRegistered(app, d.shuffleId(), d.mapId());
+            if (l != null && l.partitions() > 1 && l.encodedSize() <= budget) {
+                layouts.add(l);
+                budget -= l.encodedSize();
+            }
+        }
+        return layouts;
     }
 
     /** What a reducer is told about a failure: a fixed phrase per kind. */

@@ -371,6 +371,22 @@ public final class MapOutputRegistry implements AutoCloseable {
                 out.region.rkey(), raw);
     }
 
+    /**
+     * The whole layout of a registered output whose raw partition sizes are not recorded apart
+     * (Spark's), for a reducer that just had a block of it described (so within that block's lease);
+     * null otherwise.
+     */
+    public synchronized MapOutputLayout layoutIfRegistered(String app, int shuffleId, long mapId) {
+        if (closed) {
+            return null;
+        }
+        MapOutput out = known(app, shuffleId, mapId);
+        if (out == null || out.region == null || out.rawLengths != null || out.released) {
+            return null;
+        }
+        return new MapOutputLayout(shuffleId, mapId, out.region.address(), out.region.rkey(), out.offsets);
+    }
+
     /** Registers {@code out}'s file, outside the lock; its bytes were reserved. Completes {@code registration} either way. */
     private void register(MapOutput out, CompletableFuture<Void> registration) {
         MemoryRegion region = null;

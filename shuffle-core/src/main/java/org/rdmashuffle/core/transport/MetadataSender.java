@@ -75,7 +75,7 @@ public final class MetadataSender {
         MemorySegment buf = pool.slot(slot).asSlice(0, Math.min(pool.slotBytes(), c.peerReceiveBufferSize()));
         int length;
         try {
-            length = t.bytes(c.role(), buf, codec.get().encode(out, buf));
+            length = t.bytes(c.role(), buf, encode(out, buf));
         } catch (RuntimeException e) {
             pool.release(slot);
             throw e;
@@ -89,6 +89,21 @@ public final class MetadataSender {
                 pool.release(slot);
             }
             throw e;
+        }
+    }
+
+    /**
+     * Encodes {@code m} into the peer's receive-buffer size; an answer whose map-output layouts do not
+     * fit goes without them (the reducer then asks for the outputs' other blocks as before).
+     */
+    private int encode(Message m, MemorySegment buf) {
+        try {
+            return codec.get().encode(m, buf);
+        } catch (IllegalArgumentException tooBig) {
+            if (m instanceof Message.FetchResponse f && !f.layouts().isEmpty()) {
+                return codec.get().encode(f.withoutLayouts(), buf);
+            }
+            throw tooBig;
         }
     }
 

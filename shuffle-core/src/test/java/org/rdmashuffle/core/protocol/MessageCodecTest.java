@@ -91,15 +91,40 @@ class MessageCodecTest {
     }
 
     @Test
+    void aResponseWithLayoutsRoundTrips_andALayoutPastTheAddressSpaceIsRefused() {
+        org.rdmashuffle.core.server.MapOutputLayout layout = new org.rdmashuffle.core.server.MapOutputLayout(3, 7L, 0x7000_0000L,
+                42, new long[] {0, 10, 10, 4000, 1L << 33});
+        int n = codec.encode(new Message.FetchResponse(5, List.of(), List.of(layout)), buffer);
+        Message.FetchResponse back = (Message.FetchResponse) codec.decode(buffer, n);
+        assertEquals(1, back.layouts().size());
+        org.rdmashuffle.core.server.MapOutputLayout got = back.layouts().getFirst();
+        assertEquals(List.of(3, 7L, 0x7000_0000L, 42), List.of(got.shuffleId(), got.mapId(), got.address(), got.rkey()));
+        org.junit.jupiter.api.Assertions.assertArrayEquals(layout.offsets(), got.offsets());
+        assertEquals(n - 4, layout.encodedSize(), "tag, request id, block count and layout count aside");
+
+        org.rdmashuffle.core.server.MapOutputLayout wraps = new org.rdmashuffle.core.server.MapOutputLayout(3, 7L, -16L, 42,
+                new long[] {0, 100});
+        int w = codec.encode(new Message.FetchResponse(5, List.of(), List.of(wraps)), buffer);
+        MalformedMessageException e = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, w));
+        assertTrue(e.getMessage().contains("past the address space"), e.getMessage());
+    }
+
+    @Test
     void hostileCountsAndLengthsDoNotAllocate() {
         // A response claiming 2^31-1 descriptors, and an error claiming a 2 GB reason: refused before allocating.
+        // An empty response ends with its block count and its layout count, one byte each.
         int n = codec.encode(new Message.FetchResponse(1, List.of()), buffer);
-        buffer.set(ValueLayout.JAVA_BYTE, n - 1, (byte) 0xFF);
-        for (int i = 0; i < 4; i++) {
-            buffer.set(ValueLayout.JAVA_BYTE, n + i, i < 3 ? (byte) 0xFF : (byte) 0x07);
+        for (int i = 0; i < 5; i++) {
+            buffer.set(ValueLayout.JAVA_BYTE, n - 2 + i, i < 4 ? (byte) 0xFF : (byte) 0x07);
         }
-        MalformedMessageException count = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n + 4));
+        MalformedMessageException count = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n + 3));
         assertTrue(count.getMessage().contains("block count"), count.getMessage());
+        int l = codec.encode(new Message.FetchResponse(1, List.of()), buffer);
+        for (int i = 0; i < 5; i++) {
+            buffer.set(ValueLayout.JAVA_BYTE, l - 1 + i, i < 4 ? (byte) 0xFF : (byte) 0x07);
+        }
+        MalformedMessageException layouts = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, l + 4));
+        assertTrue(layouts.getMessage().contains("layout count"), layouts.getMessage());
         int m = codec.encode(new Message.ErrorResponse(2, ""), buffer);
         buffer.set(ValueLayout.JAVA_BYTE, m - 1, (byte) 0xFF);
         for (int i = 0; i < 4; i++) {

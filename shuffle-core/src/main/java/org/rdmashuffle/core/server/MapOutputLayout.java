@@ -1,0 +1,50 @@
+package org.rdmashuffle.core.server;
+
+import org.rdmashuffle.core.BlockId;
+
+/**
+ * Where every partition of one map output lies: partition {@code p} is the bytes
+ * {@code [address + offsets[p], address + offsets[p + 1])} of the region registered under {@code rkey}.
+ * A server adds it to its answer on a reducer's first request for the output, so that the reducer
+ * reads the output's other partitions without asking again (one round trip per block, not two).
+ * Only for outputs whose partition sizes once decompressed are not recorded apart (Spark's): a
+ * MapReduce reducer needs each block's raw length and reads one partition per map anyway.
+ */
+public record MapOutputLayout(int shuffleId, long mapId, long address, int rkey, long[] offsets) {
+    public int partitions() {
+        return offsets.length - 1;
+    }
+
+    /** The descriptor of {@code b}, a block of this output; null if its partitions lie outside it. */
+    public BlockDescriptor describe(BlockId b) {
+        if (b.shuffleId() != shuffleId || b.mapId() != mapId || b.endPartition() > partitions()) {
+            return null;
+        }
+        long from = offsets[b.startPartition()];
+        long length = offsets[b.endPartition()] - from;
+        return length == 0 ? new BlockDescriptor(shuffleId, mapId, b.startPartition(), b.endPartition(), 0, 0, 0)
+                : new BlockDescriptor(shuffleId, mapId, b.startPartition(), b.endPartition(), address + from, length, rkey);
+    }
+
+    /** Bytes it takes in a message, as {@code protocol.MessageCodec} writes it. */
+    public int encodedSize() {
+        int n = varSize(shuffleId) + varSize(mapId) + 8 + 4 + varSize(partitions());
+        for (int p = 0; p < partitions(); p++) {
+            n += varSize(offsets[p + 1] - offsets[p]);
+        }
+        return n;
+    }
+
+    private static int varSize(long v) {
+        int n = 1;
+        while ((v >>>= 7) != 0) {
+            n++;
+        }
+        return n;
+    }
+
+    @Override
+    public String toString() {
+        return "MapOutputLayout[shuffle " + shuffleId + ", map " + mapId + ", " + partitions() + " partitions]";
+    }
+}

@@ -1,0 +1,175 @@
+package org.rdmashuffle.core;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.client.BlockFetchException;
+import org.rdmashuffle.core.protocol.Message;
+import org.rdmashuffle.core.transport.DataConnection;
+
+/**
+ * One round trip per block: the first request for a map output brings its whole layout back, and
+ * the reducer reads the output's other blocks with no request message -- until the output is lost,
+ * its shuffle unregistered, or the layout too old; a layout gone stale fails as a fetch failure.
+ */
+class LayoutCacheFetchTest {
+    @TempDir
+    Path dir;
+
+    /** Counts the FetchRequests the reducer sends. */
+    private static AtomicInteger countRequests(EnginePair pair) {
+        AtomicInteger requests = new AtomicInteger();
+        pair.client.tamper(new RdmaShuffleEngine.Tamper() {
+            @Override
+            public Message message(DataConnection.Role role, Message m) {
+                if (m instanceof Message.FetchRequest) {
+                    requests.incrementAndGet();
+                }
+                return m;
+            }
+        });
+        return requests;
+    }
+
+    private static byte[] fetchOne(EnginePair pair, BlockId b) throws InterruptedException {
+        Collector got = new Collector(1);
+        pair.client.fetchBlocks(pair.server.address(), List.of(b), got);
+        got.await();
+        if (got.failed.containsKey(b)) {
+            throw new AssertionError(b + " failed", got.failed.get(b));
+        }
+        return got.fetched.get(b);
+    }
+
+    @Test
+    void afterTheFirstTouchOfAMapOutputEachFetchIsOneRoundTrip() throws Exception {
+        int[] sizes = {3000, 0, 7000, 100, 4096, 1, 20_000, 5000};
+        try (EnginePair pair = EnginePair.open()) {
+            EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(dir, 1, 0, sizes, 11);
+            pair.server.registerMapOutput(1, 0, o.file(), o.offsets());
+            AtomicInteger requests = countRequests(pair);
+            assertArrayEquals(o.bytes(BlockId.of(1, 0, 0)), fetchOne(pair, BlockId.of(1, 0, 0)));
+            assertEquals(1, requests.get(), "the first touch asks");
+            for (int p = 1; p < sizes.length; p++) {
+                BlockId b = BlockId.of(1, 0, p);
+                assertArrayEquals(o.bytes(b), fetchOne(pair, b), b.toString());
+            }
+            BlockId batch = new BlockId(1, 0, 2, 7);
+            assertArrayEquals(o.bytes(batch), fetchOne(pair, batch), "a batch of contiguous partitions");
+            assertEquals(1, requests.get(), "no request after the first touch: " + requests.get() + " requests");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /**
+     * The server forgets the output after the reducer cached its layout, and registers different bytes
+     * under the same ids. A read through the stale layout names a region no longer registered: the
+     * device refuses it, the block fails as a fetch failure (never the new output's bytes), and the next
+     * fetch, on a new connection, asks afresh and gets the new bytes.
+     */
+    @Test
+    void aStaleCachedDescriptorFailsAsFetchFailure() throws Exception {
+        int[] sizes = {5000, 6000, 7000, 8000};
+        try (EnginePair pair = EnginePair.open()) {
+            EngineTestSupport.MapOutput old = EngineTestSupport.writeMapOutput(dir, 2, 0, sizes, 21);
+            pair.server.registerMapOutput(2, 0, old.file(), old.offsets());
+            assertArrayEquals(old.bytes(BlockId.of(2, 0, 0)), fetchOne(pair, BlockId.of(2, 0, 0)));
+            pair.server.unregisterShuffle(2); // its region is deregistered at once
+            Path other = Files.createDirectories(dir.resolve("other"));
+            EngineTestSupport.MapOutput replaced = EngineTestSupport.writeMapOutput(other, 2, 0, sizes, 22);
+            pair.server.registerMapOutput(2, 0, replaced.file(), replaced.offsets());
+            // Another reducer (the serving engine, fetching from itself) has the replacement registered.
+            Collector registering = new Collector(1);
+            pair.server.fetchBlocks(pair.server.address(), List.of(BlockId.of(2, 0, 3)), registering);
+            registering.await().assertAllIntact(java.util.Map.of(BlockId.of(2, 0, 3), replaced.bytes(BlockId.of(2, 0, 3))));
+
+            BlockId b = BlockId.of(2, 0, 1);
+            Collector got = new Collector(1);
+            pair.client.fetchBlocks(pair.server.address(), List.of(b), got);
+            got.await();
+            assertTrue(!got.fetched.containsKey(b), "bytes delivered through a stale layout: "
+                    + (java.util.Arrays.equals(got.fetched.get(b), replaced.bytes(b)) ? "the replacement's" : "someone's"));
+            Throwable e = got.failed.get(b);
+            assertTrue(e instanceof BlockFetchException f && f.kind() == BlockFetchException.Kind.FAILED
+                    && e.getMessage().contains(b.toString()), String.valueOf(e));
+            EngineTestSupport.assertNothingLeaks(pair.client);
+            assertArrayEquals(replaced.bytes(b), fetchOne(pair, b), "asked afresh on a new connection");
+        }
+    }
+
+    /**
+     * The adapter says an output is lost (a FetchFailed for it) and the server has new bytes under the
+     * same ids: the next fetch asks again (one more request) and gets them. Unregistering the shuffle
+     * forgets its layouts too.
+     */
+    @Test
+    void aLostOutputInvalidatesTheCache() throws Exception {
+        int[] sizes = {5000, 6000, 7000, 8000};
+        try (EnginePair pair = EnginePair.open()) {
+            EngineTestSupport.MapOutput old = EngineTestSupport.writeMapOutput(dir, 3, 0, sizes, 31);
+            pair.server.registerMapOutput(3, 0, old.file(), old.offsets());
+            AtomicInteger requests = countRequests(pair);
+            assertArrayEquals(old.bytes(BlockId.of(3, 0, 0)), fetchOne(pair, BlockId.of(3, 0, 0)));
+            assertArrayEquals(old.bytes(BlockId.of(3, 0, 1)), fetchOne(pair, BlockId.of(3, 0, 1)));
+            assertEquals(1, requests.get());
+
+            Path other = Files.createDirectories(dir.resolve("other"));
+            EngineTestSupport.MapOutput replaced = EngineTestSupport.writeMapOutput(other, 3, 0, sizes, 32);
+            pair.server.registerMapOutput(3, 0, replaced.file(), replaced.offsets());
+            pair.client.forgetOutput(3, 0);
+            assertArrayEquals(replaced.bytes(BlockId.of(3, 0, 2)), fetchOne(pair, BlockId.of(3, 0, 2)),
+                    "after the output was declared lost, the new bytes");
+            assertEquals(2, requests.get(), "asked again after the loss");
+            assertArrayEquals(replaced.bytes(BlockId.of(3, 0, 3)), fetchOne(pair, BlockId.of(3, 0, 3)));
+            assertEquals(2, requests.get(), "and the new layout is used");
+
+            pair.client.unregisterShuffle(3);
+            assertArrayEquals(replaced.bytes(BlockId.of(3, 0, 0)), fetchOne(pair, BlockId.of(3, 0, 0)));
+            assertEquals(3, requests.get(), "an unregistered shuffle's layouts are forgotten");
+            assertEquals(1, pair.client.counters().fetchConnections(), "none of this cost the connection");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /**
+     * A reducer with small receive buffers (4 KiB), map ids as large as they come (nine-byte varints)
+     * and outputs of 1,000 partitions: an answer of 70 descriptors plus one layout outgrows the buffer,
+     * and the server leaves the layout out rather than fail the answer; every block arrives.
+     */
+    @Test
+    void layoutsThatDoNotFitTheReducersReceiveBufferAreLeftOut() throws Exception {
+        org.rdmashuffle.core.config.EngineConfig small = EngineTestSupport.smallConfig()
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "4k");
+        try (EnginePair pair = new EnginePair(small, EngineTestSupport.SECRET, small, EngineTestSupport.SECRET)) {
+            int[] sizes = new int[1000];
+            java.util.Arrays.fill(sizes, 1000);
+            int maps = 4;
+            for (int m = 0; m < maps; m++) {
+                long id = Long.MAX_VALUE - m;
+                EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(dir, 4, id, sizes, 40 + m);
+                pair.server.registerMapOutput(4, id, o.file(), o.offsets());
+                pair.outputs.add(o);
+            }
+            List<BlockId> blocks = new java.util.ArrayList<>();
+            for (int p = 128; p < sizes.length; p++) { // a reduce stage's order: partition p of every map
+                for (int m = 0; m < maps; m++) {
+                    blocks.add(BlockId.of(4, Long.MAX_VALUE - m, p));
+                }
+            }
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            assertEquals(1, pair.client.counters().fetchConnections(), "no answer broke the connection");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+}
