@@ -661,7 +661,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             }
             String app = c.tenant().app();
             FetchRequestHandler requests = c.tenant().requests();
-            // Layouts in up to half the reducer's receive buffer: the descriptors fit in the rest.
+            // Layouts in up to half the reducer's receive buffer; an answer that outgrows it anyway goes
+            // without them (MetadataSender).
             int layoutBytes = c.peerReceiveBufferSize() / 2;
             Message ready = requests.answerIfReady(app, r, layoutBytes);
             if (ready != null) {

@@ -40,6 +40,13 @@ class LayoutCacheFetchTest {
         return requests;
     }
 
+    /** Writes map output 0 of {@code shuffle} (four partitions, bytes from {@code seed}) in {@code in} and registers it on the server. */
+    private static EngineTestSupport.MapOutput registerOutput(EnginePair pair, Path in, int shuffle, long seed) throws Exception {
+        EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(in, shuffle, 0, new int[] {5000, 6000, 7000, 8000}, seed);
+        pair.server.registerMapOutput(shuffle, 0, o.file(), o.offsets());
+        return o;
+    }
+
     private static byte[] fetchOne(EnginePair pair, BlockId b) throws InterruptedException {
         Collector got = new Collector(1);
         pair.client.fetchBlocks(pair.server.address(), List.of(b), got);
@@ -78,15 +85,11 @@ class LayoutCacheFetchTest {
      */
     @Test
     void aStaleCachedDescriptorFailsAsFetchFailure() throws Exception {
-        int[] sizes = {5000, 6000, 7000, 8000};
         try (EnginePair pair = EnginePair.open()) {
-            EngineTestSupport.MapOutput old = EngineTestSupport.writeMapOutput(dir, 2, 0, sizes, 21);
-            pair.server.registerMapOutput(2, 0, old.file(), old.offsets());
+            EngineTestSupport.MapOutput old = registerOutput(pair, dir, 2, 21);
             assertArrayEquals(old.bytes(BlockId.of(2, 0, 0)), fetchOne(pair, BlockId.of(2, 0, 0)));
             pair.server.unregisterShuffle(2); // its region is deregistered at once
-            Path other = Files.createDirectories(dir.resolve("other"));
-            EngineTestSupport.MapOutput replaced = EngineTestSupport.writeMapOutput(other, 2, 0, sizes, 22);
-            pair.server.registerMapOutput(2, 0, replaced.file(), replaced.offsets());
+            EngineTestSupport.MapOutput replaced = registerOutput(pair, Files.createDirectories(dir.resolve("other")), 2, 22);
             // Another reducer (the serving engine, fetching from itself) has the replacement registered.
             Collector registering = new Collector(1);
             pair.server.fetchBlocks(pair.server.address(), List.of(BlockId.of(2, 0, 3)), registering);
@@ -113,18 +116,14 @@ class LayoutCacheFetchTest {
      */
     @Test
     void aLostOutputInvalidatesTheCache() throws Exception {
-        int[] sizes = {5000, 6000, 7000, 8000};
         try (EnginePair pair = EnginePair.open()) {
-            EngineTestSupport.MapOutput old = EngineTestSupport.writeMapOutput(dir, 3, 0, sizes, 31);
-            pair.server.registerMapOutput(3, 0, old.file(), old.offsets());
+            EngineTestSupport.MapOutput old = registerOutput(pair, dir, 3, 31);
             AtomicInteger requests = countRequests(pair);
             assertArrayEquals(old.bytes(BlockId.of(3, 0, 0)), fetchOne(pair, BlockId.of(3, 0, 0)));
             assertArrayEquals(old.bytes(BlockId.of(3, 0, 1)), fetchOne(pair, BlockId.of(3, 0, 1)));
             assertEquals(1, requests.get());
 
-            Path other = Files.createDirectories(dir.resolve("other"));
-            EngineTestSupport.MapOutput replaced = EngineTestSupport.writeMapOutput(other, 3, 0, sizes, 32);
-            pair.server.registerMapOutput(3, 0, replaced.file(), replaced.offsets());
+            EngineTestSupport.MapOutput replaced = registerOutput(pair, Files.createDirectories(dir.resolve("other")), 3, 32);
             pair.client.forgetOutput(3, 0);
             assertArrayEquals(replaced.bytes(BlockId.of(3, 0, 2)), fetchOne(pair, BlockId.of(3, 0, 2)),
                     "after the output was declared lost, the new bytes");

@@ -72,8 +72,4 @@ final class LayoutCache {
             }
         }
     }
-
-    int size() {
-        return entries.size();
-    }
 }

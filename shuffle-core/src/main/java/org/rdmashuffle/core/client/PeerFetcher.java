@@ -140,11 +140,6 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         layouts.forget(shuffleId, mapId);
     }
 
-    /** Layouts held (for counters and tests). */
-    public synchronized int layoutsCached() {
-        return layouts.size();
-    }
-
     /** Sends one FetchRequest per batch (blocks of one shuffle, as many as an answer can hold). */
     private void request(List<Wanted> blocks) {
         List<Wanted> refused = null;
