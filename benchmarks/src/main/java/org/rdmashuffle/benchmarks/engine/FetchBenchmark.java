@@ -41,7 +41,10 @@ import org.rdmashuffle.core.config.EngineConfig;
  * heap allocation per GB and per block, CPU per GB on each side, and the median and 99th percentile
  * of a block's latency (from its request to its delivery).
  *
- * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [2000x256k 50000x4k ...]}
+ * <p>With {@code --heap-by-layer}, each measured run is also recorded with JFR's allocation sampling
+ * and its heap per block split by layer (the engine, the verbs provider, the harness; Spark, Netty).
+ *
+ * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [--heap-by-layer] [2000x256k 50000x4k ...]}
  */
 public final class FetchBenchmark {
     static final String APP = "fetch-benchmark";
@@ -63,7 +66,7 @@ public final class FetchBenchmark {
     }
 
     private record Sample(String system, String workload, long wallNanos, long clientCpu, long serverCpu, long allocated,
-                          long bytes, int blocks, long p50Nanos, long p99Nanos) {
+                          long bytes, int blocks, long p50Nanos, long p99Nanos, java.time.Instant began, java.time.Instant ended) {
         double gbPerSecond() {
             return bytes / (wallNanos / 1e9) / 1e9;
         }
@@ -82,12 +85,14 @@ public final class FetchBenchmark {
         int rounds = 3;
         Path dir = null;
         Path csv = null;
+        boolean heapByLayer = false;
         List<FetchWorkload> workloads = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--dir" -> dir = Path.of(args[++i]);
                 case "--csv" -> csv = Path.of(args[++i]);
+                case "--heap-by-layer" -> heapByLayer = true;
                 default -> workloads.add(FetchWorkload.parse(args[i]));
             }
         }
@@ -116,6 +121,7 @@ public final class FetchBenchmark {
         int nettyPort = Integer.parseInt(ports[2]);
 
         List<Sample> samples = new ArrayList<>();
+        AllocationProfile profile = heapByLayer ? AllocationProfile.start() : null;
         try (RdmaShuffleEngine engine = RdmaShuffleEngine.start(EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software"),
                 APP, SECRET)) {
             NettyBlockTransferService netty = nettyService(sparkConf());
@@ -193,7 +199,10 @@ public final class FetchBenchmark {
             serverIn.close();
             server.waitFor();
         }
-        report(samples, rounds, csv);
+        if (profile != null) {
+            profile.stop();
+        }
+        report(samples, rounds, csv, profile);
     }
 
     private static int[][] expectedCrcs(FetchWorkload w) {
@@ -215,6 +224,7 @@ public final class FetchBenchmark {
         int total = w.blocks();
         int perRequest = (int) Math.max(1, REQUEST_BYTES / w.blockBytes());
         long serverCpu0 = serverCpu(serverIn, serverOut);
+        java.time.Instant began = java.time.Instant.now();
         long cpu0 = os.getProcessCpuTime();
         long alloc0 = threads.getTotalThreadAllocatedBytes();
         long t0 = System.nanoTime();
@@ -257,9 +267,11 @@ public final class FetchBenchmark {
         }
         long wall = System.nanoTime() - t0;
         long allocated = threads.getTotalThreadAllocatedBytes() - alloc0;
+        java.time.Instant ended = java.time.Instant.now();
         Arrays.sort(latencies);
         return new Sample(f.name(), w.name(), wall, os.getProcessCpuTime() - cpu0, serverCpu(serverIn, serverOut) - serverCpu0,
-                allocated, w.totalBytes(), total, latencies[total / 2], latencies[(int) Math.min(total - 1, total * 99L / 100)]);
+                allocated, w.totalBytes(), total, latencies[total / 2], latencies[(int) Math.min(total - 1, total * 99L / 100)],
+                began, ended);
     }
 
     private static long serverCpu(PrintWriter in, BufferedReader out) throws java.io.IOException {
@@ -271,7 +283,7 @@ public final class FetchBenchmark {
         return Long.parseLong(line.substring(4).trim());
     }
 
-    private static void report(List<Sample> samples, int rounds, Path csv) throws java.io.IOException {
+    private static void report(List<Sample> samples, int rounds, Path csv, AllocationProfile profile) throws java.io.IOException {
         Map<String, Map<String, List<Sample>>> by = new LinkedHashMap<>();
         for (Sample s : samples) {
             by.computeIfAbsent(s.workload(), k -> new LinkedHashMap<>()).computeIfAbsent(s.system(), k -> new ArrayList<>()).add(s);
@@ -317,10 +329,37 @@ public final class FetchBenchmark {
         }
         System.out.println();
         System.out.print(md);
+        if (profile != null) {
+            heapByLayer(by, profile);
+        }
         if (csv != null) {
             Files.createDirectories(csv.toAbsolutePath().getParent());
             Files.writeString(csv, out);
             System.out.println("samples: " + csv);
+        }
+    }
+
+    /** With --heap-by-layer: each system's heap per block by layer, from JFR's samples (median over rounds). */
+    private static void heapByLayer(Map<String, Map<String, List<Sample>>> by, AllocationProfile profile) {
+        StringBuilder md = new StringBuilder("| workload | system | layer | heap B/block (JFR samples, median) |\n|---|---|---|---|\n");
+        boolean any = false;
+        for (var wl : by.entrySet()) {
+            for (var sys : wl.getValue().entrySet()) {
+                List<Map<String, Long>> runs = sys.getValue().stream().map(s -> profile.between(s.began(), s.ended())).toList();
+                java.util.Set<String> layers = new java.util.TreeSet<>();
+                runs.forEach(r -> layers.addAll(r.keySet()));
+                for (String layer : layers) {
+                    any = true;
+                    int blocks = sys.getValue().getFirst().blocks();
+                    double perBlock = median(runs.stream().mapToDouble(r -> (double) r.getOrDefault(layer, 0L) / blocks).toArray());
+                    md.append("| ").append(wl.getKey()).append(" | ").append(sys.getKey()).append(" | ").append(layer)
+                            .append(" | ").append(String.format("%.0f", perBlock)).append(" |\n");
+                }
+            }
+        }
+        if (any) {
+            System.out.println();
+            System.out.print(md);
         }
     }
 

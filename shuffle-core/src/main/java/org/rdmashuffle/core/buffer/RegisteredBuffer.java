@@ -4,11 +4,15 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * A slice of registered memory a read lands in: {@link #segment()} for the bytes, {@link #lkey()}
- * for the scatter list. Released exactly once, back to the pool that gave it.
+ * for the scatter list. Released exactly once, back to the pool that gave it. It holds its slab's
+ * memory and an offset rather than a slice of its own: a block read and streamed allocates no
+ * segment object ({@link #segment()} makes one when asked).
  */
 public final class RegisteredBuffer {
     private final RegisteredBufferPool pool;
-    private final MemorySegment segment;
+    private final MemorySegment slabMemory;
+    private final long offset;
+    private final long size;
     private final int lkey;
     /** Where it was cut: its slab, first unit and buddy order. */
     final RegisteredBufferPool.Slab slab;
@@ -16,22 +20,38 @@ public final class RegisteredBuffer {
     final int order;
     private boolean released;
 
-    RegisteredBuffer(RegisteredBufferPool pool, MemorySegment segment, int lkey, RegisteredBufferPool.Slab slab, int unit,
-                     int order) {
+    RegisteredBuffer(RegisteredBufferPool pool, MemorySegment slabMemory, long offset, long size, int lkey,
+                     RegisteredBufferPool.Slab slab, int unit, int order) {
         this.pool = pool;
-        this.segment = segment;
+        this.slabMemory = slabMemory;
+        this.offset = offset;
+        this.size = size;
         this.lkey = lkey;
         this.slab = slab;
         this.unit = unit;
         this.order = order;
     }
 
+    /** Its bytes, as a new slice of the slab. */
     public MemorySegment segment() {
-        return segment;
+        return slabMemory.asSlice(offset, size);
+    }
+
+    /** The whole slab it was cut from; its bytes start at {@link #offset()}. To read in place without a slice. */
+    public MemorySegment slabMemory() {
+        return slabMemory;
+    }
+
+    public long offset() {
+        return offset;
+    }
+
+    public long size() {
+        return size;
     }
 
     public long address() {
-        return segment.address();
+        return slabMemory.address() + offset;
     }
 
     public int lkey() {

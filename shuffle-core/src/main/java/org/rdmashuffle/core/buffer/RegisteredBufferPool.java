@@ -174,14 +174,13 @@ public final class RegisteredBufferPool implements AutoCloseable {
         outstanding++;
         bytesOut += size;
         // A fresh object per hand-out: a stale holder's second release cannot free someone else's buffer.
-        return new RegisteredBuffer(this, s.region.segment().asSlice((long) unit << UNIT_SHIFT, size), s.region.lkey(),
-                s, unit, order);
+        return new RegisteredBuffer(this, s.region.segment(), (long) unit << UNIT_SHIFT, size, s.region.lkey(), s, unit, order);
     }
 
     void release(RegisteredBuffer b) {
         synchronized (this) {
             outstanding--;
-            bytesOut -= b.segment().byteSize();
+            bytesOut -= b.size();
             if (!closed) {
                 b.slab.buddies.free(b.unit, b.order);
             }

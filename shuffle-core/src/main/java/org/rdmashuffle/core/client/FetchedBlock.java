@@ -3,9 +3,10 @@ package org.rdmashuffle.core.client;
 import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.buffer.RegisteredBuffer;
@@ -20,26 +21,36 @@ import org.rdmashuffle.core.buffer.RegisteredBuffer;
  * an {@code IOException} naming the block if the fetch breaks. {@link #openStream()} serves both.
  */
 public final class FetchedBlock {
+    private static final MemorySegment NOTHING = MemorySegment.ofArray(new byte[0]);
+    private static final VarHandle RELEASED;
+
+    static {
+        try {
+            RELEASED = MethodHandles.lookup().findVarHandle(FetchedBlock.class, "released", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final BlockId id;
-    private final MemorySegment data;
+    /** Where a contiguous block's bytes are: its first {@code size} bytes (null for an empty block). */
     private final RegisteredBuffer buffer;
     private final PiecedBlock pieced;
     private final long size;
     private final long rawLength;
-    private final AtomicBoolean released = new AtomicBoolean();
+    /** Set once, by {@link #release()}: a field, not an AtomicBoolean, as there is one of these per block. */
+    private volatile boolean released;
 
-    FetchedBlock(BlockId id, MemorySegment data, RegisteredBuffer buffer, long rawLength) {
+    FetchedBlock(BlockId id, RegisteredBuffer buffer, long size, long rawLength) {
         this.id = id;
-        this.data = data;
         this.buffer = buffer;
         this.pieced = null;
-        this.size = data.byteSize();
+        this.size = size;
         this.rawLength = rawLength;
     }
 
     FetchedBlock(PiecedBlock pieced) {
         this.id = pieced.wanted.id;
-        this.data = null;
         this.buffer = null;
         this.pieced = pieced;
         this.size = pieced.length;
@@ -47,7 +58,7 @@ public final class FetchedBlock {
     }
 
     static FetchedBlock empty(BlockId id) {
-        return new FetchedBlock(id, MemorySegment.ofArray(new byte[0]), null, 0);
+        return new FetchedBlock(id, null, 0, 0);
     }
 
     public BlockId id() {
@@ -74,13 +85,12 @@ public final class FetchedBlock {
     /** The bytes, in place (no copy); a contiguous block only. */
     public MemorySegment data() {
         requireContiguous();
-        return data;
+        return buffer == null ? NOTHING : buffer.slabMemory().asSlice(buffer.offset(), size);
     }
 
     /** A read-only view of the bytes (no copy); a contiguous block only. */
     public ByteBuffer asByteBuffer() {
-        requireContiguous();
-        return data.asByteBuffer().asReadOnlyBuffer();
+        return data().asByteBuffer().asReadOnlyBuffer();
     }
 
     private void requireContiguous() {
@@ -91,11 +101,14 @@ public final class FetchedBlock {
 
     /** The bytes as a stream: in place for a contiguous block (any number of streams), in order as they arrive otherwise (one). */
     public InputStream openStream() {
-        return pieced != null ? pieced.stream() : new SegmentStream(data);
+        if (pieced != null) {
+            return pieced.stream();
+        }
+        return buffer == null ? new SegmentStream(NOTHING, 0, 0) : new SegmentStream(buffer.slabMemory(), buffer.offset(), size);
     }
 
     public void release() {
-        if (released.compareAndSet(false, true)) {
+        if (RELEASED.compareAndSet(this, false, true)) {
             if (buffer != null) {
                 buffer.release();
             }
@@ -105,18 +118,21 @@ public final class FetchedBlock {
         }
     }
 
-    /** A segment's bytes as a stream, read in place. */
+    /** Bytes {@code [from, end)} of a segment as a stream, read in place. */
     private static final class SegmentStream extends InputStream {
         private final MemorySegment data;
+        private final long end;
         private long position;
 
-        SegmentStream(MemorySegment data) {
+        SegmentStream(MemorySegment data, long from, long length) {
             this.data = data;
+            this.position = from;
+            this.end = from + length;
         }
 
         @Override
         public int read() {
-            return position < data.byteSize() ? data.get(ValueLayout.JAVA_BYTE, position++) & 0xff : -1;
+            return position < end ? data.get(ValueLayout.JAVA_BYTE, position++) & 0xff : -1;
         }
 
         @Override
@@ -125,7 +141,7 @@ public final class FetchedBlock {
             if (len == 0) {
                 return 0;
             }
-            long left = data.byteSize() - position;
+            long left = end - position;
             if (left <= 0) {
                 return -1;
             }
@@ -137,14 +153,14 @@ public final class FetchedBlock {
 
         @Override
         public long skip(long n) {
-            long k = Math.min(Math.max(n, 0), data.byteSize() - position);
+            long k = Math.min(Math.max(n, 0), end - position);
             position += k;
             return k;
         }
 
         @Override
         public int available() {
-            return (int) Math.min(Integer.MAX_VALUE, data.byteSize() - position);
+            return (int) Math.min(Integer.MAX_VALUE, end - position);
         }
     }
 }

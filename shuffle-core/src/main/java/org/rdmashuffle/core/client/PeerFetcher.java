@@ -69,6 +69,9 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     private final Map<Long, Chain> inFlight = new LinkedHashMap<>();
     /** Layouts of outputs touched: their other blocks need no request. */
     private final LayoutCache layouts;
+    /** One plan and one coalescer, reused for every chain (under the lock; posting copies the plan). */
+    private final ReadPlan plan = new ReadPlan();
+    private final Coalescer coalescer;
     /** Pieced blocks with pieces still to land, whether handed over or not. */
     private final Set<PiecedBlock> pieced = new LinkedHashSet<>();
     private long bytesInFlight;
@@ -83,6 +86,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         this.transport = transport;
         this.limits = limits;
         this.layouts = new LayoutCache(limits.timeoutNanos() / 2);
+        this.coalescer = new Coalescer(limits.maxSge());
     }
 
     public DataConnection connection() {
@@ -110,11 +114,13 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             for (BlockId b : blocks) {
                 Wanted w = new Wanted(b, listener);
                 LayoutCache.Entry known = failed ? null : layouts.get(b.shuffleId(), b.mapId(), now);
-                BlockDescriptor d = known == null ? null : known.layout().describe(b);
-                if (d == null) {
-                    ask.add(w);
+                MapOutputLayout l = known == null ? null : known.layout();
+                long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
+                long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
+                if (length < 0 || tooManyPieces(length)) {
+                    ask.add(w); // the answer says what is wrong with a block that large
                 } else {
-                    queueRead(w, d, known.describedAt(), now, empty);
+                    queueRead(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
                     read = true;
                 }
             }
@@ -275,7 +281,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         long now = System.nanoTime();
         for (int i = 0; i < req.blocks.size(); i++) {
             Throwable wrong = check(r, req.blocks.get(i), r.blocks().get(i));
-            if (wrong == null && r.blocks().get(i).length() / transport.buffers().slabBytes() > Integer.MAX_VALUE - 16) {
+            if (wrong == null && tooManyPieces(r.blocks().get(i).length())) {
                 wrong = new MalformedMessageException("response " + r.requestId() + ": " + r.blocks().get(i).length()
                         + " bytes for " + req.blocks.get(i).id);
             }
@@ -284,7 +290,8 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             }
         }
         for (int i = 0; i < req.blocks.size(); i++) {
-            queueRead(req.blocks.get(i), r.blocks().get(i), now, now, empty);
+            BlockDescriptor d = r.blocks().get(i);
+            queueRead(req.blocks.get(i), d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
         }
         for (MapOutputLayout l : r.layouts()) {
             if (agrees(l, req, r)) {
@@ -294,17 +301,28 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         return null;
     }
 
-    /** Under the lock: queues the read of one described block (or, for an empty one, adds it to {@code empty}). */
-    private void queueRead(Wanted w, BlockDescriptor d, long describedAt, long now, List<Wanted> empty) {
+    /** More pieces than a {@link PiecedBlock} counts: a length no map output has. */
+    private boolean tooManyPieces(long length) {
+        return length / transport.buffers().slabBytes() > Integer.MAX_VALUE - 16;
+    }
+
+    /**
+     * Under the lock: queues the read of one described block, {@code length} bytes at {@code address}
+     * of region {@code rkey} (or, for an empty one, adds it to {@code empty}).
+     */
+    private void queueRead(Wanted w, long address, long length, int rkey, long rawLength, long describedAt, long now,
+                           List<Wanted> empty) {
         if (w.queuedSince < 0) {
             w.queuedSince = now;
         }
         int pieceBytes = transport.buffers().slabBytes();
-        if (d.isEmpty()) {
+        if (length == 0) {
             empty.add(w);
-        } else if (d.length() <= pieceBytes) {
-            queued.add(new Read(w, d, describedAt, w.queuedSince));
+        } else if (length <= pieceBytes) {
+            queued.add(new Read(w, address, length, rkey, rawLength, describedAt, w.queuedSince));
         } else {
+            BlockDescriptor d = new BlockDescriptor(w.id.shuffleId(), w.id.mapId(), w.id.startPartition(),
+                    w.id.endPartition(), address, length, rkey, rawLength);
             PiecedBlock p = new PiecedBlock(w, d, describedAt, pieceBytes, this, limits.timeoutNanos());
             pieced.add(p);
             int ahead = (int) Math.min(p.pieces, Math.max(1, Math.min(PIECES_AHEAD,
@@ -377,15 +395,15 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 int take = 0;
                 long bytes = 0;
                 int requests = 0;
-                Coalescer sizing = new Coalescer(limits.maxSge(), null);
+                Coalescer sizing = coalescer.reset(null);
                 for (Read r : queued) {
-                    int need = sizing.requestsFor(r.where);
-                    if (take > 0 && (requests + need > limits.chainLength() || bytes + r.length() > limits.maxChainBytes())) {
+                    int need = sizing.requestsFor(r);
+                    if (take > 0 && (requests + need > limits.chainLength() || bytes + r.length > limits.maxChainBytes())) {
                         break;
                     }
-                    sizing.add(r.where, 0, 0);
+                    sizing.add(r, 0, 0);
                     take++;
-                    bytes += r.length();
+                    bytes += r.length;
                     requests += need;
                 }
                 if (bytesInFlight > 0 && bytesInFlight + bytes > limits.maxBytesInFlight()) {
@@ -405,7 +423,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     Read r = it.next();
                     if (r.buffer == null) {
                         try {
-                            r.buffer = transport.buffers().allocate(r.length());
+                            r.buffer = transport.buffers().allocate(r.length);
                         } catch (RuntimeException e) { // registering a slab failed: this read fails, the rest go on
                             allocationFailure = e;
                             unregistered = r;
@@ -421,7 +439,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 // wait for a release that never comes.
                 long kept = 0;
                 for (Read r : reads) {
-                    kept += r.length();
+                    kept += r.length;
                 }
                 transport.budget().release(bytes - kept, reads.isEmpty());
                 if (unregistered != null) {
@@ -437,7 +455,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     transport.budget().await(this);
                     Read head = queued.peek();
                     try {
-                        head.buffer = transport.buffers().allocate(head.length());
+                        head.buffer = transport.buffers().allocate(head.length);
                     } catch (RuntimeException e) {
                         head.buffer = null; // thrown again, and handled, by the next attempt
                     }
@@ -448,10 +466,9 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 }
                 bytes = kept;
                 take = reads.size();
-                ReadPlan plan = new ReadPlan();
-                Coalescer building = new Coalescer(limits.maxSge(), plan);
+                Coalescer building = coalescer.reset(plan.clear());
                 for (Read r : reads) {
-                    building.add(r.where, r.buffer.address(), r.buffer.lkey());
+                    building.add(r, r.buffer.address(), r.buffer.lkey());
                 }
                 long id = transport.nextId();
                 try {
@@ -582,8 +599,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         }
         for (Read r : chain.reads) {
             if (r.pieced == null) {
-                Outcomes.deliver(r.wanted, new FetchedBlock(r.wanted.id, r.buffer.segment().asSlice(0, r.length()), r.buffer,
-                        r.where.rawLength()));
+                Outcomes.deliver(r.wanted, new FetchedBlock(r.wanted.id, r.buffer, r.length, r.rawLength));
             } else {
                 landed(r);
             }

@@ -79,9 +79,7 @@ final class PiecedBlock {
     Read pieceRead(int i, long queuedAt, RegisteredBuffer buffer) {
         long offset = (long) i * pieceBytes;
         long len = Math.min(pieceBytes, length - offset);
-        BlockDescriptor d = new BlockDescriptor(where.shuffleId(), where.mapId(), where.startPartition(), where.endPartition(),
-                where.address() + offset, len, where.rkey(), where.rawLength());
-        return new Read(wanted, d, describedAt, queuedAt, this, i, buffer);
+        return new Read(wanted, where.address() + offset, len, where.rkey(), rawLength, describedAt, queuedAt, this, i, buffer);
     }
 
     /** Piece {@code i} landed; false if the consumer closed the block or it failed (the caller releases the buffer). */
@@ -214,7 +212,7 @@ final class PiecedBlock {
                 }
                 long len = Math.min(pieceBytes, length - (long) piece * pieceBytes);
                 current = take(piece++);
-                bytes = current.segment().asSlice(0, len);
+                bytes = current.slabMemory().asSlice(current.offset(), len);
                 position = 0;
             }
             return bytes;

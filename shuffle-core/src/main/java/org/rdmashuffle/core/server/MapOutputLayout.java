@@ -15,9 +15,19 @@ public record MapOutputLayout(int shuffleId, long mapId, long address, int rkey,
         return offsets.length - 1;
     }
 
+    /** Whether {@code b} is a block of this output (its partitions within it). */
+    public boolean holds(BlockId b) {
+        return b.shuffleId() == shuffleId && b.mapId() == mapId && b.endPartition() <= partitions();
+    }
+
+    /** Where partition {@code p} starts from the region's {@code address}; {@code offset(partitions())} is the end. */
+    public long offset(int p) {
+        return offsets[p];
+    }
+
     /** The descriptor of {@code b}, a block of this output; null if its partitions lie outside it. */
     public BlockDescriptor describe(BlockId b) {
-        if (b.shuffleId() != shuffleId || b.mapId() != mapId || b.endPartition() > partitions()) {
+        if (!holds(b)) {
             return null;
         }
         long from = offsets[b.startPartition()];

@@ -17,6 +17,14 @@ public final class ReadPlan {
     private int[] sgeLkey = new int[4];
     private int maxSgesPerRequest;
 
+    /** Empties it for the next chain, keeping its arrays: a fetcher reuses one plan (posting copies it). */
+    public ReadPlan clear() {
+        requests = 0;
+        sges = 0;
+        maxSgesPerRequest = 0;
+        return this;
+    }
+
     /** Opens the next read request. */
     public ReadPlan read(int rkey, long remoteAddress) {
         if (requests == this.rkey.length) {
