@@ -31,7 +31,8 @@ import org.rdmashuffle.core.config.EngineConfig;
  * Fetches the same file segments from another JVM two ways, alternating in one run: this engine (on
  * the software provider, the one CI machines have) and Spark's NettyBlockTransferService (what Spark
  * fetches remote shuffle blocks with). Both are driven alike, as Spark's ShuffleBlockFetcherIterator
- * does: requests of up to 10 MiB, at most 48 MiB requested and not yet consumed, every block read
+ * does: requests of up to 10 MiB, each of one reducer's blocks only, at most 48 MiB requested and not
+ * yet consumed (several reducers' requests in flight, as concurrent tasks have), every block read
  * through an InputStream (as Spark's deserializers read it), its bytes checked (CRC32C), and released,
  * by one consumer thread. The access pattern is a reduce stage's: reducer after reducer, each reads
  * its partition from every map output (so no two blocks of a request are neighbours in one file, and
@@ -44,7 +45,11 @@ import org.rdmashuffle.core.config.EngineConfig;
  * <p>With {@code --heap-by-layer}, each measured run is also recorded with JFR's allocation sampling
  * and its heap per block split by layer (the engine, the verbs provider, the harness; Spark, Netty).
  *
- * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [--heap-by-layer] [2000x256k 50000x4k ...]}
+ * <p>With {@code --batch K}, each reducer reads K contiguous partitions of every map output as one
+ * block, as Spark does when adaptive execution coalesces partitions (a {@code ShuffleBlockBatchId};
+ * Netty's fetch is then sent with {@code batchFetchEnabled}, the engine reads the run as one range).
+ *
+ * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [--heap-by-layer] [--batch K] [2000x256k 50000x4k ...]}
  */
 public final class FetchBenchmark {
     static final String APP = "fetch-benchmark";
@@ -61,8 +66,12 @@ public final class FetchBenchmark {
     private interface Fetcher {
         String name();
 
-        /** Asks for these blocks; {@code issued} is when (System.nanoTime), for the latency of each. */
-        void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to, long issued);
+        /**
+         * Asks for these blocks: partitions {@code [partitions[i], partitions[i] + batch)} of map {@code maps[i]}, each
+         * one block (a ShuffleBlockBatchId where {@code batch > 1}); {@code issued} is when (System.nanoTime), for the
+         * latency of each.
+         */
+        void fetch(long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued);
     }
 
     private record Sample(String system, String workload, long wallNanos, long clientCpu, long serverCpu, long allocated,
@@ -86,6 +95,7 @@ public final class FetchBenchmark {
         Path dir = null;
         Path csv = null;
         boolean heapByLayer = false;
+        int batch = 1;
         List<FetchWorkload> workloads = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -93,6 +103,7 @@ public final class FetchBenchmark {
                 case "--dir" -> dir = Path.of(args[++i]);
                 case "--csv" -> csv = Path.of(args[++i]);
                 case "--heap-by-layer" -> heapByLayer = true;
+                case "--batch" -> batch = Integer.parseInt(args[++i]);
                 default -> workloads.add(FetchWorkload.parse(args[i]));
             }
         }
@@ -131,10 +142,10 @@ public final class FetchBenchmark {
                     return "rdma-shuffle (" + engine.providerName() + ")";
                 }
 
-                public void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to, long issued) {
+                public void fetch(long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued) {
                     List<BlockId> ids = new ArrayList<>(maps.length);
                     for (int i = 0; i < maps.length; i++) {
-                        ids.add(BlockId.of(FetchWorkload.SHUFFLE, maps[i], partitions[i]));
+                        ids.add(new BlockId(FetchWorkload.SHUFFLE, maps[i], partitions[i], partitions[i] + batch));
                     }
                     engine.fetchBlocks(enginePeer, ids, new BlockFetchListener() {
                         public void onBlockFetched(FetchedBlock b) {
@@ -153,10 +164,12 @@ public final class FetchBenchmark {
                     return "Spark NettyBlockTransferService";
                 }
 
-                public void fetch(long[] maps, int[] partitions, LinkedBlockingQueue<Delivered> to, long issued) {
+                public void fetch(long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued) {
                     String[] ids = new String[maps.length];
                     for (int i = 0; i < maps.length; i++) {
-                        ids[i] = "shuffle_" + FetchWorkload.SHUFFLE + "_" + maps[i] + "_" + partitions[i];
+                        // Spark's names: shuffle_S_M_R, or shuffle_S_M_START_END for a batch (sent with batchFetchEnabled)
+                        ids[i] = "shuffle_" + FetchWorkload.SHUFFLE + "_" + maps[i] + "_" + partitions[i]
+                                + (batch > 1 ? "_" + (partitions[i] + batch) : "");
                     }
                     netty.fetchBlocks("127.0.0.1", nettyPort, "exec-1", ids, new BlockFetchingListener() {
                         public void onBlockFetchSuccess(String id, ManagedBuffer data) {
@@ -180,14 +193,18 @@ public final class FetchBenchmark {
             };
             long mapBase = 0;
             for (FetchWorkload w : workloads) {
-                int[][] crcs = expectedCrcs(w);
-                System.out.printf("%s: %d blocks of %d B (%d MiB) from %d map outputs%n", w.name(), w.blocks(), w.blockBytes(),
-                        w.totalBytes() >> 20, w.maps());
-                run(rdma, w, mapBase, crcs, serverIn, serverOut); // warm-up, not recorded
-                run(spark, w, mapBase, crcs, serverIn, serverOut);
+                if (w.partitions() % batch != 0) {
+                    throw new IllegalArgumentException(w.name() + ": " + w.partitions() + " partitions per map, not a multiple "
+                            + "of --batch " + batch);
+                }
+                int[][] crcs = expectedCrcs(w, batch);
+                System.out.printf("%s: %d blocks of %d B (%d MiB) from %d map outputs%s%n", w.name(), w.blocks(), w.blockBytes(),
+                        w.totalBytes() >> 20, w.maps(), batch > 1 ? ", fetched " + batch + " partitions per block" : "");
+                run(rdma, w, batch, mapBase, crcs, serverIn, serverOut); // warm-up, not recorded
+                run(spark, w, batch, mapBase, crcs, serverIn, serverOut);
                 for (int r = 0; r < rounds; r++) {
                     for (Fetcher f : r % 2 == 0 ? List.of(rdma, spark) : List.of(spark, rdma)) {
-                        Sample s = run(f, w, mapBase, crcs, serverIn, serverOut);
+                        Sample s = run(f, w, batch, mapBase, crcs, serverIn, serverOut);
                         samples.add(s);
                         System.out.printf("  round %d %-36s %6.3f GB/s%n", r + 1, s.system(), s.gbPerSecond());
                     }
@@ -205,24 +222,34 @@ public final class FetchBenchmark {
         report(samples, rounds, csv, profile);
     }
 
-    private static int[][] expectedCrcs(FetchWorkload w) {
-        int[][] crcs = new int[w.maps()][w.partitions()];
+    /** The CRC32C of each fetched block: {@code [m][u]} of partitions {@code [u * batch, (u + 1) * batch)} of map m. */
+    private static int[][] expectedCrcs(FetchWorkload w, int batch) {
+        int[][] crcs = new int[w.maps()][w.partitions() / batch];
         ByteBuffer scratch = ByteBuffer.allocate(w.blockBytes());
+        CRC32C crc = new CRC32C();
         for (int m = 0; m < w.maps(); m++) {
-            for (int p = 0; p < w.partitions(); p++) {
-                crcs[m][p] = w.expectedCrc(m, p, scratch);
+            for (int u = 0; u < w.partitions() / batch; u++) {
+                crc.reset();
+                for (int p = u * batch; p < (u + 1) * batch; p++) {
+                    scratch.clear();
+                    w.fill(m, p, scratch);
+                    scratch.flip();
+                    crc.update(scratch);
+                }
+                crcs[m][u] = (int) crc.getValue();
             }
         }
         return crcs;
     }
 
-    private static Sample run(Fetcher f, FetchWorkload w, long mapBase, int[][] crcs, PrintWriter serverIn,
+    private static Sample run(Fetcher f, FetchWorkload w, int batch, long mapBase, int[][] crcs, PrintWriter serverIn,
                               BufferedReader serverOut) throws Exception {
         var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         LinkedBlockingQueue<Delivered> queue = new LinkedBlockingQueue<>();
-        int total = w.blocks();
-        int perRequest = (int) Math.max(1, REQUEST_BYTES / w.blockBytes());
+        int total = w.blocks() / batch; // blocks fetched: one per map and run of `batch` partitions
+        long blockBytes = (long) batch * w.blockBytes();
+        int perRequest = (int) Math.max(1, REQUEST_BYTES / blockBytes);
         long serverCpu0 = serverCpu(serverIn, serverOut);
         java.time.Instant began = java.time.Instant.now();
         long cpu0 = os.getProcessCpuTime();
@@ -235,17 +262,19 @@ public final class FetchBenchmark {
         long[] latencies = new long[total];
         byte[] chunk = new byte[64 << 10]; // the reader's buffer, as a deserializer has
         while (received < total) {
-            while (next < total && outstanding + (long) perRequest * w.blockBytes() <= MAX_IN_FLIGHT) {
-                int k = Math.min(perRequest, total - next);
+            while (next < total && outstanding + perRequest * blockBytes <= MAX_IN_FLIGHT) {
+                // A request is one reducer's (a task asks only for its own partitions): it ends at the last map.
+                int k = Math.min(perRequest, w.maps() - next % w.maps());
                 long[] maps = new long[k];
                 int[] partitions = new int[k];
                 for (int i = 0; i < k; i++) {
-                    // A reduce stage's order: reducer p reads partition p of every map, then reducer p + 1.
+                    // A reduce stage's order: reducer p reads partition p of every map, then reducer p + 1 (with
+                    // batch fetch, reducer p reads partitions [p * batch, (p + 1) * batch) of every map as one block).
                     maps[i] = mapBase + (next + i) % w.maps();
-                    partitions[i] = (next + i) / w.maps();
+                    partitions[i] = (next + i) / w.maps() * batch;
                 }
-                f.fetch(maps, partitions, queue, System.nanoTime());
-                outstanding += (long) k * w.blockBytes();
+                f.fetch(maps, partitions, batch, queue, System.nanoTime());
+                outstanding += k * blockBytes;
                 next += k;
             }
             Delivered d = queue.take();
@@ -258,18 +287,18 @@ public final class FetchBenchmark {
             for (int n; (n = d.data().read(chunk)) > 0; length += n) {
                 crc.update(chunk, 0, n);
             }
-            if ((int) crc.getValue() != crcs[(int) (d.map() - mapBase)][d.partition()] || length != w.blockBytes()) {
+            if ((int) crc.getValue() != crcs[(int) (d.map() - mapBase)][d.partition() / batch] || length != blockBytes) {
                 throw new IllegalStateException(f.name() + ": block " + d.map() + "/" + d.partition() + " has wrong bytes");
             }
             d.release().run();
-            outstanding -= w.blockBytes();
+            outstanding -= blockBytes;
             received++;
         }
         long wall = System.nanoTime() - t0;
         long allocated = threads.getTotalThreadAllocatedBytes() - alloc0;
         java.time.Instant ended = java.time.Instant.now();
         Arrays.sort(latencies);
-        return new Sample(f.name(), w.name(), wall, os.getProcessCpuTime() - cpu0, serverCpu(serverIn, serverOut) - serverCpu0,
+        return new Sample(f.name(), w.name() + (batch > 1 ? " in batches of " + batch : ""), wall, os.getProcessCpuTime() - cpu0, serverCpu(serverIn, serverOut) - serverCpu0,
                 allocated, w.totalBytes(), total, latencies[total / 2], latencies[(int) Math.min(total - 1, total * 99L / 100)],
                 began, ended);
     }

@@ -23,6 +23,7 @@ import org.apache.spark.network.util.TransportConf;
 import org.apache.spark.serializer.JavaSerializer;
 import org.apache.spark.serializer.SerializerManager;
 import org.apache.spark.storage.BlockId;
+import org.apache.spark.storage.ShuffleBlockBatchId;
 import org.apache.spark.storage.ShuffleBlockId;
 import org.apache.spark.storage.StorageLevel;
 import org.rdmashuffle.core.RdmaShuffleEngine;
@@ -76,6 +77,11 @@ public final class FetchServer {
             implements BlockDataManager {
         @Override
         public ManagedBuffer getLocalBlockData(BlockId id) {
+            if (id instanceof ShuffleBlockBatchId b) { // batch fetch: partitions [start, end) as one segment
+                FetchWorkload w = workloads.get(b.mapId());
+                return new FileSegmentManagedBuffer(conf, files.get(b.mapId()), (long) b.startReduceId() * w.blockBytes(),
+                        (long) (b.endReduceId() - b.startReduceId()) * w.blockBytes());
+            }
             ShuffleBlockId b = (ShuffleBlockId) id;
             FetchWorkload w = workloads.get(b.mapId());
             return new FileSegmentManagedBuffer(conf, files.get(b.mapId()), (long) b.reduceId() * w.blockBytes(), w.blockBytes());

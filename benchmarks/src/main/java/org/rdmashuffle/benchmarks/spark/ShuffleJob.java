@@ -37,7 +37,15 @@ public final class ShuffleJob {
     /** What one run produced and measured. */
     record Run(String shuffle, String result, long wallMs, long shuffleWriteBytes, long remoteBytesRead, long localBytesRead,
                long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers, int executorsLost,
-               int stagesRetried) {
+               int stagesRetried, long[] taskWaitsMs) {
+        /** Each reduce task's fetch wait, largest first: a first-use cost shows as a few large ones. */
+        String taskWaits() {
+            StringBuilder b = new StringBuilder();
+            for (int i = taskWaitsMs.length - 1; i >= 0; i--) {
+                b.append(i == taskWaitsMs.length - 1 ? "" : " ").append(taskWaitsMs[i]);
+            }
+            return b.toString();
+        }
     }
 
     /** Sums the shuffle metrics of every finished task. */
@@ -48,6 +56,7 @@ public final class ShuffleJob {
         final AtomicLong waitMs = new AtomicLong();
         final AtomicLong records = new AtomicLong();
         final AtomicLong remoteBlocks = new AtomicLong();
+        final java.util.Queue<Long> taskWaits = new java.util.concurrent.ConcurrentLinkedQueue<>();
         final java.util.concurrent.atomic.AtomicInteger executorsLost = new java.util.concurrent.atomic.AtomicInteger();
         final java.util.concurrent.atomic.AtomicInteger stagesRetried = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -76,6 +85,9 @@ public final class ShuffleJob {
             waitMs.addAndGet(r.fetchWaitTime());
             records.addAndGet(r.recordsRead());
             remoteBlocks.addAndGet(r.remoteBlocksFetched());
+            if (r.totalBlocksFetched() > 0) {
+                taskWaits.add(r.fetchWaitTime());
+            }
         }
     }
 
@@ -111,6 +123,7 @@ public final class ShuffleJob {
                 Run run = run(s, rows, partitions, executors, killExecutor);
                 System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  %d remote blocks  result %s%s%n", r + 1, s, run.wallMs(),
                         run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
+                System.out.println("    fetch wait per reduce task, ms, largest first: " + run.taskWaits());
                 run.carriers().forEach(c -> System.out.println("    " + c));
                 round[s.equals("rdma") ? 0 : 1] = run;
                 runs.add(run);
@@ -229,11 +242,11 @@ public final class ShuffleJob {
             Thread.sleep(500); // let the listener bus deliver the last task ends
             Run measured = new Run(shuffle, result, wallMs, metrics.written.get(), metrics.remote.get(), metrics.local.get(),
                     metrics.waitMs.get(), metrics.records.get(), metrics.remoteBlocks.get(), List.of(), metrics.executorsLost.get(),
-                    metrics.stagesRetried.get());
+                    metrics.stagesRetried.get(), metrics.taskWaits.stream().mapToLong(Long::longValue).sorted().toArray());
             List<String> carriers = carriers(sc, shuffle);
             return new Run(measured.shuffle(), measured.result(), measured.wallMs(), measured.shuffleWriteBytes(),
                     measured.remoteBytesRead(), measured.localBytesRead(), measured.fetchWaitMs(), measured.recordsRead(),
-                    measured.remoteBlocks(), carriers, measured.executorsLost(), measured.stagesRetried());
+                    measured.remoteBlocks(), carriers, measured.executorsLost(), measured.stagesRetried(), measured.taskWaitsMs());
         }
     }
 
