@@ -49,7 +49,11 @@ import org.rdmashuffle.core.config.EngineConfig;
  * block, as Spark does when adaptive execution coalesces partitions (a {@code ShuffleBlockBatchId};
  * Netty's fetch is then sent with {@code batchFetchEnabled}, the engine reads the run as one range).
  *
- * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [--heap-by-layer] [--batch K] [2000x256k 50000x4k ...]}
+ * <p>With {@code --variant key=value[,key=value]}, a second engine with those settings (e.g.
+ * {@code busyPoll=0}) fetches too, alternated with the other two in the same rounds.
+ *
+ * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [--heap-by-layer] [--batch K]
+ * [--variant k=v,...] [2000x256k 50000x4k ...]}
  */
 public final class FetchBenchmark {
     static final String APP = "fetch-benchmark";
@@ -96,6 +100,7 @@ public final class FetchBenchmark {
         Path csv = null;
         boolean heapByLayer = false;
         int batch = 1;
+        String variant = null;
         List<FetchWorkload> workloads = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -104,6 +109,7 @@ public final class FetchBenchmark {
                 case "--csv" -> csv = Path.of(args[++i]);
                 case "--heap-by-layer" -> heapByLayer = true;
                 case "--batch" -> batch = Integer.parseInt(args[++i]);
+                case "--variant" -> variant = args[++i];
                 default -> workloads.add(FetchWorkload.parse(args[i]));
             }
         }
@@ -133,33 +139,24 @@ public final class FetchBenchmark {
 
         List<Sample> samples = new ArrayList<>();
         AllocationProfile profile = heapByLayer ? AllocationProfile.start() : null;
+        List<AutoCloseable> closeAfter = new ArrayList<>();
         try (RdmaShuffleEngine engine = RdmaShuffleEngine.start(EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software"),
                 APP, SECRET)) {
             NettyBlockTransferService netty = nettyService(sparkConf());
             netty.init(null); // a fetching-only service never serves
-            Fetcher rdma = new Fetcher() {
-                public String name() {
-                    return "rdma-shuffle (" + engine.providerName() + ")";
+            Fetcher rdma = engineFetcher(engine, "rdma-shuffle (" + engine.providerName() + ")", enginePeer);
+            List<Fetcher> systems = new ArrayList<>(List.of(rdma));
+            if (variant != null) {
+                EngineConfig conf = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software");
+                for (String kv : variant.split(",")) {
+                    String[] p = kv.split("=", 2);
+                    conf = conf.set(p[0], p[1]);
                 }
-
-                public void fetch(long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued) {
-                    List<BlockId> ids = new ArrayList<>(maps.length);
-                    for (int i = 0; i < maps.length; i++) {
-                        ids.add(new BlockId(FetchWorkload.SHUFFLE, maps[i], partitions[i], partitions[i] + batch));
-                    }
-                    engine.fetchBlocks(enginePeer, ids, new BlockFetchListener() {
-                        public void onBlockFetched(FetchedBlock b) {
-                            to.add(new Delivered(b.id().mapId(), b.id().startPartition(), b.openStream(), b::release, null,
-                                    System.nanoTime() - issued));
-                        }
-
-                        public void onBlockFetchFailure(BlockId b, Throwable cause) {
-                            to.add(new Delivered(b.mapId(), b.startPartition(), null, () -> { }, cause, 0));
-                        }
-                    });
-                }
-            };
-            Fetcher spark = new Fetcher() {
+                RdmaShuffleEngine other = RdmaShuffleEngine.start(conf, APP, SECRET);
+                closeAfter.add(other);
+                systems.add(engineFetcher(other, "rdma-shuffle (" + other.providerName() + ", " + variant + ")", enginePeer));
+            }
+            systems.add(new Fetcher() {
                 public String name() {
                     return "Spark NettyBlockTransferService";
                 }
@@ -190,7 +187,7 @@ public final class FetchBenchmark {
                         }
                     }, null);
                 }
-            };
+            });
             long mapBase = 0;
             for (FetchWorkload w : workloads) {
                 if (w.partitions() % batch != 0) {
@@ -200,10 +197,11 @@ public final class FetchBenchmark {
                 int[][] crcs = expectedCrcs(w, batch);
                 System.out.printf("%s: %d blocks of %d B (%d MiB) from %d map outputs%s%n", w.name(), w.blocks(), w.blockBytes(),
                         w.totalBytes() >> 20, w.maps(), batch > 1 ? ", fetched " + batch + " partitions per block" : "");
-                run(rdma, w, batch, mapBase, crcs, serverIn, serverOut); // warm-up, not recorded
-                run(spark, w, batch, mapBase, crcs, serverIn, serverOut);
+                for (Fetcher f : systems) {
+                    run(f, w, batch, mapBase, crcs, serverIn, serverOut); // warm-up, not recorded
+                }
                 for (int r = 0; r < rounds; r++) {
-                    for (Fetcher f : r % 2 == 0 ? List.of(rdma, spark) : List.of(spark, rdma)) {
+                    for (Fetcher f : r % 2 == 0 ? systems : systems.reversed()) {
                         Sample s = run(f, w, batch, mapBase, crcs, serverIn, serverOut);
                         samples.add(s);
                         System.out.printf("  round %d %-36s %6.3f GB/s%n", r + 1, s.system(), s.gbPerSecond());
@@ -212,6 +210,9 @@ public final class FetchBenchmark {
                 mapBase += w.maps();
             }
             netty.close();
+            for (AutoCloseable c : closeAfter) {
+                c.close();
+            }
         } finally {
             serverIn.close();
             server.waitFor();
@@ -220,6 +221,32 @@ public final class FetchBenchmark {
             profile.stop();
         }
         report(samples, rounds, csv, profile);
+    }
+
+    /** A system under test: the engine, fetching from the serving JVM's engine at {@code peer}. */
+    private static Fetcher engineFetcher(RdmaShuffleEngine engine, String name, InetSocketAddress peer) {
+        return new Fetcher() {
+            public String name() {
+                return name;
+            }
+
+            public void fetch(long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued) {
+                List<BlockId> ids = new ArrayList<>(maps.length);
+                for (int i = 0; i < maps.length; i++) {
+                    ids.add(new BlockId(FetchWorkload.SHUFFLE, maps[i], partitions[i], partitions[i] + batch));
+                }
+                engine.fetchBlocks(peer, ids, new BlockFetchListener() {
+                    public void onBlockFetched(FetchedBlock b) {
+                        to.add(new Delivered(b.id().mapId(), b.id().startPartition(), b.openStream(), b::release, null,
+                                System.nanoTime() - issued));
+                    }
+
+                    public void onBlockFetchFailure(BlockId b, Throwable cause) {
+                        to.add(new Delivered(b.mapId(), b.startPartition(), null, () -> { }, cause, 0));
+                    }
+                });
+            }
+        };
     }
 
     /** The CRC32C of each fetched block: {@code [m][u]} of partitions {@code [u * batch, (u + 1) * batch)} of map m. */
