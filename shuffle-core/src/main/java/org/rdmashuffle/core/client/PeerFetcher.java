@@ -1,10 +1,8 @@
 package org.rdmashuffle.core.client;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -58,15 +56,12 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     private record Request(List<Wanted> blocks, long sentAt, PiecedBlock refreshing) {
     }
 
-    private record Chain(List<Read> reads, long bytes, int requests, long postedAt) {
-    }
-
     private final DataConnection connection;
     private final FetchTransport transport;
     private final Limits limits;
     private final Map<Long, Request> awaiting = new HashMap<>();
-    private final ArrayDeque<Read> queued = new ArrayDeque<>();
-    private final Map<Long, Chain> inFlight = new LinkedHashMap<>();
+    private final ReadQueue queued;
+    private final ChainsInFlight inFlight = new ChainsInFlight();
     /** Layouts of outputs touched: their other blocks need no request. */
     private final LayoutCache layouts;
     /** One plan and one coalescer, reused for every chain (under the lock; posting copies the plan). */
@@ -74,11 +69,6 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     private final Coalescer coalescer;
     /** Pieced blocks with pieces still to land, whether handed over or not. */
     private final Set<PiecedBlock> pieced = new LinkedHashSet<>();
-    private long bytesInFlight;
-    /** When this fetcher last posted a chain: queued reads fail only if none was posted for a whole timeout. */
-    private long lastPosted = System.nanoTime();
-    /** When the queue was last looked through for stale reads: not on every pump (a profile found it O(queue) each). */
-    private long lastStaleScan;
     private boolean failed;
 
     public PeerFetcher(DataConnection connection, FetchTransport transport, Limits limits) {
@@ -87,6 +77,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         this.limits = limits;
         this.layouts = new LayoutCache(limits.timeoutNanos() / 2);
         this.coalescer = new Coalescer(limits.maxSge());
+        this.queued = new ReadQueue(limits.timeoutNanos());
     }
 
     public DataConnection connection() {
@@ -117,7 +108,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 MapOutputLayout l = known == null ? null : known.layout();
                 long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
                 long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
-                if (length < 0 || tooManyPieces(length)) {
+                if (length < 0 || ResponseCheck.tooManyPieces(length, transport.buffers().slabBytes())) {
                     ask.add(w); // the answer says what is wrong with a block that large
                 } else {
                     queueRead(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
@@ -278,32 +269,21 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
 
     /** Under the lock: checks each descriptor against what was asked and queues its reads; returns what is wrong, if anything. */
     private Throwable queueReads(Request req, Message.FetchResponse r, List<Wanted> empty) {
-        long now = System.nanoTime();
-        for (int i = 0; i < req.blocks.size(); i++) {
-            Throwable wrong = check(r, req.blocks.get(i), r.blocks().get(i));
-            if (wrong == null && tooManyPieces(r.blocks().get(i).length())) {
-                wrong = new MalformedMessageException("response " + r.requestId() + ": " + r.blocks().get(i).length()
-                        + " bytes for " + req.blocks.get(i).id);
-            }
-            if (wrong != null) {
-                return wrong;
-            }
+        Throwable wrong = ResponseCheck.descriptors(r, req.blocks, transport.buffers().slabBytes());
+        if (wrong != null) {
+            return wrong;
         }
+        long now = System.nanoTime();
         for (int i = 0; i < req.blocks.size(); i++) {
             BlockDescriptor d = r.blocks().get(i);
             queueRead(req.blocks.get(i), d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
         }
         for (MapOutputLayout l : r.layouts()) {
-            if (agrees(l, req, r)) {
+            if (ResponseCheck.agrees(l, req.blocks, r)) {
                 layouts.put(l, now);
             }
         }
         return null;
-    }
-
-    /** More pieces than a {@link PiecedBlock} counts: a length no map output has. */
-    private boolean tooManyPieces(long length) {
-        return length / transport.buffers().slabBytes() > Integer.MAX_VALUE - 16;
     }
 
     /**
@@ -333,40 +313,10 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         }
     }
 
-    /** A layout is kept only if it is of an output asked for and says what the descriptors of its blocks say. */
-    private static boolean agrees(MapOutputLayout l, Request req, Message.FetchResponse r) {
-        boolean asked = false;
-        for (int i = 0; i < req.blocks.size(); i++) {
-            BlockId b = req.blocks.get(i).id;
-            if (b.shuffleId() == l.shuffleId() && b.mapId() == l.mapId()) {
-                BlockDescriptor d = l.describe(b);
-                BlockDescriptor got = r.blocks().get(i);
-                if (d == null || d.length() != got.length() || !d.isEmpty() && (d.address() != got.address()
-                        || d.rkey() != got.rkey())) {
-                    return false;
-                }
-                asked = true;
-            }
-        }
-        return asked;
-    }
-
-    private static Throwable check(Message.FetchResponse r, Wanted w, BlockDescriptor d) {
-        if (!d.blockId().equals(w.id)) {
-            return new MalformedMessageException("response " + r.requestId() + " describes " + d.blockId() + " where "
-                    + w.id + " was asked");
-        }
-        if (d.length() < 0 || !d.isEmpty() && (d.address() == 0 || d.address() + d.length() < d.address())) {
-            return new MalformedMessageException("response " + r.requestId() + ": impossible range for " + w.id + ": "
-                    + d.length() + " bytes at 0x" + Long.toHexString(d.address()));
-        }
-        return null;
-    }
-
     /** Under the lock: a pieced block described again; its set-aside pieces go back in the queue with the new range. */
     private Throwable redescribed(PiecedBlock p, Message.FetchResponse r) {
         BlockDescriptor d = r.blocks().getFirst();
-        Throwable wrong = check(r, p.wanted, d);
+        Throwable wrong = ResponseCheck.descriptor(r, p.wanted, d);
         if (wrong == null && d.length() != p.length) {
             wrong = new MalformedMessageException("response " + r.requestId() + " describes " + p.wanted.id + " as "
                     + d.length() + " bytes, where it was " + p.length);
@@ -406,7 +356,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     bytes += r.length;
                     requests += need;
                 }
-                if (bytesInFlight > 0 && bytesInFlight + bytes > limits.maxBytesInFlight()) {
+                if (inFlight.bytes() > 0 && inFlight.bytes() + bytes > limits.maxBytesInFlight()) {
                     break; // resumed when one of ours completes
                 }
                 if (!transport.budget().tryAcquire(bytes)) {
@@ -478,13 +428,10 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     postFailed = e; // the reads stay queued, with their buffers: the failure releases them
                     break;
                 }
-                for (int k = 0; k < take; k++) {
-                    queued.poll();
-                }
-                lastPosted = System.nanoTime();
-                inFlight.put(id, new Chain(reads, bytes, plan.requests(), lastPosted));
+                long now = System.nanoTime();
+                queued.posted(take, now);
+                inFlight.add(id, new ChainsInFlight.Chain(reads, bytes, plan.requests(), now));
                 transport.budget().posted(plan.requests(), take);
-                bytesInFlight += bytes;
             }
         }
         if (noBuffer != null) {
@@ -529,15 +476,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
 
     /** Under the lock: takes {@code p}'s queued and set-aside pieces out, collecting the buffers they hold. */
     private void dropPieces(PiecedBlock p, List<RegisteredBuffer> release) {
-        for (Iterator<Read> it = queued.iterator(); it.hasNext(); ) {
-            Read r = it.next();
-            if (r.pieced == p) {
-                it.remove();
-                if (r.buffer != null) {
-                    release.add(r.buffer);
-                }
-            }
-        }
+        queued.removePieces(p, release);
         if (p.parked != null) {
             for (Read r : p.parked) {
                 if (r.buffer != null) {
@@ -583,21 +522,20 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
 
     /** The signaled (or failed) completion of chain {@code id}; unknown ids (of a retired connection) are ignored. */
     public void onChainCompleted(long id, Throwable error) {
-        Chain chain;
+        ChainsInFlight.Chain chain;
         synchronized (this) {
             chain = inFlight.remove(id);
             if (chain == null) {
                 return;
             }
-            bytesInFlight -= chain.bytes;
         }
-        transport.budget().release(chain.bytes, true);
+        transport.budget().release(chain.bytes(), true);
         if (error != null) {
             // The reads may have left the queue pair in ERR: the connection goes, with every block it owes.
             fail(error, chain);
             return;
         }
-        for (Read r : chain.reads) {
+        for (Read r : chain.reads()) {
             if (r.pieced == null) {
                 Outcomes.deliver(r.wanted, new FetchedBlock(r.wanted.id, r.buffer, r.length, r.rawLength));
             } else {
@@ -646,17 +584,11 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         List<PiecedBlock> refresh = null;
         Throwable why = null;
         synchronized (this) {
-            // Every 1/16 of the lease: a read is then posted at most 9/16 of a lease after its description.
-            if (failed || queued.isEmpty() || now - lastStaleScan < limits.timeoutNanos() / 16) {
+            List<Read> taken = failed ? null : queued.takeStale(now);
+            if (taken == null) {
                 return;
             }
-            lastStaleScan = now;
-            for (Iterator<Read> it = queued.iterator(); it.hasNext(); ) {
-                Read r = it.next();
-                if (now - r.describedAt <= limits.timeoutNanos() / 2) {
-                    continue;
-                }
-                it.remove();
+            for (Read r : taken) {
                 if (r.pieced == null) {
                     if (r.buffer != null) { // taken on a retry and not posted yet: its new read takes another
                         r.buffer.release();
@@ -701,18 +633,11 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     late = "no answer to a metadata request";
                 }
             }
-            for (Chain c : inFlight.values()) {
-                if (now - c.postedAt > limits.timeoutNanos()) {
-                    late = "a read did not complete";
-                }
+            if (inFlight.anyOlderThan(now, limits.timeoutNanos())) {
+                late = "a read did not complete";
             }
-            boolean stalled = now - lastPosted > limits.timeoutNanos();
-            for (Iterator<Read> it = queued.iterator(); late == null && stalled && it.hasNext(); ) {
-                Read r = it.next();
-                if (now - r.queuedAt > limits.timeoutNanos()) {
-                    it.remove();
-                    (expired == null ? expired = new ArrayList<>() : expired).add(r);
-                }
+            if (late == null) {
+                expired = queued.takeExpired(now);
             }
         }
         if (late != null) {
@@ -737,22 +662,21 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         fail(cause, null);
     }
 
-    private void fail(Throwable cause, Chain alsoFailed) {
+    private void fail(Throwable cause, ChainsInFlight.Chain alsoFailed) {
         List<Request> requests;
         List<Read> reads;
-        List<Chain> chains;
+        List<ChainsInFlight.Chain> chains;
         List<PiecedBlock> handedOver = new ArrayList<>();
         List<Wanted> notHandedOver = new ArrayList<>();
         List<RegisteredBuffer> release = new ArrayList<>();
-        long held;
         synchronized (this) {
             if (failed && alsoFailed == null) {
                 return;
             }
             failed = true;
             requests = new ArrayList<>(awaiting.values());
-            reads = new ArrayList<>(queued);
-            chains = new ArrayList<>(inFlight.values());
+            reads = queued.drain();
+            chains = inFlight.drain();
             for (PiecedBlock p : pieced) {
                 dropPieces(p, release);
                 if (p.handedOver) {
@@ -761,17 +685,13 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     notHandedOver.add(p.wanted);
                 }
             }
-            held = bytesInFlight;
             awaiting.clear();
-            queued.clear();
             pieced.clear();
-            inFlight.clear();
-            bytesInFlight = 0;
         }
         // Destroy the queue pairs before touching their buffers: until then the device may still write.
         transport.retire(connection);
-        for (Chain c : chains) {
-            transport.budget().release(c.bytes, true);
+        for (ChainsInFlight.Chain c : chains) {
+            transport.budget().release(c.bytes(), true);
         }
         if (alsoFailed != null) {
             chains.add(alsoFailed);
@@ -779,8 +699,8 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         release.forEach(RegisteredBuffer::release);
         String reason = reasonOf(cause);
         List<Wanted> owed = new ArrayList<>();
-        for (Chain c : chains) {
-            for (Read r : c.reads) {
+        for (ChainsInFlight.Chain c : chains) {
+            for (Read r : c.reads()) {
                 r.buffer.release();
                 r.buffer = null;
                 if (r.pieced == null) {
@@ -807,7 +727,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         for (PiecedBlock p : handedOver) {
             p.fail(new BlockFetchException(peer(), List.of(p.wanted.id), BlockFetchException.Kind.FAILED, reason, cause));
         }
-        if (held > 0 || !chains.isEmpty()) {
+        if (!chains.isEmpty()) {
             transport.budget().wakeWaiters();
         }
     }
@@ -833,10 +753,6 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
 
     /** Read work requests posted and not yet completed. */
     public synchronized int readRequestsInFlight() {
-        int n = 0;
-        for (Chain c : inFlight.values()) {
-            n += c.requests;
-        }
-        return n;
+        return inFlight.readRequests();
     }
 }

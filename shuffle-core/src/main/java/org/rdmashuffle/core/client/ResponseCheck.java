@@ -1,0 +1,77 @@
+package org.rdmashuffle.core.client;
+
+import java.util.List;
+
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.Message;
+import org.rdmashuffle.core.protocol.MalformedMessageException;
+import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.server.MapOutputLayout;
+
+/**
+ * What a reducer believes of a peer's answer before it reads a byte: each descriptor names the block
+ * asked for in its place and a range that can exist, and a layout is kept only if it agrees with the
+ * descriptors of its blocks. A peer that answers otherwise is broken or hostile; its connection fails.
+ */
+final class ResponseCheck {
+    private ResponseCheck() {
+    }
+
+    /** What is wrong with response {@code r} to a request for {@code asked} (same size, in order), or null. */
+    static Throwable descriptors(Message.FetchResponse r, List<Wanted> asked, int pieceBytes) {
+        for (int i = 0; i < asked.size(); i++) {
+            BlockDescriptor d = r.blocks().get(i);
+            Throwable wrong = descriptor(r, asked.get(i), d);
+            if (wrong == null && tooManyPieces(d.length(), pieceBytes)) {
+                wrong = new MalformedMessageException("response " + r.requestId() + ": " + d.length() + " bytes for "
+                        + asked.get(i).id);
+            }
+            if (wrong != null) {
+                return wrong;
+            }
+        }
+        return null;
+    }
+
+    /** What is wrong with {@code d}, given for {@code w} in response {@code r}, or null. */
+    static Throwable descriptor(Message.FetchResponse r, Wanted w, BlockDescriptor d) {
+        if (!d.blockId().equals(w.id)) {
+            return new MalformedMessageException("response " + r.requestId() + " describes " + d.blockId() + " where "
+                    + w.id + " was asked");
+        }
+        // Addresses are unsigned: a range that wraps past the top of the address space cannot exist.
+        if (d.length() < 0 || !d.isEmpty() && (d.address() == 0
+                || Long.compareUnsigned(d.address() + d.length(), d.address()) < 0)) {
+            return new MalformedMessageException("response " + r.requestId() + ": impossible range for " + w.id + ": "
+                    + d.length() + " bytes at 0x" + Long.toHexString(d.address()));
+        }
+        return null;
+    }
+
+    /**
+     * Whether layout {@code l} is of an output asked for and says of every block asked from it what
+     * its descriptor in {@code r} says (length, and for a non-empty block address and rkey). One that
+     * does not is dropped: the blocks read from it later would come from somewhere else.
+     */
+    static boolean agrees(MapOutputLayout l, List<Wanted> asked, Message.FetchResponse r) {
+        boolean any = false;
+        for (int i = 0; i < asked.size(); i++) {
+            BlockId b = asked.get(i).id;
+            if (b.shuffleId() == l.shuffleId() && b.mapId() == l.mapId()) {
+                BlockDescriptor d = l.describe(b);
+                BlockDescriptor got = r.blocks().get(i);
+                if (d == null || d.length() != got.length() || !d.isEmpty() && (d.address() != got.address()
+                        || d.rkey() != got.rkey())) {
+                    return false;
+                }
+                any = true;
+            }
+        }
+        return any;
+    }
+
+    /** More pieces of {@code pieceBytes} than a {@link PiecedBlock} counts: a length no map output has. */
+    static boolean tooManyPieces(long length, int pieceBytes) {
+        return length / pieceBytes > Integer.MAX_VALUE - 16;
+    }
+}
