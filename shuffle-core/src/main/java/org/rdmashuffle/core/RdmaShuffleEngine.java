@@ -70,8 +70,8 @@ import org.rdmashuffle.verbs.WorkCompletions;
  * answers requests whose outputs are known and registered; the others (an output to find on disk,
  * a file to register) go to {@code serverThreads} threads, so slow work never stalls completions.
  *
- * <p>Fetching side: {@link #fetchBlocks} sets up (or reuses) the data connection to the peer through
- * the authenticated control plane, then a {@link PeerFetcher} asks for descriptors and pulls the
+ * <p>Fetching side: {@link #fetchBlocks} sets up (on a dialer thread, the first time) or reuses the
+ * data connection to the peer through the authenticated control plane, then a {@link PeerFetcher} asks for descriptors and pulls the
  * blocks with RDMA_READ chains; {@link CompletionPoller} threads dispatch completions to it.
  *
  * <p>Device resources are per application ({@link TenantDomain}: protection domain, shared receive
@@ -469,9 +469,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     }
 
     /**
-     * Fetches blocks from the engine at {@code peer}. Returns at once (after setting up the connection,
-     * the first time); every block gets exactly one listener call, from a poller thread, or from this
-     * thread if the connection cannot be set up.
+     * Fetches blocks from the engine at {@code peer}. Returns at once, also the first time: the
+     * connection is then set up on a dialer thread. Every block gets exactly one listener call, from a
+     * poller thread, or from a dialer thread if the connection cannot be set up (from this thread if
+     * the engine is closed or serves only).
      */
     public void fetchBlocks(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener listener) {
         if (blocks.isEmpty()) {
@@ -480,20 +481,30 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         PeerFetcher f;
         try {
             requireOwn();
-            f = fetching.fetcher(peer);
-        } catch (IOException | RuntimeException e) {
-            BlockFetchException failure = new BlockFetchException(FetchingConnections.label(peer), blocks, connectFailure(e),
-                    "cannot connect: " + e.getMessage(), e);
-            for (BlockId b : blocks) {
-                try {
-                    listener.onBlockFetchFailure(b, failure);
-                } catch (RuntimeException ex) {
-                    LOG.log(System.Logger.Level.WARNING, "block fetch listener failed on the failure of " + b, ex);
-                }
-            }
+            f = fetching.connected(peer);
+        } catch (RuntimeException e) {
+            cannotConnect(peer, blocks, listener, e);
             return;
         }
-        f.fetch(blocks, listener);
+        if (f != null) {
+            f.fetch(blocks, listener);
+        } else {
+            // Set up on a dialer thread, not this one: a reduce task reads its local blocks meanwhile.
+            List<BlockId> wanted = List.copyOf(blocks);
+            fetching.whenConnected(peer, c -> c.fetch(wanted, listener), e -> cannotConnect(peer, wanted, listener, e));
+        }
+    }
+
+    private static void cannotConnect(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener listener, Throwable e) {
+        BlockFetchException failure = new BlockFetchException(FetchingConnections.label(peer), blocks, connectFailure(e),
+                "cannot connect: " + e.getMessage(), e);
+        for (BlockId b : blocks) {
+            try {
+                listener.onBlockFetchFailure(b, failure);
+            } catch (RuntimeException ex) {
+                LOG.log(System.Logger.Level.WARNING, "block fetch listener failed on the failure of " + b, ex);
+            }
+        }
     }
 
     /** Refused at the handshake, or not reached at all (the control client says which by its exception). */
@@ -852,6 +863,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }
         controlServer.close();
         connectors.shutdownNow();
+        if (fetching != null) {
+            fetching.stopSettingUp(); // fetches waiting for a connection fail now, not after the set-ups under way
+        }
         // Set-ups under way finish (or fail) within their connect timeout; none may outlive the PDs.
         long waitMillis = config.connectTimeout().toMillis() + 2000;
         boolean quiet;

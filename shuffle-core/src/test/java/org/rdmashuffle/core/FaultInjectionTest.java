@@ -217,7 +217,14 @@ class FaultInjectionTest {
                 @Override
                 public Message message(Role role, Message m) {
                     if (once.getAndSet(false)) {
-                        sleep(200); // hold the poller: no repost while requests keep coming
+                        // Hold the poller (no repost) until the reducer has more requests out than the pool has
+                        // buffers, then a little longer for them to land: a fixed pause was too short for the
+                        // emulated guest's cold first fetches.
+                        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+                        while (pair.client.counters().awaitingRequests() < 3 && System.nanoTime() < deadline) {
+                            sleep(10);
+                        }
+                        sleep(200);
                     }
                     return m;
                 }

@@ -6,7 +6,14 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Lock;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
@@ -26,13 +33,19 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
 /**
  * The fetching side's connections: one {@link PeerFetcher} per peer engine, set up on first use
  * through the authenticated control plane (our queue pairs' endpoints for theirs) and reused while
- * both its data connection and its control connection live. Concurrent first fetches to one peer
+ * both its data connection and its control connection live. A set-up runs on a dialer thread, never
+ * on the thread that asked for blocks: a reduce task goes on with its local blocks meanwhile (Spark
+ * counts the time its first fetch call takes as fetch wait). Concurrent first fetches to one peer
  * share one set-up.
  */
 public final class FetchingConnections {
     /** Largest encoded descriptor (varints at their longest) and block id of a request. */
     private static final int MAX_DESCRIPTOR_BYTES = 58;
     private static final int MAX_REQUESTED_BLOCK_BYTES = 20;
+    /** Set-ups running at once: each is a few round trips, so a few threads serve many peers. */
+    static final int DIALER_THREADS = 4;
+    /** Peers whose set-up may wait for a dialer; beyond that a first fetch fails at once (every queue is bounded). */
+    static final int MAX_WAITING_SET_UPS = 4096;
 
     private final EngineConfig config;
     private final TenantDomain own;
@@ -46,7 +59,9 @@ public final class FetchingConnections {
     private final BooleanSupplier closed;
     private final Consumer<DataConnection> register;
     private final Map<InetSocketAddress, PeerFetcher> fetchers = new ConcurrentHashMap<>();
-    private final Map<InetSocketAddress, Object> connecting = new ConcurrentHashMap<>();
+    /** Set-ups under way or waiting for a dialer, one per peer. */
+    private final Map<InetSocketAddress, CompletableFuture<PeerFetcher>> settingUp = new ConcurrentHashMap<>();
+    private final ThreadPoolExecutor dialers;
 
     /**
      * @param setUp held while queue pairs are made (the engine's close waits for it before freeing PDs)
@@ -67,20 +82,68 @@ public final class FetchingConnections {
         this.setUp = setUp;
         this.closed = closed;
         this.register = register;
+        AtomicInteger ids = new AtomicInteger();
+        this.dialers = new ThreadPoolExecutor(DIALER_THREADS, DIALER_THREADS, 30, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(MAX_WAITING_SET_UPS), r -> Thread.ofPlatform().daemon()
+                .name("rdma-shuffle-dialer-" + ids.getAndIncrement()).unstarted(r));
+        dialers.allowCoreThreadTimeOut(true); // an engine that fetches nothing holds no dialer
     }
 
-    /** The fetcher of {@code peer}, connecting first if there is no usable one. */
-    public PeerFetcher fetcher(InetSocketAddress peer) throws IOException {
+    /** The live fetcher of {@code peer}, or null if a connection has to be set up first. */
+    public PeerFetcher connected(InetSocketAddress peer) {
         if (closed.getAsBoolean()) {
             throw new IllegalStateException("the engine is closed");
         }
-        PeerFetcher f = usable(peer);
-        if (f != null) {
-            return f;
+        return usable(peer);
+    }
+
+    /**
+     * Sets up a connection to {@code peer} on a dialer thread (or joins the one under way), then calls
+     * {@code then} with its fetcher there, or {@code failed} with why it could not be set up.
+     */
+    public void whenConnected(InetSocketAddress peer, Consumer<PeerFetcher> then, Consumer<Throwable> failed) {
+        CompletableFuture<PeerFetcher> setUp = settingUp.computeIfAbsent(peer, this::startSetUp);
+        if (setUp.isCompletedExceptionally()) {
+            settingUp.remove(peer, setUp); // refused by the dialers: the next fetch tries again
         }
-        synchronized (connecting.computeIfAbsent(peer, p -> new Object())) {
-            f = usable(peer);
-            return f != null ? f : connect(peer);
+        setUp.whenComplete((f, error) -> {
+            if (error == null) {
+                then.accept(f);
+            } else {
+                failed.accept(error instanceof CompletionException c && c.getCause() != null ? c.getCause() : error);
+            }
+        });
+    }
+
+    private CompletableFuture<PeerFetcher> startSetUp(InetSocketAddress peer) {
+        CompletableFuture<PeerFetcher> setUp = new CompletableFuture<>();
+        try {
+            dialers.execute(() -> {
+                try {
+                    if (closed.getAsBoolean()) {
+                        throw new IllegalStateException("the engine is closed");
+                    }
+                    PeerFetcher f = usable(peer);
+                    setUp.complete(f != null ? f : connect(peer));
+                } catch (IOException | RuntimeException e) {
+                    setUp.completeExceptionally(e);
+                } finally {
+                    settingUp.remove(peer, setUp); // waits for computeIfAbsent to have put it
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            setUp.completeExceptionally(new IOException(dialers.isShutdown() ? "the engine is closing"
+                    : MAX_WAITING_SET_UPS + " connection set-ups are already waiting", e));
+        }
+        return setUp;
+    }
+
+    /** Stops setting up connections (the engine is closing): set-ups waiting fail, with the fetches that wait for them. */
+    public void stopSettingUp() {
+        dialers.shutdownNow(); // set-ups under way find the engine closed, or fail when interrupted
+        IOException closing = new IOException("the engine is closing");
+        for (CompletableFuture<PeerFetcher> setUp : settingUp.values()) {
+            setUp.completeExceptionally(closing);
         }
     }
 
@@ -163,6 +226,7 @@ public final class FetchingConnections {
 
     /** Fails every fetcher (the engine is closing). */
     public void failAll(IOException cause) {
+        stopSettingUp();
         for (PeerFetcher f : new ArrayList<>(fetchers.values())) {
             f.fail(cause);
         }

@@ -1,0 +1,138 @@
+package org.rdmashuffle.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.client.BlockFetchException;
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.verbs.VerbsProvider;
+
+/**
+ * The first fetch from a peer sets up the connection on a dialer thread, not on the caller's: a
+ * reduce task goes on with its local blocks while the handshake and the queue pairs are made (Spark
+ * counts the time its first fetch call takes as fetch wait), a peer that never answers holds no task
+ * thread, and closing the engine fails the fetches still waiting for a connection.
+ */
+class ConnectionSetUpTest {
+    @TempDir
+    Path dir;
+
+    /** A TCP listener that takes connections and never says a word: a hung or hostile peer's control port. */
+    private static final class SilentPeer implements AutoCloseable {
+        final ServerSocket socket;
+        final List<Socket> accepted = new ArrayList<>();
+        final Thread acceptor;
+
+        SilentPeer() throws IOException {
+            socket = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
+            acceptor = Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    while (true) {
+                        Socket s = socket.accept();
+                        synchronized (accepted) {
+                            accepted.add(s);
+                        }
+                    }
+                } catch (IOException closed) {
+                    // closed by the test
+                }
+            });
+        }
+
+        InetSocketAddress address() {
+            return new InetSocketAddress(InetAddress.getLoopbackAddress(), socket.getLocalPort());
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+            synchronized (accepted) {
+                for (Socket s : accepted) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    @Test
+    void aPeerThatNeverAnswersTheHandshakeDoesNotHoldTheCaller() throws Exception {
+        VerbsProvider p = EngineTestSupport.provider();
+        try (SilentPeer silent = new SilentPeer();
+             RdmaShuffleEngine client = RdmaShuffleEngine.start(EngineTestSupport.smallConfig()
+                     .set(EngineConfig.KEY_CONNECT_TIMEOUT, "2s"), EngineTestSupport.APP, EngineTestSupport.SECRET, p)) {
+            BlockId block = BlockId.of(0, 1, 0);
+            Collector c = new Collector(1);
+            client.fetchBlocks(silent.address(), List.of(block), c);
+            // The set-up can only fail once the silent peer's handshake times out: had it run on this
+            // thread, fetchBlocks would have returned with the failure already told.
+            assertTrue(c.failed.isEmpty() && c.fetched.isEmpty(), "fetchBlocks waited for the connection: " + c.failed);
+            c.await();
+            assertEquals(BlockFetchException.Kind.UNREACHABLE, BlockFetchException.kindOf(c.failed.get(block)),
+                    String.valueOf(c.failed.get(block)));
+            assertTrue(c.failed.get(block).getMessage().contains("cannot connect"), c.failed.get(block).getMessage());
+        } finally {
+            EngineTestSupport.closeProvider(p);
+        }
+    }
+
+    @Test
+    void concurrentFirstFetchesShareOneConnection() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 4, 8, 2, EngineTestSupport.size(20_000))) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            CountDownLatch go = new CountDownLatch(1);
+            List<Thread> tasks = new ArrayList<>();
+            for (BlockId b : blocks) { // as many reduce tasks asking at once, each for one block
+                tasks.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        go.await();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    pair.client.fetchBlocks(pair.server.address(), List.of(b), got);
+                }));
+            }
+            go.countDown();
+            for (Thread t : tasks) {
+                t.join();
+            }
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            assertEquals(1, pair.client.counters().fetchConnections(), "one data connection to the peer");
+            assertEquals(1, pair.server.counters().servingConnections(), "one data connection served");
+        }
+    }
+
+    @Test
+    void closingFailsFetchesWaitingForAConnection() throws Exception {
+        VerbsProvider p = EngineTestSupport.provider();
+        try (SilentPeer silent = new SilentPeer()) {
+            // A connect timeout far longer than the wait below: only the close can end these fetches in time.
+            RdmaShuffleEngine client = RdmaShuffleEngine.start(EngineTestSupport.smallConfig()
+                    .set(EngineConfig.KEY_CONNECT_TIMEOUT, "120s"), EngineTestSupport.APP, EngineTestSupport.SECRET, p);
+            List<BlockId> blocks = List.of(BlockId.of(0, 1, 0), BlockId.of(0, 2, 0));
+            Collector c = new Collector(blocks.size());
+            for (BlockId b : blocks) {
+                client.fetchBlocks(silent.address(), List.of(b), c);
+            }
+            client.close();
+            assertTrue(c.answeredWithin(Duration.ofSeconds(30)), "fetches waiting for a connection outlived the engine");
+            assertEquals(blocks.size(), c.failed.size(), String.valueOf(c.failed));
+        } finally {
+            EngineTestSupport.closeProvider(p);
+        }
+    }
+}
