@@ -37,6 +37,11 @@ public final class RegisteredBuffer {
         return slabMemory.asSlice(offset, size);
     }
 
+    /** Its first {@code length} bytes (what a read landed), as a new slice of the slab. */
+    public MemorySegment segment(long length) {
+        return slabMemory.asSlice(offset, length);
+    }
+
     /** The whole slab it was cut from; its bytes start at {@link #offset()}. To read in place without a slice. */
     public MemorySegment slabMemory() {
         return slabMemory;

@@ -85,7 +85,7 @@ public final class FetchedBlock {
     /** The bytes, in place (no copy); a contiguous block only. */
     public MemorySegment data() {
         requireContiguous();
-        return buffer == null ? NOTHING : buffer.slabMemory().asSlice(buffer.offset(), size);
+        return buffer == null ? NOTHING : buffer.segment(size);
     }
 
     /** A read-only view of the bytes (no copy); a contiguous block only. */

@@ -7,7 +7,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -106,11 +105,11 @@ public final class FetchingConnections {
         if (setUp.isCompletedExceptionally()) {
             settingUp.remove(peer, setUp); // refused by the dialers: the next fetch tries again
         }
-        setUp.whenComplete((f, error) -> {
+        setUp.whenComplete((f, error) -> { // this very future: its error comes unwrapped
             if (error == null) {
                 then.accept(f);
             } else {
-                failed.accept(error instanceof CompletionException c && c.getCause() != null ? c.getCause() : error);
+                failed.accept(error);
             }
         });
     }
@@ -120,10 +119,7 @@ public final class FetchingConnections {
         try {
             dialers.execute(() -> {
                 try {
-                    if (closed.getAsBoolean()) {
-                        throw new IllegalStateException("the engine is closed");
-                    }
-                    PeerFetcher f = usable(peer);
+                    PeerFetcher f = usable(peer); // made meanwhile by a set-up that just ended; connect checks closed
                     setUp.complete(f != null ? f : connect(peer));
                 } catch (IOException | RuntimeException e) {
                     setUp.completeExceptionally(e);

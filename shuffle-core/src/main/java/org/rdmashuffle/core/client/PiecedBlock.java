@@ -212,7 +212,7 @@ final class PiecedBlock {
                 }
                 long len = Math.min(pieceBytes, length - (long) piece * pieceBytes);
                 current = take(piece++);
-                bytes = current.slabMemory().asSlice(current.offset(), len);
+                bytes = current.segment(len);
                 position = 0;
             }
             return bytes;
