@@ -22,12 +22,14 @@ package org.rdmashuffle.core;
  * @param receiveLowWaterEvents times the device reported fewer posted receives than the low-water mark (SRQ limit)
  * @param completions work completions polled since start
  * @param pollerSleeps times a poller went to sleep on its completion channel
+ * @param queuePairs queue pairs of our data connections, fetching and serving
  */
 public record EngineCounters(int fetchConnections, int servingConnections, int controlConnections, int awaitingRequests,
                              int queuedReads, int chainsInFlight, int readRequestsInFlight, int sendsInFlight,
                              int fetchBuffersOutstanding, long bytesInFlight, long peakBytesInFlight, long readRequestsPosted,
                              long blocksRead, long registeredMapOutputBytes,
-                             int receivesPosted, long receiveLowWaterEvents, long completions, long pollerSleeps) {
+                             int receivesPosted, long receiveLowWaterEvents, long completions, long pollerSleeps,
+                             int queuePairs) {
 
     /** Nothing requested, read, sent or held: what every test ends with. */
     public boolean nothingOutstanding() {

@@ -216,7 +216,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             if (own != null) {
                 made.add(own);
             }
-            this.queuePairs = new QueuePairFactory(pollers, maxSendWr, maxReadSge, config.postPath());
+            this.queuePairs = new QueuePairFactory(pollers, maxSendWr,
+                    Math.min(maxSendWr, config.sendBuffers()), maxReadSge, config.postPath());
             this.servingConnections = new ServingConnections(config, this::tenant, queuePairs, servingOptions, sgeListBroken,
                     new ServingConnections.Table() {
                         @Override
@@ -277,7 +278,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 }
             });
             this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout(),
-                    DeviceSetup.softwareDataAddress(provider, context, options));
+                    DeviceSetup.softwareDataAddress(provider, context, options), config.controlClientThreads());
             made.add(controlClients);
             this.fetching = own == null ? null : new FetchingConnections(config, own, queuePairs, options, maxReadSge,
                     sgeListBroken, controlClients, transport, lifecycle.readLock(), () -> closed, this::track);
@@ -486,13 +487,16 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             cannotConnect(peer, blocks, listener, e);
             return;
         }
-        if (f != null) {
-            f.fetch(blocks, listener);
-        } else {
-            // Set up on a dialer thread, not this one: a reduce task reads its local blocks meanwhile.
-            List<BlockId> wanted = List.copyOf(blocks);
-            fetching.whenConnected(peer, c -> c.fetch(wanted, listener), e -> cannotConnect(peer, wanted, listener, e));
+        if (f != null && f.fetch(blocks, listener)) {
+            return;
         }
+        // Set up on a dialer thread, not this one: a reduce task reads its local blocks meanwhile.
+        List<BlockId> wanted = List.copyOf(blocks);
+        fetching.whenConnected(peer, c -> {
+            if (!c.fetch(wanted, listener)) { // closed for idleness meanwhile: to the next connection
+                fetchBlocks(peer, wanted, listener);
+            }
+        }, e -> cannotConnect(peer, wanted, listener, e));
     }
 
     private static void cannotConnect(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener listener, Throwable e) {
@@ -522,7 +526,12 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         int queued = 0;
         int chains = 0;
         int wrs = 0;
+        int qps = 0;
+        for (DataConnection c : serving) {
+            qps += c.queuePairs();
+        }
         for (PeerFetcher f : fetchers()) {
+            qps += f.connection().queuePairs();
             awaiting += f.awaitingRequests();
             queued += f.queuedReads();
             chains += f.chainsInFlight();
@@ -546,7 +555,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return new EngineCounters(fetching == null ? 0 : fetching.size(), serving.size(), controlClients.openConnections(), awaiting, queued, chains,
                 wrs, sender.outstanding(all), fetchBuffers == null ? 0 : fetchBuffers.outstanding(), budget.bytesInFlight(),
                 budget.peakBytesInFlight(), budget.readRequestsPosted(), budget.blocksRead(),
-                registered, posted, lowWaterEvents.get(), completions, sleeps);
+                registered, posted, lowWaterEvents.get(), completions, sleeps, qps);
     }
 
     private java.util.Collection<PeerFetcher> fetchers() {
@@ -674,7 +683,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             FetchRequestHandler requests = c.tenant().requests();
             // Layouts in up to half the reducer's receive buffer; an answer that outgrows it anyway goes
             // without them (MetadataSender).
-            int layoutBytes = c.peerReceiveBufferSize() / 2;
+            int layoutBytes = r.withLayouts() ? c.peerReceiveBufferSize() / 2 : 0;
             Message ready = requests.answerIfReady(app, r, layoutBytes);
             if (ready != null) {
                 reply(c, r, ready);
@@ -826,8 +835,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     private void tick() {
         long now = System.nanoTime();
+        long idle = config.idleTimeout().toNanos();
         for (PeerFetcher f : fetchers()) {
             f.checkTimeouts(now);
+            f.closeIfIdle(now, idle);
         }
         budget.wakeWaiters();
     }

@@ -176,13 +176,15 @@ final class HostileReducer implements AutoCloseable {
     WorkCompletionStatus read(BlockDescriptor d) throws IOException {
         long landing = (long) (RECEIVES + SENDS) * BUFFER;
         memory.segment().asSlice(landing, d.length()).fill((byte) 0);
-        sendWr.get(0).rdmaRead(nextWrId++, SendFlags.SIGNALED, memory, landing, (int) d.length(), d.address(), d.rkey());
+        long id = nextWrId++;
+        sendWr.get(0).rdmaRead(id, SendFlags.SIGNALED, memory, landing, (int) d.length(), d.address(), d.rkey());
         qp.postSend(sendWr, 1);
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (System.nanoTime() < deadline) {
             int n = cq.poll(wc);
             for (int i = 0; i < n; i++) {
-                if (wc.opcode(i) != org.rdmashuffle.verbs.WorkCompletionOpcode.RECV) {
+                // Its own completion: an earlier SEND's may still be queued (its ACK can come after the answer).
+                if (wc.wrId(i) == id && wc.opcode(i) != org.rdmashuffle.verbs.WorkCompletionOpcode.RECV) {
                     return wc.status(i);
                 }
             }

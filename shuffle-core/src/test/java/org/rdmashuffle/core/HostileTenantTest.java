@@ -192,19 +192,26 @@ class HostileTenantTest {
         }
     }
 
+    /**
+     * A reducer offers 64 queue pairs per connection where the service allows 1. The service makes
+     * one (a peer never chooses our resource sizes), the answer says so, and the reducer keeps one:
+     * its fetch works, with one queue pair on each side.
+     */
     @Test
-    void aReducerAskingForMoreQueuePairsThanTheServerAllowsIsRefused() throws Exception {
-        try (ServiceNode node = new ServiceNode();
-             org.rdmashuffle.core.control.ControlClient control = org.rdmashuffle.core.control.ControlClient.connect(
-                     node.service.address(), SECRET_A, "app-a", 64 << 10, java.time.Duration.ofSeconds(10))) {
-            org.rdmashuffle.verbs.QueuePairEndpoint fake = new org.rdmashuffle.verbs.QueuePairEndpoint(7, 0,
-                    org.rdmashuffle.verbs.Gid.of(new byte[16]), 1, org.rdmashuffle.verbs.Mtu.MTU_1024, "token");
-            java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
-                    () -> control.call(org.rdmashuffle.core.protocol.ConnectCodec.CONNECT,
-                            org.rdmashuffle.core.protocol.ConnectCodec.encode(new org.rdmashuffle.core.protocol.ConnectCodec.Connect(
-                                    4096, java.util.Collections.nCopies(64, fake))), java.time.Duration.ofSeconds(10)));
-            assertTrue(e.getMessage().contains("asked for 64 queue pairs; this server allows 1"), e.getMessage());
-            assertEquals(0, node.service.counters().servingConnections());
+    void aReducerOfferingMoreQueuePairsThanTheServerAllowsGetsTheServersCount() throws Exception {
+        try (ServiceNode node = new ServiceNode()) {
+            RdmaShuffleEngine greedy = node.reducer("app-a", SECRET_A, EngineTestSupport.smallConfig()
+                    .set(org.rdmashuffle.core.config.EngineConfig.KEY_QPS_PER_PEER, "64"));
+            EngineTestSupport.MapOutput a = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("greedy")), 0, 4,
+                    8, EngineTestSupport.size(5000), 31);
+            node.service.registerMapOutput("app-a", 0, 4, a.file(), a.offsets());
+            List<BlockId> blocks = EngineTestSupport.everyPartition(List.of(a));
+            Collector c = new Collector(blocks.size());
+            greedy.fetchBlocks(node.service.address(), blocks, c);
+            c.await().assertAllIntact(EngineTestSupport.expected(List.of(a), blocks));
+            assertEquals(1, greedy.counters().queuePairs(), "the reducer's queue pairs");
+            assertEquals(1, node.service.counters().queuePairs(), "the service's queue pairs");
+            EngineTestSupport.assertNothingLeaks(greedy, node.service);
         }
     }
 

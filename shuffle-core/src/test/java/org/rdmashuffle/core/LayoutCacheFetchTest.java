@@ -171,4 +171,186 @@ class LayoutCacheFetchTest {
             EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
         }
     }
+
+    /**
+     * A reduce stage's first fetches all name the same outputs, and come before any answer is back.
+     * Only the first sends a request: the others' blocks wait for the layouts it asked for and are
+     * read from them. One request, each output's layout sent once (not once per request: it is the
+     * biggest thing in an answer), every block intact.
+     */
+    @Test
+    void fetchesMadeTogetherSendOneRequestForTheOutputsTheyShare() throws Exception {
+        try (EnginePair pair = EnginePair.open()) {
+            List<Long> maps = List.of(0L, 1L, 2L);
+            registerOutputs(pair, 5, maps, 16, 3000);
+            AtomicInteger requests = new AtomicInteger();
+            AtomicInteger asking = new AtomicInteger();
+            pair.client.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(DataConnection.Role role, Message m) {
+                    if (m instanceof Message.FetchRequest r) {
+                        requests.incrementAndGet();
+                        if (r.withLayouts()) {
+                            asking.incrementAndGet();
+                        }
+                    }
+                    return m;
+                }
+            });
+            AtomicInteger layoutsSent = countLayoutsSent(pair);
+            awaitIntact(pair, fetchTogether(pair, 5, maps, 16), 5, maps); // one fetch per reducer: partition p of every map
+            assertEquals(1, requests.get(), "requests sent");
+            assertEquals(1, asking.get(), "requests that asked for layouts");
+            assertEquals(maps.size(), layoutsSent.get(), "layouts sent: one per output");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /** Writes and registers output m of {@code shuffle} for each of {@code maps}: {@code partitions} of {@code bytes} each. */
+    private void registerOutputs(EnginePair pair, int shuffle, List<Long> maps, int partitions, int bytes) throws Exception {
+        int[] sizes = new int[partitions];
+        java.util.Arrays.fill(sizes, bytes);
+        for (long m : maps) {
+            EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(dir, shuffle, m, sizes, 10 * shuffle + (int) m);
+            pair.server.registerMapOutput(shuffle, m, o.file(), o.offsets());
+            pair.outputs.add(o);
+        }
+    }
+
+    /** Counts the layouts the server's answers carry. */
+    private static AtomicInteger countLayoutsSent(EnginePair pair) {
+        AtomicInteger sent = new AtomicInteger();
+        pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+            @Override
+            public Message message(DataConnection.Role role, Message m) {
+                if (m instanceof Message.FetchResponse r) {
+                    sent.addAndGet(r.layouts().size());
+                }
+                return m;
+            }
+        });
+        return sent;
+    }
+
+    /** Waits for fetch p (partition p of every map) of each of {@code fetches}; every block intact. */
+    private static void awaitIntact(EnginePair pair, List<Collector> fetches, int shuffle, List<Long> maps)
+            throws InterruptedException {
+        for (int p = 0; p < fetches.size(); p++) {
+            List<BlockId> blocks = new java.util.ArrayList<>();
+            for (long m : maps) {
+                blocks.add(BlockId.of(shuffle, m, p));
+            }
+            fetches.get(p).await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+        }
+    }
+
+    /** {@code reducers} fetches of partition p of every output in {@code maps}, made together; one collector per fetch. */
+    private static List<Collector> fetchTogether(EnginePair pair, int shuffle, List<Long> maps, int reducers) {
+        List<Collector> all = new java.util.ArrayList<>();
+        for (int p = 0; p < reducers; p++) {
+            List<BlockId> blocks = new java.util.ArrayList<>();
+            for (long m : maps) {
+                blocks.add(BlockId.of(shuffle, m, p));
+            }
+            Collector got = new Collector(blocks.size());
+            all.add(got);
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+        }
+        return all;
+    }
+
+    /**
+     * The request that asked for the layouts is never answered (the server's answers are lost). The
+     * blocks of the fetches that waited for those layouts fail with it, once each, naming the
+     * timeout: none is left waiting for a layout that will not come.
+     */
+    @Test
+    void blocksWaitingForALayoutThatNeverComesFailWithTheRequest() throws Exception {
+        org.rdmashuffle.core.config.EngineConfig quick = EngineTestSupport.smallConfig()
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_FETCH_TIMEOUT, "2s");
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, quick,
+                EngineTestSupport.SECRET)) {
+            registerOutputs(pair, 6, List.of(0L, 1L, 2L), 4, 2000);
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(DataConnection.Role role, Message m) {
+                    return m instanceof Message.FetchResponse ? null : m; // lost
+                }
+            });
+            for (Collector got : fetchTogether(pair, 6, List.of(0L, 1L, 2L), 4)) {
+                got.await();
+                assertTrue(got.fetched.isEmpty(), "fetched without an answer: " + got.fetched.keySet());
+                assertEquals(3, got.failed.size());
+                for (Throwable e : got.failed.values()) {
+                    assertTrue(e instanceof BlockFetchException f && f.kind() == BlockFetchException.Kind.FAILED
+                            && e.getMessage().contains("no answer to a metadata request"), String.valueOf(e));
+                }
+            }
+            EngineTestSupport.assertNothingLeaks(pair.client);
+        }
+    }
+
+    /**
+     * The layouts do not fit the reducer's receive buffer (4 KiB, outputs of 4,000 partitions), so the
+     * answer to the request that asked for them comes without them. The blocks that waited for them
+     * are then asked for, and every block of every fetch arrives intact. From then on the shuffle's
+     * blocks are asked for at once: no request asks for its layouts, nothing waits for them.
+     */
+    @Test
+    void blocksWaitingForALayoutLeftOutOfTheAnswerAreAskedFor() throws Exception {
+        org.rdmashuffle.core.config.EngineConfig small = EngineTestSupport.smallConfig()
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "4k");
+        try (EnginePair pair = new EnginePair(small, EngineTestSupport.SECRET, small, EngineTestSupport.SECRET)) {
+            List<Long> maps = List.of(0L, 1L, 2L);
+            registerOutputs(pair, 7, maps, 4000, 700);
+            AtomicInteger layoutsSent = countLayoutsSent(pair);
+            awaitIntact(pair, fetchTogether(pair, 7, maps, 8), 7, maps);
+            assertEquals(0, layoutsSent.get(), "a layout that did not fit was sent");
+
+            AtomicInteger asking = new AtomicInteger();
+            pair.client.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(DataConnection.Role role, Message m) {
+                    if (m instanceof Message.FetchRequest r && r.withLayouts()) {
+                        asking.incrementAndGet();
+                    }
+                    return m;
+                }
+            });
+            awaitIntact(pair, fetchTogether(pair, 7, maps, 4), 7, maps);
+            assertEquals(0, asking.get(), "requests that asked again for layouts the peer does not send");
+            assertEquals(1, pair.client.counters().fetchConnections(), "no answer broke the connection");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /**
+     * An answer holds one layout here (8 KiB receive buffers, outputs of 1,000 partitions), so the
+     * first answer brings one of the six layouts its request asked for. The reducer learns that: the
+     * blocks that waited for the other five are asked for, each later request asks for one layout,
+     * and no layout crosses the wire twice; every block of every fetch arrives intact.
+     */
+    @Test
+    void layoutsThatFillAnAnswerAreEachSentOnce() throws Exception {
+        org.rdmashuffle.core.config.EngineConfig small = EngineTestSupport.smallConfig()
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "8k");
+        try (EnginePair pair = new EnginePair(small, EngineTestSupport.SECRET, small, EngineTestSupport.SECRET)) {
+            List<Long> maps = List.of(0L, 1L, 2L, 3L, 4L, 5L);
+            registerOutputs(pair, 8, maps, 1000, 700);
+            java.util.Map<Long, Integer> layoutsSent = new java.util.concurrent.ConcurrentHashMap<>();
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(DataConnection.Role role, Message m) {
+                    if (m instanceof Message.FetchResponse r) {
+                        r.layouts().forEach(l -> layoutsSent.merge(l.mapId(), 1, Integer::sum));
+                    }
+                    return m;
+                }
+            });
+            awaitIntact(pair, fetchTogether(pair, 8, maps, 12), 8, maps);
+            layoutsSent.forEach((map, n) -> assertEquals(1, n, "layout of output " + map + " sent " + n + " times"));
+            assertTrue(!layoutsSent.isEmpty(), "no layout fit an answer: the test's sizes are off");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
 }

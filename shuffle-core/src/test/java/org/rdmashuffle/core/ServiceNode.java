@@ -33,7 +33,12 @@ class ServiceNode implements AutoCloseable {
 
     /** An executor's engine of {@code app} on the reducers' provider, closed with the node. */
     RdmaShuffleEngine reducer(String app, byte[] secret) {
-        RdmaShuffleEngine e = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), app, secret, clientProvider);
+        return reducer(app, secret, EngineTestSupport.smallConfig());
+    }
+
+    /** As {@link #reducer(String, byte[])}, with {@code config}. */
+    RdmaShuffleEngine reducer(String app, byte[] secret, org.rdmashuffle.core.config.EngineConfig config) {
+        RdmaShuffleEngine e = RdmaShuffleEngine.start(config, app, secret, clientProvider);
         reducers.add(e);
         return e;
     }

@@ -256,9 +256,11 @@ public final class RdmaShuffleManager implements ShuffleManager {
     /**
      * Whether a block the engine could not fetch is fetched with Spark's own transport instead (with
      * fallback on): one the server will not serve by RDMA ({@code REFUSED}), from whichever server Spark
-     * would have asked; and in service mode, when the node's RDMA half is unreachable or
-     * refuses the handshake, from Spark's half beside it. (An executor serving its own outputs that
-     * cannot be reached is gone: Spark's transport would only retry the same dead peer.)
+     * would have asked; and, when the engine that serves it is unreachable or refuses the handshake,
+     * from Spark's external shuffle service if there is one -- the node's service in service mode, and
+     * with only Spark's service on, the service that keeps serving an executor's files after dynamic
+     * allocation released it (its map output locations name that service). Without Spark's service
+     * an unreachable executor is gone: Spark's transport would only retry the same dead peer.
      */
     boolean fetchesOverSparkInstead(org.rdmashuffle.core.client.BlockFetchException.Kind kind) {
         if (!conf.getBoolean(FALLBACK, true)) {
@@ -266,7 +268,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
         }
         return switch (kind) {
             case REFUSED -> true;
-            case UNREACHABLE, NOT_AUTHENTICATED -> conf.getBoolean(SERVICE_ENABLED, false);
+            case UNREACHABLE, NOT_AUTHENTICATED -> conf.getBoolean(SERVICE_ENABLED, false)
+                    || conf.getBoolean("spark.shuffle.service.enabled", false);
             case NO_SUCH_OUTPUT, FAILED -> false;
         };
     }

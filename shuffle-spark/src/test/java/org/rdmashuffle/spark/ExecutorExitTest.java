@@ -72,16 +72,11 @@ class ExecutorExitTest {
                 awaitExecutors(sc, 2);
 
                 JavaPairRDD<Integer, String> shuffled = pairs(sc).partitionBy(new HashPartitioner(4));
-                ShuffleDependency<?, ?, ?> dependency = (ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head();
-                scala.concurrent.Await.result(sc.sc().submitMapStage(dependency), scala.concurrent.duration.Duration.Inf());
-                Map<String, Integer> mapsByExecutor = tasks.shuffleMapTasksByExecutor();
-                String victim = mapsByExecutor.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+                Map<String, Integer> mapsByExecutor = runMapStage(sc, tasks, shuffled);
+                String victim = busiest(mapsByExecutor);
                 int victimMaps = mapsByExecutor.get(victim);
                 assertEquals(0, rdmaService.outputsResolved(), "nothing is fetched before the reduce stage");
-
-                assertTrue(sc.sc().killExecutor(victim), "kill executor " + victim);
-                assertTrue(tasks.removed(victim).await(60, TimeUnit.SECONDS), "executor " + victim + " did not exit");
-                tasks.clear();
+                kill(sc, tasks, victim);
 
                 assertRightResult(shuffled);
                 assertEquals(Map.of(), tasks.shuffleMapTasksByExecutor(), "map tasks re-run after the executor exited");
@@ -94,6 +89,26 @@ class ExecutorExitTest {
         } finally {
             handler.close();
         }
+    }
+
+    /** Runs the map stage of {@code shuffled} alone; returns how many of its map tasks each executor ran. */
+    private static Map<String, Integer> runMapStage(JavaSparkContext sc, Tasks tasks, JavaPairRDD<?, ?> shuffled)
+            throws Exception {
+        ShuffleDependency<?, ?, ?> dependency = (ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head();
+        scala.concurrent.Await.result(sc.sc().submitMapStage(dependency), scala.concurrent.duration.Duration.Inf());
+        return tasks.shuffleMapTasksByExecutor();
+    }
+
+    /** The executor that ran the most maps. */
+    private static String busiest(Map<String, Integer> mapsByExecutor) {
+        return mapsByExecutor.entrySet().stream().max(Map.Entry.comparingByValue()).orElseThrow().getKey();
+    }
+
+    /** Kills {@code victim}, waits until Spark has removed it, and forgets the tasks seen so far. */
+    private static void kill(JavaSparkContext sc, Tasks tasks, String victim) throws InterruptedException {
+        assertTrue(sc.sc().killExecutor(victim), "kill executor " + victim);
+        assertTrue(tasks.removed(victim).await(60, TimeUnit.SECONDS), "executor " + victim + " did not exit");
+        tasks.clear();
     }
 
     /** Spark's service stand-in accepts any application with {@link #SECRET} (on YARN, the one the NodeManager was handed). */
@@ -145,6 +160,38 @@ class ExecutorExitTest {
         assertEquals(ROWS, total[0], "rows after the shuffle");
         assertEquals(expectedHashSum(), total[1], "sum of the values' hashes");
         assertEquals(0, total[2], "rows in a partition their key does not hash to");
+    }
+
+    /**
+     * Dynamic allocation's case without the RDMA service: Spark's external shuffle service on, the
+     * RDMA service mode off, so executors serve their own outputs by RDMA. One exits after the map
+     * stage; Spark keeps its outputs (its service has the files), and the reducer, finding the exited
+     * executor's engine unreachable, fetches them over Spark's service: no map is re-run.
+     */
+    @Test
+    void executorExits_withoutTheRdmaService_itsBlocksComeOverSparksService() throws Exception {
+        TransportConf transport = new TransportConf("shuffle", new MapConfigProvider(Map.of()));
+        ExternalBlockHandler handler = new ExternalBlockHandler(transport, null);
+        try (TransportContext context = new TransportContext(transport, handler, true);
+             TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, ANY_APP)))) {
+            SparkConf conf = serviceConf("executor exits, no rdma service", sparkService.getPort(), 0, true)
+                    .remove(RdmaShuffleManager.SERVICE_ENABLED).remove(RdmaShuffleManager.SERVICE_PORT);
+            try (JavaSparkContext sc = new JavaSparkContext(conf)) {
+                Tasks tasks = new Tasks();
+                sc.sc().addSparkListener(tasks);
+                awaitExecutors(sc, 2);
+
+                JavaPairRDD<Integer, String> shuffled = pairs(sc).partitionBy(new HashPartitioner(4));
+                kill(sc, tasks, busiest(runMapStage(sc, tasks, shuffled)));
+
+                assertRightResult(shuffled);
+                assertEquals(Map.of(), tasks.shuffleMapTasksByExecutor(), "map tasks re-run after the executor exited");
+                long[] counts = rdmaFetchCounts(sc);
+                assertTrue(counts[1] > 0, "blocks of the exited executor fetched over Spark's service: " + counts[1]);
+            }
+        } finally {
+            handler.close();
+        }
     }
 
     @Test

@@ -50,15 +50,29 @@ final class Frame {
     int length;
     long a;
     long b;
+    /** What follows the header on the wire (requests and responses that carry data); null for none. */
+    ByteBuffer[] payload;
 
-    private Frame() {
+    Frame() {
+    }
+
+    /** Makes this an empty request of {@code type}, to be filled in (a frame is reused by its owner). */
+    Frame reset(byte type, long sequence) {
+        this.type = type;
+        this.sequence = sequence;
+        flags = 0;
+        status = 0;
+        address = 0;
+        rkey = 0;
+        length = 0;
+        a = 0;
+        b = 0;
+        payload = null;
+        return this;
     }
 
     static Frame request(byte type, long sequence) {
-        Frame f = new Frame();
-        f.type = type;
-        f.sequence = sequence;
-        return f;
+        return new Frame().reset(type, sequence);
     }
 
     static Frame response(byte type, long sequence, int status) {
@@ -67,20 +81,26 @@ final class Frame {
         return f;
     }
 
+    /** The header, in a new buffer. */
     ByteBuffer encode() {
         ByteBuffer h = ByteBuffer.allocate(HEADER);
-        h.put(0, type).put(1, (byte) flags).putInt(4, status).putLong(8, sequence).putLong(16, address)
-                .putInt(24, rkey).putInt(28, length).putLong(32, a).putLong(40, b);
+        encode(h);
         return h;
     }
 
-    /** Reads one header; null at a clean end of stream before any byte of it. */
-    static Frame read(SocketChannel channel, ByteBuffer header) throws IOException {
+    /** Writes the header into {@code h}'s first {@value #HEADER} bytes (absolute: its position stays). */
+    void encode(ByteBuffer h) {
+        h.put(0, type).put(1, (byte) flags).putInt(4, status).putLong(8, sequence).putLong(16, address)
+                .putInt(24, rkey).putInt(28, length).putLong(32, a).putLong(40, b);
+    }
+
+    /** Reads one header into {@code f}; false at a clean end of stream before any byte of it. */
+    static boolean read(SocketChannel channel, ByteBuffer header, Frame f) throws IOException {
         header.clear();
         if (!readFully(channel, header, true)) {
-            return null;
+            return false;
         }
-        Frame f = new Frame();
+        f.payload = null;
         f.type = header.get(0);
         f.flags = header.get(1);
         f.status = header.getInt(4);
@@ -93,7 +113,7 @@ final class Frame {
         if (f.length < 0) {
             throw new IOException("malformed frame: negative length " + f.length + " (type " + f.type + ")");
         }
-        return f;
+        return true;
     }
 
     /** Fills {@code buffer}; false only when the stream ended before the first byte and that is allowed. */
@@ -110,6 +130,18 @@ final class Frame {
             first = false;
         }
         return true;
+    }
+
+    /** Fills {@code into} with {@code length} bytes, in order (a scattering read: one payload, several buffers). */
+    static void readAll(SocketChannel channel, ByteBuffer[] into, long length) throws IOException {
+        long left = length;
+        while (left > 0) {
+            long n = channel.read(into);
+            if (n < 0) {
+                throw new EOFException("connection closed with " + left + " bytes of a message missing");
+            }
+            left -= n;
+        }
     }
 
     /** Reads and drops {@code length} payload bytes, keeping the stream in step after a refused request. */

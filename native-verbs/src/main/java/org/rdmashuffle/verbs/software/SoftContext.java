@@ -3,8 +3,6 @@ package org.rdmashuffle.verbs.software;
 import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -30,7 +28,7 @@ import org.rdmashuffle.verbs.VerbsException;
 
 /**
  * An open software device. Holds the key table every remote access is checked against: memory
- * regions by key, with unpredictable keys drawn from a SecureRandom.
+ * regions by key ({@link RegionKeys}: an index and a variant that starts unpredictable).
  */
 final class SoftContext implements VerbsContext {
     static final int MAX_QP_WR = 16384;
@@ -39,7 +37,7 @@ final class SoftContext implements VerbsContext {
 
     final SoftDevice device;
     private final SecureRandom random = new SecureRandom();
-    private final Map<Integer, SoftMemoryRegion> regions = new ConcurrentHashMap<>();
+    private final RegionKeys regions = new RegionKeys(random);
     private final LinkedBlockingQueue<AsyncEvent> events = new LinkedBlockingQueue<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -120,20 +118,16 @@ final class SoftContext implements VerbsContext {
     }
 
     SoftMemoryRegion register(SoftProtectionDomain pd, MemorySegment memory, int access, java.lang.foreign.Arena owned) {
-        while (true) {
-            int key = random.nextInt();
-            if (key == 0) {
-                continue;
-            }
-            SoftMemoryRegion mr = new SoftMemoryRegion(pd, memory, key, access, owned);
-            if (regions.putIfAbsent(key, mr) == null) {
-                return mr;
-            }
+        SoftMemoryRegion mr = regions.add(key -> new SoftMemoryRegion(pd, memory, key, access, owned));
+        if (mr == null) {
+            throw new VerbsException("ibv_reg_mr", Errno.ENOMEM, device.name() + " holds " + RegionKeys.MAX_REGIONS
+                    + " memory regions already");
         }
+        return mr;
     }
 
     void deregister(SoftMemoryRegion mr) {
-        regions.remove(mr.rkey(), mr);
+        regions.remove(mr);
     }
 
     /** The live region with this key in {@code pd}, or null: a wrong key and a foreign PD look the same. */

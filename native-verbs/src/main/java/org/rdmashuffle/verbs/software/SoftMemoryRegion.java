@@ -46,11 +46,17 @@ final class SoftMemoryRegion implements MemoryRegion {
 
     /** The slice {@code [address, address + length)} if it lies inside this region, else null. */
     MemorySegment slice(long address, long length) {
+        long offset = offsetOf(address, length);
+        return offset < 0 ? null : memory.asSlice(offset, length);
+    }
+
+    /** Where {@code [address, address + length)} starts in this region's memory if it lies inside it, else -1. */
+    long offsetOf(long address, long length) {
         long offset = address - memory.address();
         if (offset < 0 || length < 0 || offset > memory.byteSize() - length) {
-            return null;
+            return -1;
         }
-        return memory.asSlice(offset, length);
+        return offset;
     }
 
     boolean isClosed() {

@@ -12,12 +12,9 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
-import java.util.List;
 import java.util.concurrent.LinkedBlockingDeque;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import org.rdmashuffle.verbs.Access;
@@ -64,7 +61,6 @@ final class SoftQueuePair implements QueuePair {
     /** Connecting to a peer's data listener, and waiting for its verdict on our hello, each at most this long. */
     static final int DIAL_TIMEOUT_MILLIS = 10_000;
     private static final long READY_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
-    private static final ByteBuffer[] POISON = new ByteBuffer[0];
 
     private final SoftDevice device;
     private final SoftProtectionDomain pd;
@@ -81,7 +77,9 @@ final class SoftQueuePair implements QueuePair {
 
     /** Guards the requester state: pending requests, sequence numbers and the state itself. */
     private final Object lock = new Object();
-    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+    private final ArrayDeque<PendingRequest> pending = new ArrayDeque<>();
+    /** Answered requests, reused by the next posts. */
+    private final ArrayDeque<PendingRequest> spare = new ArrayDeque<>();
     private long nextSequence;
     private volatile QueuePairState state = QueuePairState.RESET;
     private volatile boolean closing;
@@ -91,28 +89,16 @@ final class SoftQueuePair implements QueuePair {
     private QueuePairEndpoint remote;
     private ConnectOptions options;
 
-    private final LinkedBlockingQueue<ByteBuffer[]> outbox = new LinkedBlockingQueue<>();
+    private final FrameWriter writer = new FrameWriter();
     /**
-     * Held by the writer while it writes from, and by the reader while it reads into, application
-     * memory. Before error completions are delivered the connection is closed and these are taken
-     * once: after a completion, the provider no longer touches that request's memory.
+     * Held by the reader while it reads into application memory (the writer has its own, {@link
+     * FrameWriter#writing}). Before error completions are delivered the connection is closed and both
+     * are taken once: after a completion, the provider no longer touches that request's memory.
      */
-    private final java.util.concurrent.locks.ReentrantLock writing = new java.util.concurrent.locks.ReentrantLock();
     private final java.util.concurrent.locks.ReentrantLock reading = new java.util.concurrent.locks.ReentrantLock();
     private volatile SocketChannel channel;
-    private Thread reader;
-    private Thread writer;
-
-    /** A posted send-queue request awaiting its response. */
-    private static final class Pending {
-        long sequence;
-        long wrId;
-        int opcode;
-        boolean signaled;
-        int length;
-        MemorySegment[] destination;
-        int localError;
-    }
+    private Thread readerThread;
+    private Thread writerThread;
 
     SoftQueuePair(SoftDevice device, SoftProtectionDomain pd, int qpNumber, QueuePairConfig config) {
         if (config.maxSendWr() > SoftContext.MAX_QP_WR || config.maxSendSge() > SoftContext.MAX_SGE
@@ -313,54 +299,16 @@ final class SoftQueuePair implements QueuePair {
                 return false;
             }
             channel = ch;
-            reader = Thread.ofPlatform().daemon().name("rdma-soft-qp" + qpNumber + "-reader").start(this::readLoop);
-            writer = Thread.ofPlatform().daemon().name("rdma-soft-qp" + qpNumber + "-writer").start(this::writeLoop);
+            readerThread = Thread.ofPlatform().daemon().name("rdma-soft-qp" + qpNumber + "-reader").start(this::readLoop);
+            writerThread = Thread.ofPlatform().daemon().name("rdma-soft-qp" + qpNumber + "-writer").start(this::writeLoop);
             return true;
         }
     }
 
-    /** Sends queued frames, several per gathering write when they pile up (one syscall for many small frames). */
+    /** Sends queued frames until the QP closes ({@link FrameWriter}). */
     private void writeLoop() {
-        SocketChannel ch = channel;
-        List<ByteBuffer[]> batch = new ArrayList<>();
         try {
-            while (true) {
-                batch.clear();
-                batch.add(outbox.take());
-                outbox.drainTo(batch, 63);
-                int buffers = 0;
-                boolean stop = false;
-                for (ByteBuffer[] m : batch) {
-                    if (m == POISON) {
-                        stop = true;
-                        break;
-                    }
-                    buffers += m.length;
-                }
-                ByteBuffer[] all = new ByteBuffer[buffers];
-                long left = 0;
-                int n = 0;
-                for (ByteBuffer[] m : batch) {
-                    if (m == POISON) {
-                        break;
-                    }
-                    for (ByteBuffer b : m) {
-                        all[n++] = b;
-                        left += b.remaining();
-                    }
-                }
-                writing.lock();
-                try {
-                    while (left > 0) {
-                        left -= ch.write(all);
-                    }
-                } finally {
-                    writing.unlock();
-                }
-                if (stop) {
-                    return;
-                }
-            }
+            writer.run(channel);
         } catch (IOException e) {
             connectionLost(e);
         } catch (IllegalStateException e) {
@@ -375,15 +323,16 @@ final class SoftQueuePair implements QueuePair {
         SocketChannel ch = channel;
         ByteBuffer header = ByteBuffer.allocateDirect(Frame.HEADER);
         ByteBuffer scratch = ByteBuffer.allocateDirect(64 << 10);
+        MemorySegment scratchMemory = MemorySegment.ofBuffer(scratch);
+        Frame f = new Frame(); // one per reader, filled by each header it reads
         try {
             while (true) {
-                Frame f = Frame.read(ch, header);
-                if (f == null) {
+                if (!Frame.read(ch, header, f)) {
                     connectionLost(new java.io.EOFException("peer closed the connection"));
                     return;
                 }
                 switch (f.type) {
-                    case Frame.READ_RESPONSE, Frame.ACK, Frame.ATOMIC_RESPONSE -> onResponse(ch, f);
+                    case Frame.READ_RESPONSE, Frame.ACK, Frame.ATOMIC_RESPONSE -> onResponse(ch, f, scratch, scratchMemory);
                     case Frame.READ, Frame.WRITE, Frame.SEND, Frame.COMPARE_SWAP, Frame.FETCH_ADD, Frame.NOP ->
                             onRequest(ch, f, scratch);
                     default -> throw new IOException("malformed frame: unknown type " + f.type);
@@ -411,8 +360,8 @@ final class SoftQueuePair implements QueuePair {
         }
     }
 
-    private void send(ByteBuffer... message) {
-        outbox.add(message);
+    private void send(Frame f) {
+        writer.add(f);
     }
 
     // ---------------------------------------------------------------- requester
@@ -491,53 +440,57 @@ final class SoftQueuePair implements QueuePair {
 
     /** Builds the frame for one request; local SGEs are checked here, as an HCA checks them when it executes. */
     private void issue(SendWorkRequest wr, WorkRequestOpcode op) {
-        Pending p = new Pending();
+        PendingRequest p = spare.isEmpty() ? new PendingRequest(capabilities.maxSendSge()) : spare.pop().clear();
         p.sequence = nextSequence++;
         p.wrId = wr.wrId();
         p.signaled = signalAll || (wr.flags() & SendFlags.SIGNALED) != 0;
         boolean inline = (wr.flags() & SendFlags.INLINE) != 0;
         boolean writesLocal = op == WorkRequestOpcode.RDMA_READ || op.isAtomic();
-        MemorySegment[] local = new MemorySegment[wr.sgeCount()];
+        boolean carriesData = op == WorkRequestOpcode.RDMA_WRITE || op == WorkRequestOpcode.RDMA_WRITE_WITH_IMM
+                || op == WorkRequestOpcode.SEND || op == WorkRequestOpcode.SEND_WITH_IMM;
+        ByteBuffer[] payload = carriesData ? new ByteBuffer[wr.sgeCount()] : null;
         long total = 0;
-        for (int s = 0; s < local.length; s++) {
+        for (int s = 0; s < wr.sgeCount(); s++) {
             long length = Integer.toUnsignedLong(wr.sgeLength(s));
             total += length;
             if (inline && !writesLocal) {
                 // Inline: the bytes are copied now, from memory that need not be registered.
                 byte[] copy = MemorySegment.ofAddress(wr.sgeAddress(s)).reinterpret(length).toArray(ValueLayout.JAVA_BYTE);
-                local[s] = MemorySegment.ofArray(copy);
+                payload[s] = ByteBuffer.wrap(copy);
                 continue;
             }
             SoftMemoryRegion mr = pd.context.region(wr.sgeLkey(s), pd);
-            MemorySegment slice = mr == null ? null : mr.slice(wr.sgeAddress(s), length);
-            if (slice == null || (writesLocal && (mr.access() & Access.LOCAL_WRITE) == 0)) {
+            long offset = mr == null ? -1 : mr.offsetOf(wr.sgeAddress(s), length);
+            if (offset < 0 || (writesLocal && (mr.access() & Access.LOCAL_WRITE) == 0)) {
                 p.localError = WorkCompletionStatus.LOC_PROT_ERR.code();
                 break;
             }
-            local[s] = slice;
+            if (payload != null) {
+                payload[s] = mr.segment().asSlice(offset, length).asByteBuffer();
+            } else {
+                p.addDestination(mr, offset, (int) length);
+            }
         }
         if (total > Integer.MAX_VALUE) {
             p.localError = WorkCompletionStatus.LOC_LEN_ERR.code();
         }
         p.length = (int) total;
-        Frame f;
-        List<ByteBuffer> payload = new ArrayList<>(local.length);
+        Frame f = p.request;
         if (p.localError != 0) {
-            f = Frame.request(Frame.NOP, p.sequence);
+            f.reset(Frame.NOP, p.sequence);
             p.opcode = opcodeOf(op);
         } else {
             switch (op) {
                 case RDMA_READ -> {
-                    f = Frame.request(Frame.READ, p.sequence);
+                    f.reset(Frame.READ, p.sequence);
                     f.address = wr.remoteAddress();
                     f.rkey = wr.rkey();
                     f.length = p.length;
-                    p.destination = local;
                     p.opcode = WorkCompletionOpcode.RDMA_READ.code();
                 }
                 case RDMA_WRITE, RDMA_WRITE_WITH_IMM, SEND, SEND_WITH_IMM -> {
                     boolean isSend = op == WorkRequestOpcode.SEND || op == WorkRequestOpcode.SEND_WITH_IMM;
-                    f = Frame.request(isSend ? Frame.SEND : Frame.WRITE, p.sequence);
+                    f.reset(isSend ? Frame.SEND : Frame.WRITE, p.sequence);
                     f.address = wr.remoteAddress();
                     f.rkey = wr.rkey();
                     f.length = p.length;
@@ -549,14 +502,11 @@ final class SoftQueuePair implements QueuePair {
                         f.flags |= Frame.FLAG_SOLICITED;
                     }
                     f.b = options == null ? 7 : options.rnrRetry();
-                    for (MemorySegment s : local) {
-                        payload.add(s.asByteBuffer());
-                    }
+                    f.payload = payload;
                     p.opcode = isSend ? WorkCompletionOpcode.SEND.code() : WorkCompletionOpcode.RDMA_WRITE.code();
                 }
                 case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
-                    f = Frame.request(op == WorkRequestOpcode.ATOMIC_CMP_AND_SWP ? Frame.COMPARE_SWAP : Frame.FETCH_ADD,
-                            p.sequence);
+                    f.reset(op == WorkRequestOpcode.ATOMIC_CMP_AND_SWP ? Frame.COMPARE_SWAP : Frame.FETCH_ADD, p.sequence);
                     f.address = wr.atomicRemoteAddress();
                     f.rkey = wr.atomicRkey();
                     f.length = 8;
@@ -564,23 +514,16 @@ final class SoftQueuePair implements QueuePair {
                     f.b = wr.swap();
                     p.opcode = op == WorkRequestOpcode.ATOMIC_CMP_AND_SWP ? WorkCompletionOpcode.COMP_SWAP.code()
                             : WorkCompletionOpcode.FETCH_ADD.code();
-                    if (local.length != 1 || local[0].byteSize() != 8) {
+                    if (p.destinations() != 1 || p.destinationLength(0) != 8) {
                         p.localError = WorkCompletionStatus.LOC_LEN_ERR.code();
-                        f = Frame.request(Frame.NOP, p.sequence);
-                    } else {
-                        p.destination = local;
+                        f.reset(Frame.NOP, p.sequence);
                     }
                 }
                 default -> throw new AssertionError(op);
             }
         }
         pending.add(p);
-        ByteBuffer[] message = new ByteBuffer[1 + payload.size()];
-        message[0] = f.encode();
-        for (int i = 0; i < payload.size(); i++) {
-            message[i + 1] = payload.get(i);
-        }
-        send(message);
+        send(f);
     }
 
     private static int opcodeOf(WorkRequestOpcode op) {
@@ -593,8 +536,8 @@ final class SoftQueuePair implements QueuePair {
         };
     }
 
-    private void onResponse(SocketChannel ch, Frame f) throws IOException {
-        Pending p;
+    private void onResponse(SocketChannel ch, Frame f, ByteBuffer scratch, MemorySegment scratchMemory) throws IOException {
+        PendingRequest p;
         synchronized (lock) {
             p = pending.peekFirst();
         }
@@ -620,16 +563,12 @@ final class SoftQueuePair implements QueuePair {
                 if (f.length != p.length) {
                     throw new IOException("malformed read response: " + f.length + " bytes for a read of " + p.length);
                 }
-                ByteBuffer[] into = new ByteBuffer[p.destination.length];
                 reading.lock();
                 try {
                     if (state == QueuePairState.ERR) {
                         return; // flushed: its memory may already be gone
                     }
-                    for (int i = 0; i < into.length; i++) {
-                        into[i] = p.destination[i].asByteBuffer();
-                    }
-                    readAll(ch, into, p.length);
+                    p.land(ch, scratch, scratchMemory);
                 } finally {
                     reading.unlock();
                 }
@@ -639,7 +578,7 @@ final class SoftQueuePair implements QueuePair {
                     if (state == QueuePairState.ERR) {
                         return;
                     }
-                    p.destination[0].set(ValueLayout.JAVA_LONG_UNALIGNED, 0, f.a);
+                    p.landAtomic(f.a);
                 } finally {
                     reading.unlock();
                 }
@@ -654,6 +593,10 @@ final class SoftQueuePair implements QueuePair {
                 if (p.signaled) {
                     sendCq.push(p.wrId, 0, p.opcode, p.length, 0, qpNumber, 0, false);
                 }
+                // Answered, so its frame was written: the next post may reuse both. (A peer answering
+                // ahead of the request breaks only its own connection: the reused frame goes out twice,
+                // the answers fall out of step, the QP fails.)
+                spare.push(p.clear());
             } else {
                 sendCq.push(p.wrId, p.localError != 0 ? p.localError : status, p.opcode, 0, 0, qpNumber, 0, true);
                 enterError(null);
@@ -681,11 +624,11 @@ final class SoftQueuePair implements QueuePair {
             return;
         }
         state = QueuePairState.ERR;
-        outbox.clear();
+        writer.clear();
         closeQuietly(channel);
         quiesce();
         boolean first = true;
-        for (Pending p; (p = pending.pollFirst()) != null; first = false) {
+        for (PendingRequest p; (p = pending.pollFirst()) != null; first = false) {
             int st = first && firstStatus != null ? firstStatus.code() : WorkCompletionStatus.WR_FLUSH_ERR.code();
             sendCq.push(p.wrId, st, p.opcode, 0, 0, qpNumber, 0, true);
         }
@@ -696,8 +639,8 @@ final class SoftQueuePair implements QueuePair {
 
     /** Waits until neither thread is inside a read or write of application memory (the channel is closed, so it is brief). */
     private void quiesce() {
-        writing.lock();
-        writing.unlock();
+        writer.writing.lock();
+        writer.writing.unlock();
         reading.lock();
         reading.unlock();
     }
@@ -710,11 +653,12 @@ final class SoftQueuePair implements QueuePair {
             case Frame.READ -> {
                 MemorySegment source = remoteSlice(f.rkey, f.address, f.length, Access.REMOTE_READ);
                 if (source == null) {
-                    send(Frame.response(Frame.READ_RESPONSE, f.sequence, WorkCompletionStatus.REM_ACCESS_ERR.code()).encode());
+                    send(Frame.response(Frame.READ_RESPONSE, f.sequence, WorkCompletionStatus.REM_ACCESS_ERR.code()));
                 } else {
                     Frame r = Frame.response(Frame.READ_RESPONSE, f.sequence, 0);
                     r.length = f.length;
-                    send(r.encode(), readPayload(f.rkey, source));
+                    r.payload = new ByteBuffer[] {readPayload(f.rkey, source)};
+                    send(r);
                 }
             }
             case Frame.WRITE -> {
@@ -736,7 +680,7 @@ final class SoftQueuePair implements QueuePair {
                                 qpNumber, WorkCompletions.WITH_IMMEDIATE, (f.flags & Frame.FLAG_SOLICITED) != 0);
                     }
                 }
-                send(Frame.response(Frame.ACK, f.sequence, status).encode());
+                send(Frame.response(Frame.ACK, f.sequence, status));
             }
             case Frame.SEND -> {
                 Receive r = takeReceive((int) f.b);
@@ -750,12 +694,12 @@ final class SoftQueuePair implements QueuePair {
                             qpNumber, 0, true);
                     status = WorkCompletionStatus.REM_OP_ERR.code();
                 } else {
-                    readAll(ch, r.buffers(f.length), f.length);
+                    Frame.readAll(ch, r.buffers(f.length), f.length);
                     boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
                     recvCq.push(r.wrId(), 0, WorkCompletionOpcode.RECV.code(), f.length, immediate ? (int) f.a : 0, qpNumber,
                             immediate ? WorkCompletions.WITH_IMMEDIATE : 0, (f.flags & Frame.FLAG_SOLICITED) != 0);
                 }
-                send(Frame.response(Frame.ACK, f.sequence, status).encode());
+                send(Frame.response(Frame.ACK, f.sequence, status));
             }
             case Frame.COMPARE_SWAP, Frame.FETCH_ADD -> {
                 Frame r;
@@ -769,21 +713,10 @@ final class SoftQueuePair implements QueuePair {
                             ? (long) LONG.compareAndExchange(target, 0L, f.a, f.b)
                             : (long) LONG.getAndAdd(target, 0L, f.a);
                 }
-                send(r.encode());
+                send(r);
             }
-            case Frame.NOP -> send(Frame.response(Frame.ACK, f.sequence, 0).encode());
+            case Frame.NOP -> send(Frame.response(Frame.ACK, f.sequence, 0));
             default -> throw new IOException("malformed frame: unknown request type " + f.type);
-        }
-    }
-
-    private static void readAll(SocketChannel ch, ByteBuffer[] into, long length) throws IOException {
-        long left = length;
-        while (left > 0) {
-            long n = ch.read(into);
-            if (n < 0) {
-                throw new java.io.EOFException("connection closed with " + left + " bytes of a message missing");
-            }
-            left -= n;
         }
     }
 
@@ -892,11 +825,10 @@ final class SoftQueuePair implements QueuePair {
             closing = true;
             state = QueuePairState.ERR;
             pending.clear();
-            r = reader;
-            w = writer;
+            r = readerThread;
+            w = writerThread;
         }
-        outbox.clear();
-        outbox.add(POISON);
+        writer.stop();
         closeQuietly(channel);
         join(r);
         join(w);

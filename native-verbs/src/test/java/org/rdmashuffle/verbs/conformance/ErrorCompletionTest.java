@@ -34,6 +34,29 @@ class ErrorCompletionTest {
         }
     }
 
+    /**
+     * A key names one registration. After it is deregistered, a read with it is refused -- also once
+     * another region has taken its place, perhaps at the same address (a reducer's stale descriptor).
+     */
+    @Test
+    void aDeregisteredRkeyIsRefusedAfterAnotherRegionTakesItsPlace() {
+        try (Loopback l = Loopback.openFailFast();
+             MemoryRegion local = l.pd.allocateAndRegister(4096, Access.LOCAL_WRITE);
+             SendWorkRequests chain = SendWorkRequests.allocate(1, 1)) {
+            MemoryRegion gone = l.pd.allocateAndRegister(4096, Access.REMOTE_READ | Access.LOCAL_WRITE);
+            int staleKey = gone.rkey();
+            gone.close();
+            try (MemoryRegion next = l.pd.allocateAndRegister(4096, Access.REMOTE_READ | Access.LOCAL_WRITE)) {
+                org.junit.jupiter.api.Assertions.assertNotEquals(staleKey, next.rkey(), "a new registration, a new key");
+                chain.get(0).rdmaRead(33, SendFlags.SIGNALED, local, 0, 64, next.address(), staleKey);
+                l.a.postSend(chain, 1);
+                VerbsTestSupport.Completion c = VerbsTestSupport.awaitCompletions(l.cqA, 1).getFirst();
+                assertEquals(WorkCompletionStatus.REM_ACCESS_ERR, c.status(), c::toString);
+                assertEquals(QueuePairState.ERR, l.a.query().state());
+            }
+        }
+    }
+
     @Test
     void readPastTheEndOfARegionIsRefused() {
         try (Loopback l = Loopback.openFailFast();

@@ -60,6 +60,46 @@ class RdmaReadChainTest {
         }
     }
 
+    /**
+     * A provider may reuse what it keeps per posted request. A read scattering into two buffers, then
+     * a read into one: the second lands in its own buffer and nowhere else, small (copied through the
+     * provider's own memory) or large (read straight into the registered memory).
+     */
+    @ParameterizedTest(name = "{0} bytes")
+    @ValueSource(ints = {3000, 200_000})
+    void aReadAfterAScatteringReadLandsOnlyInItsOwnBuffer(int bytes) {
+        try (Loopback l = Loopback.open(4, 2, 0);
+             MemoryRegion remote = l.pd.allocateAndRegister(2L * bytes, Access.REMOTE_READ | Access.LOCAL_WRITE);
+             MemoryRegion heads = l.pd.allocateAndRegister(bytes, Access.LOCAL_WRITE);
+             MemoryRegion tails = l.pd.allocateAndRegister(bytes, Access.LOCAL_WRITE);
+             MemoryRegion single = l.pd.allocateAndRegister(bytes, Access.LOCAL_WRITE);
+             SendWorkRequests chain = SendWorkRequests.allocate(1, 2)) {
+            for (long i = 0; i < remote.length(); i++) {
+                remote.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
+            }
+            int half = bytes / 2;
+            chain.get(0).reset().wrId(1).opcode(WorkRequestOpcode.RDMA_READ).flags(SendFlags.SIGNALED)
+                    .remote(remote.address(), remote.rkey())
+                    .sge(0, heads, 0, half).sge(1, tails, 0, bytes - half).sgeCount(2);
+            l.a.postSend(chain, 1);
+            assertEquals(WorkCompletionStatus.SUCCESS, VerbsTestSupport.awaitCompletions(l.cqA, 1).getFirst().status());
+            heads.segment().fill((byte) 0x55);
+            tails.segment().fill((byte) 0x55);
+
+            chain.get(0).rdmaRead(2, SendFlags.SIGNALED, single, 0, bytes, remote.address() + bytes, remote.rkey());
+            l.a.postSend(chain, 1);
+            assertEquals(WorkCompletionStatus.SUCCESS, VerbsTestSupport.awaitCompletions(l.cqA, 1).getFirst().status());
+            assertEquals(-1, remote.segment().asSlice(bytes, bytes).mismatch(single.segment()), "the second read's bytes");
+            for (MemoryRegion earlier : List.of(heads, tails)) {
+                for (long i = 0; i < bytes; i++) {
+                    if (earlier.segment().get(ValueLayout.JAVA_BYTE, i) != 0x55) {
+                        throw new AssertionError("the second read wrote into the first read's buffer at " + i);
+                    }
+                }
+            }
+        }
+    }
+
     @ParameterizedTest(name = "reused {0} times")
     @ValueSource(ints = {3})
     void aChainIsReusedAcrossPosts(int posts) {

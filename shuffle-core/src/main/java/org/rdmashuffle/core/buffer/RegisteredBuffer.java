@@ -6,7 +6,8 @@ import java.lang.foreign.MemorySegment;
  * A slice of registered memory a read lands in: {@link #segment()} for the bytes, {@link #lkey()}
  * for the scatter list. Released exactly once, back to the pool that gave it. It holds its slab's
  * memory and an offset rather than a slice of its own: a block read and streamed allocates no
- * segment object ({@link #segment()} makes one when asked).
+ * segment object ({@link #segment()} makes one when asked). Once released, the pool may hand the
+ * same object out again for the same memory: a holder must drop it when it releases it.
  */
 public final class RegisteredBuffer {
     private final RegisteredBufferPool pool;
@@ -61,6 +62,17 @@ public final class RegisteredBuffer {
 
     public int lkey() {
         return lkey;
+    }
+
+    /** Under the pool's lock: hands this object out again (its unit and order came back free); false if still held. */
+    boolean reuse() {
+        synchronized (this) {
+            if (!released) {
+                return false;
+            }
+            released = false;
+            return true;
+        }
     }
 
     /** Hands the memory back; a second call is a bug and fails. */

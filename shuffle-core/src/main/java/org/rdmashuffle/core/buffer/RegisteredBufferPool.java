@@ -70,10 +70,13 @@ public final class RegisteredBufferPool implements AutoCloseable {
     static final class Slab {
         final MemoryRegion region;
         final BuddyAllocator buddies;
+        /** The buffer last handed out at each unit, reused when the same unit and order come back free. */
+        final RegisteredBuffer[] byUnit;
 
         Slab(MemoryRegion region, int levels) {
             this.region = region;
             this.buddies = new BuddyAllocator(levels);
+            this.byUnit = new RegisteredBuffer[1 << levels];
         }
     }
 
@@ -88,8 +91,8 @@ public final class RegisteredBufferPool implements AutoCloseable {
         int order = Math.max(0, 64 - Long.numberOfLeadingZeros(bytes - 1) - UNIT_SHIFT);
         synchronized (this) {
             ensureOpen();
-            for (Slab s : slabs) {
-                RegisteredBuffer b = take(s, order);
+            for (int i = 0; i < slabs.size(); i++) { // indexed: no iterator per allocation
+                RegisteredBuffer b = take(slabs.get(i), order);
                 if (b != null) {
                     return b;
                 }
@@ -173,8 +176,15 @@ public final class RegisteredBufferPool implements AutoCloseable {
         long size = 1L << (order + UNIT_SHIFT);
         outstanding++;
         bytesOut += size;
-        // A fresh object per hand-out: a stale holder's second release cannot free someone else's buffer.
-        return new RegisteredBuffer(this, s.region.segment(), (long) unit << UNIT_SHIFT, size, s.region.lkey(), s, unit, order);
+        // The object is reused with its unit and order (no allocation per read). A holder releases once (a
+        // second release before the reuse still fails); fetched blocks guard their release themselves.
+        RegisteredBuffer b = s.byUnit[unit];
+        if (b != null && b.order == order && b.reuse()) {
+            return b;
+        }
+        b = new RegisteredBuffer(this, s.region.segment(), (long) unit << UNIT_SHIFT, size, s.region.lkey(), s, unit, order);
+        s.byUnit[unit] = b;
+        return b;
     }
 
     void release(RegisteredBuffer b) {

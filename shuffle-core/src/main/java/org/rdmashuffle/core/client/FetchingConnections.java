@@ -179,17 +179,22 @@ public final class FetchingConnections {
         try {
             List<QueuePairEndpoint> mine = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
-                qps[i] = queuePairs.create(own);
+                qps[i] = queuePairs.create(own, DataConnection.Role.FETCHING);
                 mine.add(qps[i].localEndpoint(options));
             }
             byte[] reply = controlClients.call(peer, ConnectCodec.CONNECT,
                     ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine)));
             theirs = ConnectCodec.decode(reply);
-            if (theirs.endpoints().size() != n) {
-                throw new MalformedMessageException(n + " queue pairs asked, " + theirs.endpoints().size() + " answered");
+            int granted = theirs.endpoints().size();
+            if (granted < 1 || granted > n) {
+                throw new MalformedMessageException(n + " queue pairs offered, " + granted + " answered");
             }
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < granted; i++) {
                 QueuePairFactory.connect(qps[i], theirs.endpoints().get(i), options);
+            }
+            if (granted < n) { // the server allows fewer per peer than we asked for: the rest are not needed
+                QueuePairFactory.closeAll(java.util.Arrays.copyOfRange(qps, granted, n));
+                qps = java.util.Arrays.copyOf(qps, granted);
             }
         } catch (IOException | RuntimeException e) {
             QueuePairFactory.closeAll(qps);

@@ -18,13 +18,12 @@ final class LayoutCache {
     /** Partition offsets held per peer: 512 KiB of longs. */
     static final int MAX_PARTITIONS = 1 << 16;
 
-    private record Key(int shuffleId, long mapId) {
-    }
-
     record Entry(MapOutputLayout layout, long describedAt) {
     }
 
-    private final LinkedHashMap<Key, Entry> entries = new LinkedHashMap<>(16, 0.75f, true);
+    private final LinkedHashMap<OutputKey, Entry> entries = new LinkedHashMap<>(16, 0.75f, true);
+    /** Filled in by each lookup: no key per block. */
+    private final OutputKey probe = new OutputKey(0, 0);
     private final long maxAgeNanos;
     private int partitions;
 
@@ -36,7 +35,7 @@ final class LayoutCache {
         if (layout.partitions() > MAX_PARTITIONS) {
             return;
         }
-        Entry old = entries.put(new Key(layout.shuffleId(), layout.mapId()), new Entry(layout, describedAt));
+        Entry old = entries.put(new OutputKey(layout.shuffleId(), layout.mapId()), new Entry(layout, describedAt));
         partitions += layout.partitions() - (old == null ? 0 : old.layout().partitions());
         for (Iterator<Entry> it = entries.values().iterator(); partitions > MAX_PARTITIONS && it.hasNext(); ) {
             partitions -= it.next().layout().partitions();
@@ -46,27 +45,31 @@ final class LayoutCache {
 
     /** The layout of an output, if one was described less than half a lease ago. */
     Entry get(int shuffleId, long mapId, long now) {
-        Key k = new Key(shuffleId, mapId);
-        Entry e = entries.get(k);
+        Entry e = entries.get(probe.of(shuffleId, mapId));
         if (e != null && now - e.describedAt() > maxAgeNanos) {
-            entries.remove(k);
+            entries.remove(probe);
             partitions -= e.layout().partitions();
             return null;
         }
         return e;
     }
 
+    /** Whether a layout of this output is held (of any age). */
+    boolean has(int shuffleId, long mapId) {
+        return entries.containsKey(probe.of(shuffleId, mapId));
+    }
+
     void forget(int shuffleId, long mapId) {
-        Entry e = entries.remove(new Key(shuffleId, mapId));
+        Entry e = entries.remove(probe.of(shuffleId, mapId));
         if (e != null) {
             partitions -= e.layout().partitions();
         }
     }
 
     void forget(int shuffleId) {
-        for (Iterator<Map.Entry<Key, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<Key, Entry> e = it.next();
-            if (e.getKey().shuffleId() == shuffleId) {
+        for (Iterator<Map.Entry<OutputKey, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<OutputKey, Entry> e = it.next();
+            if (e.getKey().shuffleId == shuffleId) {
                 partitions -= e.getValue().layout().partitions();
                 it.remove();
             }

@@ -1,15 +1,14 @@
 package org.rdmashuffle.core.client;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeoutException;
 
 import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.client.AwaitedRequests.Request;
 import org.rdmashuffle.core.buffer.RegisteredBuffer;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
@@ -52,23 +51,28 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                          int maxBlocksPerRequest, long timeoutNanos) {
     }
 
-    /** A FetchRequest awaiting its answer: for blocks to read, or to describe a pieced block again. */
-    private record Request(List<Wanted> blocks, long sentAt, PiecedBlock refreshing) {
-    }
 
     private final DataConnection connection;
     private final FetchTransport transport;
     private final Limits limits;
-    private final Map<Long, Request> awaiting = new HashMap<>();
+    private final AwaitedRequests awaiting = new AwaitedRequests();
     private final ReadQueue queued;
     private final ChainsInFlight inFlight = new ChainsInFlight();
     /** Layouts of outputs touched: their other blocks need no request. */
     private final LayoutCache layouts;
+    /** Layouts on the way, and the blocks waiting for them instead of asking again. */
+    private final LayoutsAsked asked;
     /** One plan and one coalescer, reused for every chain (under the lock; posting copies the plan). */
     private final ReadPlan plan = new ReadPlan();
     private final Coalescer coalescer;
     /** Pieced blocks with pieces still to land, whether handed over or not. */
     private final Set<PiecedBlock> pieced = new LinkedHashSet<>();
+    /** Whole blocks' reads and wants, reused once delivered. */
+    private final SpareReads spares = new SpareReads();
+    /** Since when it has had nothing to do (-1: busy), seen by {@link #checkTimeouts}. */
+    private long idleSince = -1;
+    /** Closed for being idle: it takes no fetch (the engine opens a new connection for the next). */
+    private boolean closedIdle;
     private boolean failed;
 
     public PeerFetcher(DataConnection connection, FetchTransport transport, Limits limits) {
@@ -76,6 +80,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         this.transport = transport;
         this.limits = limits;
         this.layouts = new LayoutCache(limits.timeoutNanos() / 2);
+        this.asked = new LayoutsAsked(limits.timeoutNanos() / 2);
         this.coalescer = new Coalescer(limits.maxSge());
         this.queued = new ReadQueue(limits.timeoutNanos());
     }
@@ -88,48 +93,74 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         return connection.peer();
     }
 
+    /** Whether it failed, or is being closed for idleness: either way it takes no fetch. */
     public synchronized boolean isFailed() {
-        return failed;
+        return failed || closedIdle;
     }
 
     /**
      * Fetches these blocks; each gets exactly one listener call. A block of an output whose layout
      * this peer sent less than half a lease ago is read at once; the others are asked for.
      */
-    public void fetch(List<BlockId> blocks, BlockFetchListener listener) {
-        List<Wanted> ask = new ArrayList<>(blocks.size());
-        List<Wanted> empty = new ArrayList<>();
+    public boolean fetch(List<BlockId> blocks, BlockFetchListener listener) {
+        List<Wanted> ask = null;
+        List<Wanted> empty = new ArrayList<>(0);
         boolean read = false;
         synchronized (this) {
+            if (closedIdle) {
+                return false;
+            }
+            idleSince = -1;
             long now = System.nanoTime();
             for (BlockId b : blocks) {
-                Wanted w = new Wanted(b, listener);
-                LayoutCache.Entry known = failed ? null : layouts.get(b.shuffleId(), b.mapId(), now);
-                MapOutputLayout l = known == null ? null : known.layout();
-                long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
-                long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
-                if (length < 0 || ResponseCheck.tooManyPieces(length, transport.buffers().slabBytes())) {
-                    ask.add(w); // the answer says what is wrong with a block that large
-                } else {
-                    queueRead(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
+                Wanted w = spares.wanted(b, listener);
+                if (!failed && readFromLayout(w, now, empty)) {
                     read = true;
-                }
+                } else if (failed || layouts.has(b.shuffleId(), b.mapId()) || !asked.await(w, now)) {
+                    (ask == null ? ask = new ArrayList<>(blocks.size()) : ask).add(w);
+                } // else its layout is on the way: read from it when it comes
             }
         }
         for (Wanted w : empty) {
             Outcomes.deliver(w, FetchedBlock.empty(w.id));
         }
-        if (!ask.isEmpty()) {
+        if (ask != null) {
             request(ask);
         }
         if (read) {
             pump();
         }
+        return true;
     }
 
-    /** Forgets the layouts of a shuffle's outputs: it was unregistered. */
-    public synchronized void forgetLayouts(int shuffleId) {
-        layouts.forget(shuffleId);
+    /**
+     * Under the lock: queues the read of {@code w} from its output's cached layout, if one is held and
+     * says where it is; false if it has to be asked for (no layout, a block the layout does not hold,
+     * or one that large: the answer says what is wrong with it).
+     */
+    private boolean readFromLayout(Wanted w, long now, List<Wanted> empty) {
+        BlockId b = w.id;
+        LayoutCache.Entry known = layouts.get(b.shuffleId(), b.mapId(), now);
+        MapOutputLayout l = known == null ? null : known.layout();
+        long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
+        long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
+        if (length < 0 || ResponseCheck.tooManyPieces(length, transport.buffers().slabBytes())) {
+            return false;
+        }
+        queueRead(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
+        return true;
+    }
+
+    /** Forgets the layouts of a shuffle's outputs: it was unregistered. Blocks waiting for one are asked for. */
+    public void forgetLayouts(int shuffleId) {
+        List<Wanted> woken;
+        synchronized (this) {
+            layouts.forget(shuffleId);
+            woken = asked.forget(shuffleId);
+        }
+        if (!woken.isEmpty()) {
+            request(woken);
+        }
     }
 
     /** Forgets the layout of one output: it is lost (its map will run again, elsewhere or under another id). */
@@ -172,13 +203,9 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     /** Under the lock: sends one request; returns what went wrong, if anything (the request then awaits the failure). */
     private Throwable send(List<Wanted> batch, PiecedBlock refreshing) {
         long id = transport.nextId();
-        awaiting.put(id, new Request(batch, System.nanoTime(), refreshing));
-        List<BlockId> ids = new ArrayList<>(batch.size());
-        for (Wanted w : batch) {
-            ids.add(w.id);
-        }
+        Message.FetchRequest request = awaiting.add(id, batch, refreshing, layouts, asked, System.nanoTime());
         try {
-            transport.send(connection, new Message.FetchRequest(id, batch.getFirst().id.shuffleId(), ids));
+            transport.send(connection, request);
             return null;
         } catch (RuntimeException e) {
             return e;
@@ -189,7 +216,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     public void onMessage(Message message) {
         List<Wanted> empty = new ArrayList<>();
         List<Wanted> refused = null;
-        List<Wanted> askAgain = List.of();
+        List<Wanted> askAgain = new ArrayList<>();
         PiecedBlock refusedPieces = null;
         String refusal = null;
         BlockFetchException.Kind refusalKind = null;
@@ -200,49 +227,52 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             }
             switch (message) {
                 case Message.FetchResponse r -> {
-                    Request req = awaiting.remove(r.requestId());
+                    Request req = awaiting.take(r.requestId());
                     if (req == null) {
                         broken = new MalformedMessageException("a response to request " + r.requestId() + ", which is not awaited");
-                    } else if (r.blocks().size() != req.blocks.size()) {
-                        awaiting.put(r.requestId(), req); // failed with the connection below
+                    } else if (r.blocks().size() != req.blocks().size()) {
+                        awaiting.putBack(r.requestId(), req); // failed with the connection below
                         broken = new MalformedMessageException("response " + r.requestId() + " describes " + r.blocks().size()
-                                + " blocks for a request of " + req.blocks.size());
+                                + " blocks for a request of " + req.blocks().size());
                     } else {
-                        broken = req.refreshing != null ? redescribed(req.refreshing, r) : queueReads(req, r, empty);
+                        broken = req.refreshing() != null ? redescribed(req.refreshing(), r) : queueReads(req, r, empty);
                         if (broken != null) {
-                            awaiting.put(r.requestId(), req); // its blocks fail with the connection below
+                            awaiting.putBack(r.requestId(), req); // its blocks fail with the connection below
+                        } else {
+                            wake(req, r, empty, askAgain);
                         }
                     }
                 }
                 case Message.ErrorResponse e when e.requestId() == Message.CONNECTION_ERROR ->
                         broken = new java.io.IOException("the peer closed the connection: " + e.reason());
                 case Message.ErrorResponse e -> {
-                    Request req = awaiting.remove(e.requestId());
+                    Request req = awaiting.take(e.requestId());
                     Wanted named = req == null || e.block() == null ? null
-                            : req.blocks.stream().filter(w -> w.id.equals(e.block())).findFirst().orElse(null);
+                            : req.blocks().stream().filter(w -> w.id.equals(e.block())).findFirst().orElse(null);
                     if (req == null) {
                         broken = new MalformedMessageException("an error for request " + e.requestId() + ", which is not awaited");
                     } else if (e.block() != null && named == null) {
-                        awaiting.put(e.requestId(), req); // its blocks fail with the connection below
+                        awaiting.putBack(e.requestId(), req); // its blocks fail with the connection below
                         broken = new MalformedMessageException("an error for request " + e.requestId() + " about " + e.block()
                                 + ", which it did not ask for");
                     } else {
                         refusal = e.reason();
                         refusalKind = e.kind() == Message.ErrorKind.NO_SUCH_OUTPUT ? BlockFetchException.Kind.NO_SUCH_OUTPUT
                                 : BlockFetchException.Kind.REFUSED;
-                        for (Wanted w : named == null ? req.blocks : List.of(named)) {
+                        for (Wanted w : named == null ? req.blocks() : List.of(named)) {
                             layouts.forget(w.id.shuffleId(), w.id.mapId()); // gone or refused: ask next time
                         }
-                        if (req.refreshing != null) {
-                            refusedPieces = pieced.contains(req.refreshing) ? req.refreshing : null;
+                        if (req.refreshing() != null) {
+                            refusedPieces = pieced.contains(req.refreshing()) ? req.refreshing() : null;
                         } else {
                             // About one block: the peer looked no further, so the others are asked again.
-                            refused = named == null ? req.blocks : List.of(named);
+                            refused = named == null ? req.blocks() : List.of(named);
                             if (named != null) {
-                                askAgain = new ArrayList<>(req.blocks);
+                                askAgain.addAll(req.blocks());
                                 askAgain.remove(named);
                             }
                         }
+                        wake(req, null, empty, askAgain); // after the forgets above: what waited is asked for
                     }
                 }
                 case Message.FetchRequest q -> broken = new MalformedMessageException("a fetch request on a fetching connection");
@@ -267,19 +297,44 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         }
     }
 
+    /**
+     * Under the lock, once an answer to {@code req} is taken in: the blocks that waited for the layouts
+     * it asked for are read from the layouts now held, or go to {@code ask}.
+     */
+    private void wake(Request req, Message.FetchResponse answer, List<Wanted> empty, List<Wanted> ask) {
+        if (!req.withLayouts()) {
+            return;
+        }
+        if (answer != null) { // how many of this shuffle's layouts an answer holds (none: MapReduce's outputs)
+            java.util.Set<Long> described = new java.util.HashSet<>();
+            for (int i = 0; i < req.blocks().size(); i++) {
+                if (!answer.blocks().get(i).isEmpty()) {
+                    described.add(req.blocks().get(i).id.mapId());
+                }
+            }
+            asked.answeredWith(req.blocks().getFirst().id.shuffleId(), described.size(), answer.layouts().size());
+        }
+        long now = System.nanoTime();
+        for (Wanted w : asked.answered(req.blocks())) {
+            if (!readFromLayout(w, now, empty)) {
+                ask.add(w);
+            }
+        }
+    }
+
     /** Under the lock: checks each descriptor against what was asked and queues its reads; returns what is wrong, if anything. */
     private Throwable queueReads(Request req, Message.FetchResponse r, List<Wanted> empty) {
-        Throwable wrong = ResponseCheck.descriptors(r, req.blocks, transport.buffers().slabBytes());
+        Throwable wrong = ResponseCheck.descriptors(r, req.blocks(), transport.buffers().slabBytes());
         if (wrong != null) {
             return wrong;
         }
         long now = System.nanoTime();
-        for (int i = 0; i < req.blocks.size(); i++) {
+        for (int i = 0; i < req.blocks().size(); i++) {
             BlockDescriptor d = r.blocks().get(i);
-            queueRead(req.blocks.get(i), d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
+            queueRead(req.blocks().get(i), d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
         }
         for (MapOutputLayout l : r.layouts()) {
-            if (ResponseCheck.agrees(l, req.blocks, r)) {
+            if (ResponseCheck.agrees(l, req.blocks(), r)) {
                 layouts.put(l, now);
             }
         }
@@ -299,7 +354,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         if (length == 0) {
             empty.add(w);
         } else if (length <= pieceBytes) {
-            queued.add(new Read(w, address, length, rkey, rawLength, describedAt, w.queuedSince));
+            queued.add(spares.read(w, address, length, rkey, rawLength, describedAt, w.queuedSince));
         } else {
             BlockDescriptor d = new BlockDescriptor(w.id.shuffleId(), w.id.mapId(), w.id.startPartition(),
                     w.id.endPartition(), address, length, rkey, rawLength);
@@ -535,11 +590,21 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             fail(error, chain);
             return;
         }
-        for (Read r : chain.reads()) {
+        List<Read> reads = chain.reads();
+        for (int i = 0; i < reads.size(); i++) { // indexed: no iterator per chain
+            Read r = reads.get(i);
             if (r.pieced == null) {
                 Outcomes.deliver(r.wanted, new FetchedBlock(r.wanted.id, r.buffer, r.length, r.rawLength));
             } else {
                 landed(r);
+            }
+        }
+        synchronized (this) {
+            for (int i = 0; i < reads.size(); i++) {
+                Read r = reads.get(i);
+                if (r.pieced == null) {
+                    spares.delivered(r);
+                }
             }
         }
         pump();
@@ -628,16 +693,21 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         String late = null;
         List<Read> expired = null;
         synchronized (this) {
-            for (Request r : awaiting.values()) {
-                if (now - r.sentAt > limits.timeoutNanos()) {
-                    late = "no answer to a metadata request";
-                }
+            if (awaiting.anyOlderThan(now, limits.timeoutNanos())) {
+                late = "no answer to a metadata request";
             }
             if (inFlight.anyOlderThan(now, limits.timeoutNanos())) {
                 late = "a read did not complete";
             }
             if (late == null) {
                 expired = queued.takeExpired(now);
+            }
+            if (!awaiting.isEmpty() || !queued.isEmpty() || inFlight.size() > 0 || !pieced.isEmpty()) {
+                idleSince = -1;
+            } else if (idleSince < 0) {
+                idleSince = now;
+            } else if (now - idleSince > SpareReads.IDLE_NANOS) {
+                spares.clear();
             }
         }
         if (late != null) {
@@ -658,6 +728,22 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         }
     }
 
+    /**
+     * Closes this fetcher if it has had nothing to do for {@code idleNanos}: its connection is retired,
+     * the peer drops its side with our control connection, and a later fetch opens a new one. A fetch
+     * that comes meanwhile is refused ({@link #fetch} returns false) and goes to the new one, so being
+     * closed for idleness never fails a block.
+     */
+    public void closeIfIdle(long now, long idleNanos) {
+        synchronized (this) {
+            if (failed || idleSince < 0 || now - idleSince <= idleNanos) {
+                return;
+            }
+            closedIdle = true;
+        }
+        fail(new java.io.IOException("closed after " + idleNanos / 1_000_000_000 + " s idle"));
+    }
+
     public void fail(Throwable cause) {
         fail(cause, null);
     }
@@ -665,6 +751,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     private void fail(Throwable cause, ChainsInFlight.Chain alsoFailed) {
         List<Request> requests;
         List<Read> reads;
+        List<Wanted> waitingForLayouts;
         List<ChainsInFlight.Chain> chains;
         List<PiecedBlock> handedOver = new ArrayList<>();
         List<Wanted> notHandedOver = new ArrayList<>();
@@ -674,8 +761,9 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 return;
             }
             failed = true;
-            requests = new ArrayList<>(awaiting.values());
+            requests = awaiting.drain();
             reads = queued.drain();
+            waitingForLayouts = asked.drain();
             chains = inFlight.drain();
             for (PiecedBlock p : pieced) {
                 dropPieces(p, release);
@@ -685,7 +773,6 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     notHandedOver.add(p.wanted);
                 }
             }
-            awaiting.clear();
             pieced.clear();
         }
         // Destroy the queue pairs before touching their buffers: until then the device may still write.
@@ -709,8 +796,8 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             }
         }
         for (Request r : requests) {
-            if (r.refreshing == null) { // a pieced block being described again is among the pieced ones
-                owed.addAll(r.blocks);
+            if (r.refreshing() == null) { // a pieced block being described again is among the pieced ones
+                owed.addAll(r.blocks());
             }
         }
         for (Read r : reads) {
@@ -723,6 +810,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             }
         }
         owed.addAll(notHandedOver);
+        owed.addAll(waitingForLayouts);
         Outcomes.failed(peer(), owed, BlockFetchException.Kind.FAILED, reason, cause);
         for (PiecedBlock p : handedOver) {
             p.fail(new BlockFetchException(peer(), List.of(p.wanted.id), BlockFetchException.Kind.FAILED, reason, cause));

@@ -7,18 +7,19 @@ import org.rdmashuffle.core.buffer.RegisteredBuffer;
  * {@code rkey} -- the whole block, or piece {@code piece} of a {@link PiecedBlock}. Its buffer is
  * taken when it is posted, or comes with it (a stream's piece reuses the buffer its consumer finished
  * with). Flat fields, not a descriptor: a block read from a cached layout allocates nothing else.
+ * A whole block's read is reused by its fetcher once delivered ({@link #set}); a piece's is not.
  */
 final class Read {
-    final Wanted wanted;
-    final long address;
-    final long length;
-    final int rkey;
+    Wanted wanted;
+    long address;
+    long length;
+    int rkey;
     /** The block's size once decompressed, where the map side recorded it (MapReduce); else its length. */
-    final long rawLength;
+    long rawLength;
     /** When the peer described it: the peer keeps the region registered for a lease from then. */
-    final long describedAt;
+    long describedAt;
     /** When it entered the queue: past the fetch timeout there, it fails. */
-    final long queuedAt;
+    long queuedAt;
     final PiecedBlock pieced;
     final int piece;
     RegisteredBuffer buffer;
@@ -27,8 +28,8 @@ final class Read {
         this(wanted, address, length, rkey, rawLength, describedAt, queuedAt, null, -1, null);
     }
 
-    Read(Wanted wanted, long address, long length, int rkey, long rawLength, long describedAt, long queuedAt,
-         PiecedBlock pieced, int piece, RegisteredBuffer buffer) {
+    /** Makes this (a whole block's read, delivered) the read of another whole block. */
+    Read set(Wanted wanted, long address, long length, int rkey, long rawLength, long describedAt, long queuedAt) {
         this.wanted = wanted;
         this.address = address;
         this.length = length;
@@ -36,6 +37,13 @@ final class Read {
         this.rawLength = rawLength;
         this.describedAt = describedAt;
         this.queuedAt = queuedAt;
+        this.buffer = null;
+        return this;
+    }
+
+    Read(Wanted wanted, long address, long length, int rkey, long rawLength, long describedAt, long queuedAt,
+         PiecedBlock pieced, int piece, RegisteredBuffer buffer) {
+        set(wanted, address, length, rkey, rawLength, describedAt, queuedAt);
         this.pieced = pieced;
         this.piece = piece;
         this.buffer = buffer;

@@ -35,7 +35,9 @@ final class ResponseCheck {
 
     /** What is wrong with {@code d}, given for {@code w} in response {@code r}, or null. */
     static Throwable descriptor(Message.FetchResponse r, Wanted w, BlockDescriptor d) {
-        if (!d.blockId().equals(w.id)) {
+        BlockId id = w.id; // compared field by field: no BlockId per described block
+        if (d.shuffleId() != id.shuffleId() || d.mapId() != id.mapId() || d.startPartition() != id.startPartition()
+                || d.endPartition() != id.endPartition()) {
             return new MalformedMessageException("response " + r.requestId() + " describes " + d.blockId() + " where "
                     + w.id + " was asked");
         }

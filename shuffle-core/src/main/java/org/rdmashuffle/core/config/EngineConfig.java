@@ -43,9 +43,11 @@ public final class EngineConfig {
     public static final String KEY_FETCH_BUFFER_MEMORY = "fetchBufferMemory";
     public static final String KEY_POLLER_THREADS = "pollerThreads";
     public static final String KEY_SERVER_THREADS = "serverThreads";
+    public static final String KEY_CONTROL_CLIENT_THREADS = "controlClientThreads";
     public static final String KEY_BUSY_POLL = "busyPoll";
     public static final String KEY_CONNECT_TIMEOUT = "connectTimeout";
     public static final String KEY_FETCH_TIMEOUT = "fetchTimeout";
+    public static final String KEY_IDLE_TIMEOUT = "idleTimeout";
     public static final String KEY_POST_PATH = "postPath";
     public static final String KEY_MAX_SERVED_CONNECTIONS = "maxServedConnections";
     public static final String KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION = "maxServedConnectionsPerApplication";
@@ -71,9 +73,11 @@ public final class EngineConfig {
     long fetchBufferMemory = 256L << 20;
     int pollerThreads = 1;
     int serverThreads = 2;
+    int controlClientThreads = 2;
     Duration busyPoll = Duration.ofNanos(50_000);
     Duration connectTimeout = Duration.ofSeconds(10);
     Duration fetchTimeout = Duration.ofSeconds(120);
+    Duration idleTimeout = Duration.ofSeconds(120);
     PostPath postPath = PostPath.BUILDER;
     int maxServedConnections = 1024;
     int maxServedConnectionsPerApplication = 512;
@@ -107,7 +111,8 @@ public final class EngineConfig {
                 KEY_QPS_PER_PEER, KEY_CHAIN_LENGTH, KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER,
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
-                KEY_BUSY_POLL, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
+                KEY_CONTROL_CLIENT_THREADS,
+                KEY_BUSY_POLL, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION);
     }
 
@@ -134,9 +139,11 @@ public final class EngineConfig {
             case KEY_FETCH_BUFFER_MEMORY -> fetchBufferMemory = parseBytes(v);
             case KEY_POLLER_THREADS -> pollerThreads = Integer.parseInt(v);
             case KEY_SERVER_THREADS -> serverThreads = Integer.parseInt(v);
+            case KEY_CONTROL_CLIENT_THREADS -> controlClientThreads = Integer.parseInt(v);
             case KEY_BUSY_POLL -> busyPoll = parseDuration(v);
             case KEY_CONNECT_TIMEOUT -> connectTimeout = parseDuration(v);
             case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
+            case KEY_IDLE_TIMEOUT -> idleTimeout = parseDuration(v);
             case KEY_POST_PATH -> postPath = PostPath.valueOf(v.toUpperCase(Locale.ROOT).replace('-', '_'));
             case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = Integer.parseInt(v);
             case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = Integer.parseInt(v);
@@ -166,9 +173,12 @@ public final class EngineConfig {
         require(fetchBufferMemory >= (1 << 20), KEY_FETCH_BUFFER_MEMORY, "at least 1m", fetchBufferMemory);
         require(pollerThreads >= 1 && pollerThreads <= 64, KEY_POLLER_THREADS, "1..64", pollerThreads);
         require(serverThreads >= 1 && serverThreads <= 64, KEY_SERVER_THREADS, "1..64", serverThreads);
+        require(controlClientThreads >= 1 && controlClientThreads <= 64, KEY_CONTROL_CLIENT_THREADS, "1..64",
+                controlClientThreads);
         require(!busyPoll.isNegative(), KEY_BUSY_POLL, "not negative", busyPoll);
         require(connectTimeout.toMillis() > 0, KEY_CONNECT_TIMEOUT, "positive", connectTimeout);
         require(fetchTimeout.toMillis() > 0, KEY_FETCH_TIMEOUT, "positive", fetchTimeout);
+        require(idleTimeout.toMillis() > 0, KEY_IDLE_TIMEOUT, "positive", idleTimeout);
         require(maxServedConnections >= 1, KEY_MAX_SERVED_CONNECTIONS, "positive", maxServedConnections);
         require(maxServedConnectionsPerApplication >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, "positive",
                 maxServedConnectionsPerApplication);
@@ -204,9 +214,11 @@ public final class EngineConfig {
         m.put(KEY_FETCH_BUFFER_MEMORY, Long.toString(fetchBufferMemory));
         m.put(KEY_POLLER_THREADS, Integer.toString(pollerThreads));
         m.put(KEY_SERVER_THREADS, Integer.toString(serverThreads));
+        m.put(KEY_CONTROL_CLIENT_THREADS, Integer.toString(controlClientThreads));
         m.put(KEY_BUSY_POLL, busyPoll.toNanos() / 1000 + "us");
         m.put(KEY_CONNECT_TIMEOUT, connectTimeout.toMillis() + "ms");
         m.put(KEY_FETCH_TIMEOUT, fetchTimeout.toMillis() + "ms");
+        m.put(KEY_IDLE_TIMEOUT, idleTimeout.toMillis() + "ms");
         m.put(KEY_POST_PATH, postPath.name().toLowerCase(Locale.ROOT));
         m.put(KEY_MAX_SERVED_CONNECTIONS, Integer.toString(maxServedConnections));
         m.put(KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, Integer.toString(maxServedConnectionsPerApplication));
@@ -275,9 +287,13 @@ public final class EngineConfig {
     public int pollerThreads() { return pollerThreads; }
     /** Threads answering fetch requests that need slow work (finding an output on disk, registering its file). */
     public int serverThreads() { return serverThreads; }
+
+    public int controlClientThreads() { return controlClientThreads; }
     public Duration busyPoll() { return busyPoll; }
     public Duration connectTimeout() { return connectTimeout; }
     public Duration fetchTimeout() { return fetchTimeout; }
+
+    public Duration idleTimeout() { return idleTimeout; }
     public PostPath postPath() { return postPath; }
     public int maxServedConnections() { return maxServedConnections; }
     public int maxServedConnectionsPerApplication() { return maxServedConnectionsPerApplication; }

@@ -27,8 +27,9 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 /**
  * A connection to a peer's {@link ControlServer}: connects, authenticates (or, with no secret,
  * announces itself unauthenticated), then serves blocking {@link #call}s one at a time. Every wait
- * is bounded; a dead peer fails the call with an {@link IOException} naming the peer. Owns its
- * event-loop thread (a daemon); {@link #close()} is bounded.
+ * is bounded; a dead peer fails the call with an {@link IOException} naming the peer. Runs on the
+ * event loops it is given (a {@link ControlClientPool}'s, shared by all its peers), or on a thread of
+ * its own (a daemon) when given none; {@link #close()} is bounded.
  */
 public final class ControlClient implements AutoCloseable {
     private record Frame(byte kind, byte type, byte[] payload) {
@@ -47,16 +48,18 @@ public final class ControlClient implements AutoCloseable {
 
     private final InetSocketAddress peer;
     private final EventLoopGroup group;
+    /** Whether {@link #group} is this client's own, shut down with it. */
+    private final boolean ownsGroup;
     private final Channel channel;
     private final LinkedBlockingQueue<Frame> inbox = new LinkedBlockingQueue<>();
     private long lastCallId;
     private long staleReplies;
 
-    private ControlClient(InetSocketAddress peer, int maxFrameBytes, Duration timeout, java.net.InetAddress local)
-            throws IOException {
+    private ControlClient(InetSocketAddress peer, int maxFrameBytes, Duration timeout, java.net.InetAddress local,
+                          EventLoopGroup shared) throws IOException {
         this.peer = peer;
-        group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rdma-control-client", true),
-                NioIoHandler.newFactory());
+        ownsGroup = shared == null;
+        group = shared != null ? shared : newGroup(1);
         try {
             channel = new Bootstrap().group(group).channel(NioSocketChannel.class)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()))
@@ -91,9 +94,17 @@ public final class ControlClient implements AutoCloseable {
                         }
                     }).connect(peer, local == null ? null : new InetSocketAddress(local, 0)).syncUninterruptibly().channel();
         } catch (RuntimeException e) {
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            if (ownsGroup) {
+                group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            }
             throw new IOException("cannot reach the control plane of " + peer + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Event loops for control clients: {@code threads} daemon threads, whatever the number of peers. */
+    static EventLoopGroup newGroup(int threads) {
+        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("rdma-control-client", true),
+                NioIoHandler.newFactory());
     }
 
     /**
@@ -113,7 +124,13 @@ public final class ControlClient implements AutoCloseable {
      */
     public static ControlClient connect(InetSocketAddress peer, byte[] secret, String appId, int maxFrameBytes,
                                         Duration timeout, java.net.InetAddress local) throws IOException {
-        ControlClient c = new ControlClient(peer, maxFrameBytes, timeout, local);
+        return connect(peer, secret, appId, maxFrameBytes, timeout, local, null);
+    }
+
+    /** As above, on {@code group}'s event loops (null: a thread of its own). */
+    static ControlClient connect(InetSocketAddress peer, byte[] secret, String appId, int maxFrameBytes,
+                                 Duration timeout, java.net.InetAddress local, EventLoopGroup group) throws IOException {
+        ControlClient c = new ControlClient(peer, maxFrameBytes, timeout, local, group);
         try {
             if (secret == null) {
                 c.send(ControlFrame.HELLO_UNAUTHENTICATED, (byte) 0, appId.getBytes(StandardCharsets.UTF_8));
@@ -210,6 +227,8 @@ public final class ControlClient implements AutoCloseable {
     @Override
     public void close() {
         channel.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
-        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(3, TimeUnit.SECONDS);
+        if (ownsGroup) {
+            group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(3, TimeUnit.SECONDS);
+        }
     }
 }

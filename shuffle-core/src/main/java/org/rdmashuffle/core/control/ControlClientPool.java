@@ -10,7 +10,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * Control connections to peers, one per peer, reused across calls. A connection found dropped is
  * replaced before the call; a call that fails because its connection dropped is retried once on a
  * new one (control requests are idempotent: endpoint exchange and metadata lookups). An error the
- * peer answered with, or a failed authentication, is not retried.
+ * peer answered with, or a failed authentication, is not retried. All connections run on one group
+ * of event loops the pool owns, of a fixed size (as Spark's {@code TransportClientFactory} shares
+ * its worker group): a thousand peers cost connections, not threads. Connections to different
+ * peers are set up concurrently; to one peer, once.
  */
 public final class ControlClientPool implements AutoCloseable {
     private final byte[] secret;
@@ -19,15 +22,23 @@ public final class ControlClientPool implements AutoCloseable {
     private final Duration timeout;
     private final java.net.InetAddress local;
     private final Map<InetSocketAddress, ControlClient> clients = new ConcurrentHashMap<>();
+    /** One lock per peer being connected: set-ups to different peers do not wait for each other. */
+    private final Map<InetSocketAddress, Object> connecting = new ConcurrentHashMap<>();
+    private final io.netty.channel.EventLoopGroup group;
     private volatile boolean closed;
 
     /** @param secret the application's shared secret, or null with authentication off */
     public ControlClientPool(byte[] secret, String appId, int maxFrameBytes, Duration timeout) {
-        this(secret, appId, maxFrameBytes, timeout, null);
+        this(secret, appId, maxFrameBytes, timeout, null, 1);
     }
 
-    /** @param local the address connections come from (null: any); see {@link ControlClient#connect} */
-    public ControlClientPool(byte[] secret, String appId, int maxFrameBytes, Duration timeout, java.net.InetAddress local) {
+    /**
+     * @param local the address connections come from (null: any); see {@link ControlClient#connect}
+     * @param threads the event-loop threads all connections share
+     */
+    public ControlClientPool(byte[] secret, String appId, int maxFrameBytes, Duration timeout, java.net.InetAddress local,
+                             int threads) {
+        this.group = ControlClient.newGroup(threads);
         this.secret = secret == null ? null : secret.clone();
         this.appId = appId;
         this.maxFrameBytes = maxFrameBytes;
@@ -59,11 +70,18 @@ public final class ControlClientPool implements AutoCloseable {
         if (c != null) {
             evict(peer, c);
         }
-        synchronized (this) {
+        synchronized (connecting.computeIfAbsent(peer, p -> new Object())) {
             c = clients.get(peer);
             if (c == null || !c.isOpen()) {
-                c = ControlClient.connect(peer, secret, appId, maxFrameBytes, timeout, local);
-                clients.put(peer, c);
+                c = ControlClient.connect(peer, secret, appId, maxFrameBytes, timeout, local, group);
+                ControlClient replaced = clients.put(peer, c);
+                if (replaced != null && replaced != c) {
+                    replaced.close(); // a set-up raced ours after its lock was dropped with an eviction
+                }
+                if (closed) { // closing meanwhile: close() may have missed it
+                    c.close();
+                    throw new IllegalStateException("control client pool is closed");
+                }
             }
             return c;
         }
@@ -72,6 +90,7 @@ public final class ControlClientPool implements AutoCloseable {
     private void evict(InetSocketAddress peer, ControlClient c) {
         if (clients.remove(peer, c)) {
             c.close();
+            connecting.remove(peer);
         }
     }
 
@@ -99,5 +118,8 @@ public final class ControlClientPool implements AutoCloseable {
         closed = true;
         clients.values().forEach(ControlClient::close);
         clients.clear();
+        connecting.clear();
+        group.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly(3,
+                java.util.concurrent.TimeUnit.SECONDS);
     }
 }

@@ -20,7 +20,15 @@ public sealed interface Message {
     long requestId();
 
     /** Block descriptors for these blocks of one shuffle, answered in one {@link FetchResponse}. */
-    record FetchRequest(long requestId, int shuffleId, List<BlockId> blocks) implements Message {
+    /**
+     * Asks for blocks of one shuffle. {@code withLayouts}: the answer may carry the outputs' layouts
+     * (false when a request already on the way asked for them: each is sent once, not per request).
+     */
+    record FetchRequest(long requestId, int shuffleId, List<BlockId> blocks, boolean withLayouts) implements Message {
+        public FetchRequest(long requestId, int shuffleId, List<BlockId> blocks) {
+            this(requestId, shuffleId, blocks, true);
+        }
+
         public FetchRequest {
             blocks = List.copyOf(blocks);
             for (BlockId b : blocks) {

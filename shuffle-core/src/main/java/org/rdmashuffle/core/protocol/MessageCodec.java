@@ -133,6 +133,7 @@ public final class MessageCodec {
         public void write(Kryo kryo, Output out, Message.FetchRequest r) {
             out.writeVarLong(r.requestId(), true);
             out.writeVarInt(r.shuffleId(), true);
+            out.writeBoolean(r.withLayouts());
             out.writeVarInt(r.blocks().size(), true);
             for (BlockId b : r.blocks()) {
                 out.writeVarLong(b.mapId(), true);
@@ -148,6 +149,7 @@ public final class MessageCodec {
             if (shuffle < 0) {
                 throw new MalformedMessageException("fetch request " + id + ": shuffle " + shuffle);
             }
+            boolean withLayouts = in.readBoolean();
             int n = count(in, "block");
             List<BlockId> blocks = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
@@ -160,7 +162,7 @@ public final class MessageCodec {
                 }
                 blocks.add(new BlockId(shuffle, map, start, start + span));
             }
-            return new Message.FetchRequest(id, shuffle, blocks);
+            return new Message.FetchRequest(id, shuffle, blocks, withLayouts);
         }
     }
 

@@ -85,17 +85,18 @@ public final class ServingConnections {
             throw new IllegalStateException("already serving " + tenant.connections().size() + " connections of this "
                     + "application (" + EngineConfig.KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION + ")");
         }
-        int n = theirs.endpoints().size();
-        if (n > config.qpsPerPeer()) {
-            throw new IllegalArgumentException("a reducer asked for " + n + " queue pairs; this server allows "
-                    + config.qpsPerPeer() + " per connection (" + EngineConfig.KEY_QPS_PER_PEER + ")");
+        // As many queue pairs as the reducer offers, up to this server's own qpsPerPeer: the answer says
+        // how many, and the reducer keeps that many (a peer never chooses our resource sizes).
+        int n = Math.min(theirs.endpoints().size(), config.qpsPerPeer());
+        if (n < 1) {
+            throw new IllegalArgumentException("a reducer offered no queue pair");
         }
-        requireDialable(theirs.endpoints(), session);
+        requireDialable(theirs.endpoints().subList(0, n), session);
         QueuePair[] qps = new QueuePair[n];
         List<QueuePairEndpoint> mine = new ArrayList<>(n);
         try {
             for (int i = 0; i < n; i++) {
-                qps[i] = queuePairs.create(tenant);
+                qps[i] = queuePairs.create(tenant, DataConnection.Role.SERVING);
                 QueuePairFactory.connect(qps[i], theirs.endpoints().get(i), options);
                 mine.add(qps[i].localEndpoint(options));
             }

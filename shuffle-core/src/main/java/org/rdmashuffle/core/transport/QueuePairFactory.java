@@ -11,32 +11,43 @@ import org.rdmashuffle.verbs.VerbsException;
 
 /**
  * Creates RC queue pairs on a tenant's PD, receiving into its SRQ, with their completions spread
- * round-robin over the engine's pollers (a CQ belongs to the context, so tenants share them).
+ * round-robin over the engine's pollers (a CQ belongs to the context, so tenants share them). Sized
+ * by role: a fetching QP posts read chains (many work requests of many SGEs) and its requests; a
+ * serving QP only SENDs answers, one SGE each, at most as many at once as its tenant has send
+ * buffers -- on a NIC its send queue is a tenth of a fetching one's, times every reducer served.
  */
 public final class QueuePairFactory {
     private final CompletionPoller[] pollers;
-    private final int maxSendWr;
+    private final int fetchingSendWr;
+    private final int servingSendWr;
     private final int maxReadSge;
     private final EngineConfig.PostPath postPath;
     private int next;
 
-    public QueuePairFactory(CompletionPoller[] pollers, int maxSendWr, int maxReadSge, EngineConfig.PostPath postPath) {
+    /**
+     * @param fetchingSendWr a fetching QP's send queue: read chains in flight plus its requests
+     * @param servingSendWr a serving QP's: the SENDs its tenant can have outstanding
+     */
+    public QueuePairFactory(CompletionPoller[] pollers, int fetchingSendWr, int servingSendWr, int maxReadSge,
+                            EngineConfig.PostPath postPath) {
         this.pollers = pollers.clone();
-        this.maxSendWr = maxSendWr;
+        this.fetchingSendWr = fetchingSendWr;
+        this.servingSendWr = servingSendWr;
         this.maxReadSge = maxReadSge;
         this.postPath = postPath;
     }
 
-    public QueuePair create(TenantDomain tenant) {
+    public QueuePair create(TenantDomain tenant, DataConnection.Role role) {
         CompletionPoller p;
         synchronized (this) {
             p = pollers[next];
             next = (next + 1) % pollers.length;
         }
-        QueuePairConfig qc = new QueuePairConfig(p.completionQueue(), p.completionQueue(), tenant.srq(), maxSendWr, 1, maxReadSge,
-                1, 0, false);
+        boolean fetching = role == DataConnection.Role.FETCHING;
+        QueuePairConfig qc = new QueuePairConfig(p.completionQueue(), p.completionQueue(), tenant.srq(),
+                fetching ? fetchingSendWr : servingSendWr, 1, fetching ? maxReadSge : 1, 1, 0, false);
         if (postPath == EngineConfig.PostPath.BUILDER) {
-            qc = qc.withSendOps(SendOps.RDMA_READ | SendOps.SEND);
+            qc = qc.withSendOps(fetching ? SendOps.RDMA_READ | SendOps.SEND : SendOps.SEND);
         }
         return tenant.pd().createQueuePair(qc);
     }

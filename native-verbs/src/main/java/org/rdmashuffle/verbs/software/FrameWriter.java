@@ -1,0 +1,115 @@
+package org.rdmashuffle.verbs.software;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The frames waiting to go out on one QP's connection, and the loop that writes them. Posting
+ * threads only queue a {@link Frame}; the writer encodes its header into memory of its own and sends
+ * up to {@value #BATCH} frames per gathering write (one syscall for many small frames). A frame is
+ * read once, when it is encoded, and not kept after: its owner may reuse it once the peer answers it.
+ * Nothing here allocates per frame.
+ */
+final class FrameWriter {
+    private static final int BATCH = 64;
+    private static final Frame STOP = Frame.request((byte) 0, -1);
+
+    private final ArrayDeque<Frame> queue = new ArrayDeque<>();
+    /**
+     * Held while a write reads application memory. Before error completions are delivered the
+     * connection is closed and this is taken once: after a completion, no request's memory is read.
+     */
+    final ReentrantLock writing = new ReentrantLock();
+    private final Frame[] batch = new Frame[BATCH];
+    private final ByteBuffer[] headers = new ByteBuffer[BATCH];
+    private ByteBuffer[] gather = new ByteBuffer[BATCH * 2];
+
+    FrameWriter() {
+        ByteBuffer all = ByteBuffer.allocateDirect(BATCH * Frame.HEADER);
+        for (int i = 0; i < BATCH; i++) {
+            headers[i] = all.slice(i * Frame.HEADER, Frame.HEADER);
+        }
+    }
+
+    /** Queues a frame (its payload, if any, goes right after its header). */
+    void add(Frame f) {
+        synchronized (queue) {
+            queue.add(f);
+            if (queue.size() == 1) {
+                queue.notify();
+            }
+        }
+    }
+
+    /** Drops every frame not yet taken by the writer (the QP failed). */
+    void clear() {
+        synchronized (queue) {
+            queue.clear();
+        }
+    }
+
+    /** Drops what is queued and ends {@link #run} once it has written what it took. */
+    void stop() {
+        synchronized (queue) {
+            queue.clear();
+            queue.add(STOP);
+            queue.notify();
+        }
+    }
+
+    /** Writes frames until {@link #stop()}; throws what the channel throws. */
+    void run(SocketChannel ch) throws IOException, InterruptedException {
+        while (true) {
+            int taken = 0;
+            synchronized (queue) {
+                while (queue.isEmpty()) {
+                    queue.wait();
+                }
+                for (Frame f; taken < BATCH && (f = queue.poll()) != null; ) {
+                    batch[taken++] = f;
+                }
+            }
+            int buffers = 0;
+            long left = 0;
+            boolean stop = false;
+            for (int i = 0; i < taken; i++) {
+                Frame f = batch[i];
+                batch[i] = null;
+                if (f == STOP) {
+                    stop = true;
+                    break;
+                }
+                int need = buffers + 1 + (f.payload == null ? 0 : f.payload.length);
+                if (need > gather.length) {
+                    gather = Arrays.copyOf(gather, Math.max(need, gather.length * 2));
+                }
+                ByteBuffer h = headers[i].clear();
+                f.encode(h);
+                gather[buffers++] = h;
+                left += Frame.HEADER;
+                if (f.payload != null) {
+                    for (ByteBuffer p : f.payload) {
+                        gather[buffers++] = p;
+                        left += p.remaining();
+                    }
+                }
+            }
+            writing.lock();
+            try {
+                while (left > 0) {
+                    left -= ch.write(gather, 0, buffers);
+                }
+            } finally {
+                writing.unlock();
+                Arrays.fill(gather, 0, buffers, null); // payloads are not kept past their write
+            }
+            if (stop) {
+                return;
+            }
+        }
+    }
+}
