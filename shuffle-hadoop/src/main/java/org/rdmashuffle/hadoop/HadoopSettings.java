@@ -22,6 +22,10 @@ final class HadoopSettings {
     static final String MAPREDUCE_FALLBACK = PREFIX + "mapreduce.fallback";
     /** The software provider's data listener (it defaults to loopback). */
     static final String SOFTWARE_BIND_ADDRESS = PREFIX + "software.bindAddress";
+    /** YARN's name for this node (yarn-site.xml); its default is the host's name. */
+    static final String NODE_MANAGER_HOSTNAME = "yarn.nodemanager.hostname";
+    /** The environment variable YARN sets in every container: the host its NodeManager registered as. */
+    static final String CONTAINER_NODE_HOST = "NM_HOST";
 
     /** Per application in a service: 64 x 32 KiB receive and 32 x 32 KiB send buffers, 3 MiB registered. */
     static final int SERVICE_RECEIVE_BUFFERS = 64;
@@ -48,7 +52,7 @@ final class HadoopSettings {
     static EngineConfig serviceEngineConfig(Configuration conf, int port) {
         String bind = conf.get(SERVICE_BIND_ADDRESS, "0.0.0.0");
         if (conf.get(SOFTWARE_BIND_ADDRESS) == null && bind.equals("0.0.0.0")) {
-            conf.set(SOFTWARE_BIND_ADDRESS, localAddress());
+            conf.set(SOFTWARE_BIND_ADDRESS, nodeAddress(conf.get(NODE_MANAGER_HOSTNAME)));
         }
         // A service gives every application receive and send buffers of its own (its own protection
         // domain): smaller pools than an executor's, unless the operator sets them.
@@ -63,9 +67,17 @@ final class HadoopSettings {
         return conf.getInt(SERVICE_PORT, DEFAULT_SERVICE_PORT);
     }
 
-    /** This host's address, the default where an engine binds to "this host" (loopback if it has no name). */
-    static String localAddress() {
+    /**
+     * The address of this node as YARN knows it: {@code nodeHost} (the NodeManager's
+     * {@code yarn.nodemanager.hostname}, or a container's {@code NM_HOST}) when it names one, else
+     * the host's own name's address (loopback if it has none). A node with several addresses is
+     * reached at the one its NodeManager registered, so that is the one to listen on.
+     */
+    static String nodeAddress(String nodeHost) {
         try {
+            if (nodeHost != null && !nodeHost.isBlank() && !nodeHost.equals("0.0.0.0")) {
+                return java.net.InetAddress.getByName(nodeHost.strip()).getHostAddress();
+            }
             return java.net.InetAddress.getLocalHost().getHostAddress();
         } catch (java.net.UnknownHostException e) {
             return "127.0.0.1";

@@ -96,7 +96,8 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
     }
 
     private RdmaShuffleEngine startEngine() {
-        String host = jobConf.get(HadoopSettings.PREFIX + EngineConfig.KEY_BIND_ADDRESS, HadoopSettings.localAddress());
+        String host = jobConf.get(HadoopSettings.PREFIX + EngineConfig.KEY_BIND_ADDRESS,
+                HadoopSettings.nodeAddress(System.getenv(HadoopSettings.CONTAINER_NODE_HOST)));
         EngineConfig config = HadoopSettings.engineConfig(jobConf, host, 0);
         String app = MapReduceIds.applicationOf(reduceId.getJobID());
         javax.crypto.SecretKey secret = context.getReduceTask().getShuffleSecret();

@@ -6,6 +6,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapred.ShuffleHandler;
 import org.apache.hadoop.security.token.SecretManager;
 import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
+import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.verbs.Verbs;
@@ -36,12 +37,24 @@ public class RdmaShuffleService extends ShuffleHandler {
     private boolean authenticate;
     private RdmaShuffleEngine engine;
     private ServiceMetrics metrics;
+    private NodeLocalDirs configuredLocalDirs;
 
     @Override
     protected void serviceInit(Configuration conf) throws Exception {
+        configuredLocalDirs = new NodeLocalDirs(conf);
         super.serviceInit(conf);
         engineConfig = HadoopSettings.serviceEngineConfig(conf, HadoopSettings.servicePort(conf));
         authenticate = conf.getBoolean(HadoopSettings.SERVICE_AUTHENTICATE, true);
+    }
+
+    /**
+     * The NodeManager's handler, or the node's configured local dirs where it gave none (a service
+     * loaded through its own class path: {@link NodeLocalDirs}). The stock handler's HTTP side asks
+     * here too.
+     */
+    @Override
+    public AuxiliaryLocalPathHandler getAuxiliaryLocalPathHandler() {
+        return NodeLocalDirs.orConfigured(super.getAuxiliaryLocalPathHandler(), configuredLocalDirs);
     }
 
     @Override

@@ -61,6 +61,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     private EngineConfig engineConfig;
     private SparkShuffleServer server;
     private ServiceMetrics metrics;
+    private NodeLocalDirs configuredLocalDirs;
 
     /** As the NodeManager creates it: Spark's service must be on this service's classpath. */
     public RdmaSparkShuffleService() {
@@ -97,8 +98,15 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
         spark.setAuxiliaryLocalPathHandler(handler);
     }
 
+    /** The NodeManager's handler, or the node's configured local dirs where it gave none ({@link NodeLocalDirs}). */
+    @Override
+    public AuxiliaryLocalPathHandler getAuxiliaryLocalPathHandler() {
+        return NodeLocalDirs.orConfigured(super.getAuxiliaryLocalPathHandler(), configuredLocalDirs);
+    }
+
     @Override
     protected void serviceInit(Configuration conf) throws Exception {
+        configuredLocalDirs = new NodeLocalDirs(conf);
         spark.init(conf);
         engineConfig = HadoopSettings.serviceEngineConfig(conf, conf.getInt(SPARK_SERVICE_PORT, DEFAULT_SPARK_SERVICE_PORT));
         super.serviceInit(conf);

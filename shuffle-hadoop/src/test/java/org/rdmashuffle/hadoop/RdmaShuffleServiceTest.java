@@ -49,6 +49,7 @@ class RdmaShuffleServiceTest {
     private final ApplicationId app = ApplicationId.newInstance(1_700_000_000_000L, 7);
     private final JobID job = MapReduceIds.jobOf(app.toString());
     private byte[] jobSecret;
+    private Token<JobTokenIdentifier> jobToken;
 
     @BeforeEach
     void startService() throws Exception {
@@ -56,11 +57,11 @@ class RdmaShuffleServiceTest {
         // MapReduce's shuffle secret: 64 random bits by default, as the job's token password.
         byte[] shuffleSecret = new byte[8];
         new java.security.SecureRandom().nextBytes(shuffleSecret);
-        Token<JobTokenIdentifier> token = new Token<>(new JobTokenIdentifier(new Text(job.toString())).getBytes(),
+        jobToken = new Token<>(new JobTokenIdentifier(new Text(job.toString())).getBytes(),
                 shuffleSecret, JobTokenIdentifier.KIND_NAME, new Text("localhost:0"));
         jobSecret = MapReduceIds.engineSecret(shuffleSecret);
         service.initializeApplication(new ApplicationInitializationContext(USER, app,
-                ShuffleHandler.serializeServiceData(token)));
+                ShuffleHandler.serializeServiceData(jobToken)));
     }
 
     /** The service as a NodeManager with recovery enabled starts it: same local dir, same recovery path. */
@@ -69,13 +70,20 @@ class RdmaShuffleServiceTest {
     }
 
     private RdmaShuffleService newService(JobConf conf) {
+        return newService(conf, true);
+    }
+
+    /** @param handlerGiven whether the NodeManager hands the service its local path handler (not through a class path of its own) */
+    private RdmaShuffleService newService(JobConf conf, boolean handlerGiven) {
         conf.setInt(ShuffleHandler.SHUFFLE_PORT_CONFIG_KEY, 0);
         conf.setInt(HadoopSettings.SERVICE_PORT, 0);
         conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
         conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "software");
         conf.setBoolean(org.apache.hadoop.yarn.conf.YarnConfiguration.NM_RECOVERY_ENABLED, true);
         RdmaShuffleService s = new RdmaShuffleService();
-        s.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
+        if (handlerGiven) {
+            s.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
+        }
         s.setRecoveryPath(new org.apache.hadoop.fs.Path(recoveryDir.toString()));
         s.init(conf);
         s.start();
@@ -109,6 +117,30 @@ class RdmaShuffleServiceTest {
             }
         }
         assertEquals(out.size, registered, "the map output is registered as one region");
+    }
+
+    /**
+     * Hadoop 3.5 loads a service named with {@code aux-services.<name>.classpath} (as conf/yarn-site.xml
+     * ships it) in a wrapper that never passes the local path handler on: the service must find map
+     * outputs in the node's configured local dirs, over RDMA and over the stock HTTP alike.
+     */
+    @Test
+    void aServiceGivenNoLocalPathHandler_findsOutputsInTheNodesConfiguredLocalDirs() throws Exception {
+        service.stop();
+        JobConf conf = new JobConf(false);
+        conf.set(org.apache.hadoop.yarn.conf.YarnConfiguration.NM_LOCAL_DIRS, localDir.toString());
+        service = newService(conf, false);
+        service.initializeApplication(new ApplicationInitializationContext(USER, app,
+                ShuffleHandler.serializeServiceData(jobToken)));
+        MapOutput out = writeMapOutput(1, 0, new int[] {500, 700});
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 1);
+            assertTrue(got.failure() == null, String.valueOf(got.failure()));
+            assertArrayEquals(out.partition(1), got.bytes());
+        }
+        assertTrue(service.getAuxiliaryLocalPathHandler().getLocalPathForRead(
+                "usercache/" + USER + "/appcache/" + app + "/output/" + out.attempt() + "/file.out.index").toString()
+                .startsWith(localDir.toString()), "the stock handler's HTTP side resolves the same index");
     }
 
     @Test

@@ -1,0 +1,58 @@
+package org.rdmashuffle.hadoop;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.net.InetAddress;
+
+import org.apache.hadoop.conf.Configuration;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.rdmashuffle.verbs.software.SoftwareProvider;
+
+/**
+ * Where a node's engines listen when the operator leaves it to them: at the address YARN knows the
+ * node by. A host with several addresses (or a network namespace, whose host name is the machine's)
+ * is reached at the one its NodeManager registered; listening at the host name's address instead
+ * leaves reducers knocking where nothing listens.
+ */
+class HadoopSettingsTest {
+    /** The settings also name the software provider's listener for the process: kept as other tests left it. */
+    private String providerBindAddress;
+
+    @BeforeEach
+    void keepTheProcesssListenerAddress() {
+        providerBindAddress = System.getProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY);
+    }
+
+    @AfterEach
+    void restoreTheProcesssListenerAddress() {
+        if (providerBindAddress == null) {
+            System.clearProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY);
+        } else {
+            System.setProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY, providerBindAddress);
+        }
+    }
+
+    @Test
+    void aServiceListeningOnEveryAddressServesDataAtTheNodesYarnHostname() {
+        Configuration conf = new Configuration(false);
+        conf.set(HadoopSettings.NODE_MANAGER_HOSTNAME, "127.0.0.7");
+        HadoopSettings.serviceEngineConfig(conf, 0);
+        assertEquals("127.0.0.7", conf.get(HadoopSettings.SOFTWARE_BIND_ADDRESS));
+    }
+
+    @Test
+    void withoutAYarnHostnameTheHostsOwnNameIsUsed() throws Exception {
+        Configuration conf = new Configuration(false);
+        conf.set(HadoopSettings.NODE_MANAGER_HOSTNAME, "0.0.0.0"); // yarn-default.xml's value
+        HadoopSettings.serviceEngineConfig(conf, 0);
+        assertEquals(InetAddress.getLocalHost().getHostAddress(), conf.get(HadoopSettings.SOFTWARE_BIND_ADDRESS));
+    }
+
+    @Test
+    void aContainersNodeHostIsResolved_andAnUnknownNameFallsBackToLoopback() {
+        assertEquals("127.0.0.9", HadoopSettings.nodeAddress("127.0.0.9"));
+        assertEquals("127.0.0.1", HadoopSettings.nodeAddress("no-such-host.invalid"));
+    }
+}
