@@ -23,11 +23,25 @@ final class Repository {
 
     /** The Spark plugin jar as users ship it ({@code mvn package} of shuffle-spark). */
     static Path pluginJar() {
-        Path target = root().resolve("shuffle-spark/target");
+        return built("shuffle-spark", "rdma-shuffle-spark-.*-plugin\\.jar");
+    }
+
+    /** The NodeManager's jar as operators install it ({@code mvn package} of shuffle-hadoop). */
+    static Path yarnJar() {
+        return built("shuffle-hadoop", "rdma-shuffle-hadoop-.*-yarn\\.jar");
+    }
+
+    /** Hadoop 3.5's jars with Hadoop's own dependency versions ({@code mvn package} of hadoop-home). */
+    static Path hadoopJars() {
+        return root().resolve("hadoop-home/target/jars");
+    }
+
+    private static Path built(String module, String pattern) {
+        Path target = root().resolve(module).resolve("target");
         try (Stream<Path> files = Files.exists(target) ? Files.list(target) : Stream.empty()) {
-            return files.filter(f -> f.getFileName().toString().matches("rdma-shuffle-spark-.*-plugin\\.jar")).findFirst()
-                    .orElseThrow(() -> new IllegalStateException("no rdma-shuffle-spark-*-plugin.jar in " + target
-                            + ": build it with mvn -pl shuffle-spark -am package -DskipTests"));
+            return files.filter(f -> f.getFileName().toString().matches(pattern)).findFirst()
+                    .orElseThrow(() -> new IllegalStateException("no " + pattern + " in " + target + ": build it with mvn -pl "
+                            + module + " -am package -DskipTests"));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

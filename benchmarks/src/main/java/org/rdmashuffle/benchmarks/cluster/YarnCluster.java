@@ -1,0 +1,245 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A YARN cluster on a {@link ClusterBed}, each daemon a separate JVM of Hadoop 3.5's own jars ({@link
+ * HadoopHome}) started inside its host: the ResourceManager and MapReduce's JobHistoryServer in the
+ * bed's first host, the job client's
+ * host second, and a NodeManager in each further host, serving shuffles with the project's {@code -yarn}
+ * jar loaded through the aux-service class path, as conf/yarn-site.xml ships it.
+ *
+ * <p>Each host has its own {@code etc/hadoop}, local dirs and logs under {@code <run dir>/<host>/}. The
+ * file system is the machine's own ({@code file:///}): every host sees the run directory at one path,
+ * which is what a shared file system would give (input, output and staging live there; map outputs
+ * stay in the local dirs of the node that wrote them).
+ *
+ * <p>The cluster's own settings are what an operator of any small cluster has: where the
+ * ResourceManager is, each node's name ({@code yarn.nodemanager.hostname}: its address on the bed, as
+ * the machine's host name is the same in every namespace), its memory, its dirs, and MapReduce's
+ * {@code HADOOP_MAPRED_HOME}. Memory is sized so that placement is decided by room, not timing: a node
+ * fits two maps (or the application master and two maps) and one reduce, so a job of four maps and two
+ * reduces runs maps on both nodes and one reduce on each, and every reduce reads across hosts.
+ */
+public final class YarnCluster implements AutoCloseable {
+    public static final int NODE_MB = 2048;
+    public static final int AM_MB = 512;
+    public static final int MAP_MB = 768;
+    public static final int REDUCE_MB = 1536;
+    private static final long START_SECONDS = 180;
+    private static final Pattern REGISTERED = Pattern.compile("NodeManager from node (\\S+)\\(cmPort");
+    /** Spark's YARN shuffle jar, which conf/yarn-site.xml's spark_shuffle needs, is not on this build's Maven mirror. */
+    static final List<String> SERVICES_LEFT_OUT = List.of("spark_shuffle");
+
+    private final ClusterBed bed;
+    private final HadoopHome home;
+    private final Path runDir;
+    private final Path logs;
+    private final List<Process> daemons = new ArrayList<>();
+
+    private YarnCluster(ClusterBed bed, HadoopHome home, Path runDir) throws IOException {
+        this.bed = bed;
+        this.home = home;
+        this.runDir = runDir;
+        this.logs = Files.createDirectories(runDir.resolve("logs"));
+    }
+
+    /** Starts the ResourceManager and the NodeManagers and waits until every node has registered (bounded). */
+    public static YarnCluster start(ClusterBed bed, HadoopHome home, Path runDir) throws IOException, InterruptedException {
+        if (bed.hosts().size() < 4) {
+            throw new IllegalArgumentException("a YARN cluster here needs a host for the ResourceManager, one for the "
+                    + "client and at least two for NodeManagers: " + bed.hosts().size() + " hosts given");
+        }
+        YarnCluster c = new YarnCluster(bed, home, runDir);
+        try {
+            for (ClusterBed.Host h : bed.hosts()) {
+                home.writeConf(c.confDir(h), coreSettings(c.hostDir(h)), c.yarnSettings(h), c.mapredSettings(),
+                        SERVICES_LEFT_OUT);
+                HadoopHome.writeProperties(c.confDir(h).resolve("capacity-scheduler.xml"), Map.of(
+                        "yarn.scheduler.capacity.root.queues", "default",
+                        "yarn.scheduler.capacity.root.default.capacity", "100",
+                        "yarn.scheduler.capacity.maximum-am-resource-percent", "0.5"));
+            }
+            c.daemon(c.resourceManagerHost(), "resourcemanager", "384m",
+                    "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager");
+            c.daemon(c.resourceManagerHost(), "historyserver", "256m",
+                    "org.apache.hadoop.mapreduce.v2.hs.JobHistoryServer");
+            for (ClusterBed.Host h : c.nodeHosts()) {
+                c.daemon(h, "nodemanager-" + h.address(), "384m", "org.apache.hadoop.yarn.server.nodemanager.NodeManager");
+            }
+            c.awaitNodes();
+            return c;
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    public ClusterBed.Host resourceManagerHost() {
+        return bed.hosts().get(0);
+    }
+
+    public ClusterBed.Host clientHost() {
+        return bed.hosts().get(1);
+    }
+
+    public List<ClusterBed.Host> nodeHosts() {
+        return bed.hosts().subList(2, bed.hosts().size());
+    }
+
+    public HadoopHome home() {
+        return home;
+    }
+
+    public Path logs() {
+        return logs;
+    }
+
+    /** Where host {@code h} keeps its conf, local dirs and container logs. */
+    public Path hostDir(ClusterBed.Host h) {
+        return runDir.resolve(h.namespace().substring(h.namespace().lastIndexOf('-') + 1));
+    }
+
+    /** The container logs of host {@code h}'s NodeManager ({@code <app>/<container>/stdout, stderr, syslog}). */
+    public Path containerLogs(ClusterBed.Host h) {
+        return hostDir(h).resolve("containers");
+    }
+
+    private Path confDir(ClusterBed.Host h) {
+        return hostDir(h).resolve("etc/hadoop");
+    }
+
+    private static Map<String, String> coreSettings(Path hostDir) {
+        Map<String, String> core = new LinkedHashMap<>();
+        core.put("fs.defaultFS", "file:///");
+        core.put("hadoop.tmp.dir", hostDir + "/tmp");
+        // A task moves the default file system's working directory to the job's; with file:/// as the
+        // default that would be the one local file system instance every caller shares, and relative
+        // local paths (TeraSort's partition file, linked into the container's directory) would miss.
+        core.put("fs.file.impl.disable.cache", "true");
+        return core;
+    }
+
+    private Map<String, String> yarnSettings(ClusterBed.Host h) {
+        Map<String, String> y = new LinkedHashMap<>();
+        y.put("yarn.resourcemanager.hostname", resourceManagerHost().address());
+        y.put("yarn.nodemanager.hostname", h.address());
+        y.put("yarn.nodemanager.local-dirs", hostDir(h) + "/local");
+        y.put("yarn.nodemanager.log-dirs", containerLogs(h).toString());
+        y.put("yarn.nodemanager.resource.memory-mb", Integer.toString(NODE_MB));
+        y.put("yarn.scheduler.minimum-allocation-mb", "256");
+        y.put("yarn.nodemanager.pmem-check-enabled", "false");
+        y.put("yarn.nodemanager.vmem-check-enabled", "false");
+        // Build machines' disks are often fuller than the 90 % at which a node calls its dirs bad.
+        y.put("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", "99.9");
+        y.put("yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb", "64");
+        return y;
+    }
+
+    private Map<String, String> mapredSettings() {
+        String mapredHome = "HADOOP_MAPRED_HOME=" + home.dir();
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("mapreduce.framework.name", "yarn");
+        // A job's client asks the history server for the final status once the application master is gone.
+        m.put("mapreduce.jobhistory.address", resourceManagerHost().address() + ":10020");
+        m.put("mapreduce.jobhistory.webapp.address", resourceManagerHost().address() + ":19888");
+        m.put("mapreduce.jobhistory.intermediate-done-dir", runDir.resolve("history/intermediate").toString());
+        m.put("mapreduce.jobhistory.done-dir", runDir.resolve("history/done").toString());
+        m.put("yarn.app.mapreduce.am.staging-dir", runDir.resolve("staging").toString());
+        m.put("yarn.app.mapreduce.am.env", mapredHome);
+        m.put("mapreduce.map.env", mapredHome);
+        m.put("mapreduce.reduce.env", mapredHome);
+        m.put("yarn.app.mapreduce.am.resource.mb", Integer.toString(AM_MB));
+        m.put("yarn.app.mapreduce.am.command-opts", "-Xmx384m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
+        m.put("mapreduce.map.memory.mb", Integer.toString(MAP_MB));
+        m.put("mapreduce.map.java.opts", "-Xmx512m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
+        m.put("mapreduce.reduce.memory.mb", Integer.toString(REDUCE_MB));
+        return m;
+    }
+
+    /**
+     * Runs {@code hadoop jar <examples> PROGRAM ARGS} in the client's host and returns its exit status;
+     * its output (the job's progress and counters) goes to {@code logs/<logName>}. Bounded by {@code minutes}.
+     */
+    public int runExample(String logName, long minutes, List<String> programAndArgs) throws IOException,
+            InterruptedException {
+        ClusterBed.Host client = clientHost();
+        List<String> args = new ArrayList<>(List.of(home.examplesJar().toString()));
+        args.addAll(programAndArgs);
+        List<String> command = home.command(confDir(client), "512m", logs, logName,
+                "org.apache.hadoop.util.RunJar", args);
+        ProcessBuilder pb = new ProcessBuilder(client.command(command)).redirectErrorStream(true)
+                .redirectOutput(logs.resolve(logName).toFile());
+        pb.environment().putAll(home.environment(confDir(client)));
+        Process p = pb.start();
+        p.getOutputStream().close();
+        if (!p.waitFor(minutes, TimeUnit.MINUTES)) {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+            throw new IOException(String.join(" ", programAndArgs) + " did not finish in " + minutes + " min; see "
+                    + logs.resolve(logName));
+        }
+        return p.exitValue();
+    }
+
+    private void daemon(ClusterBed.Host host, String name, String heap, String className) throws IOException {
+        List<String> command = home.command(confDir(host), heap, logs, name + ".log", className, List.of());
+        ProcessBuilder pb = new ProcessBuilder(host.command(command)).redirectErrorStream(true)
+                .redirectOutput(logs.resolve(name + ".log").toFile());
+        pb.environment().putAll(home.environment(confDir(host)));
+        daemons.add(pb.start());
+    }
+
+    private void awaitNodes() throws IOException, InterruptedException {
+        Path log = logs.resolve("resourcemanager.log");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_SECONDS);
+        int expected = nodeHosts().size();
+        while (true) {
+            for (Process p : daemons) {
+                if (!p.isAlive()) {
+                    throw new IOException("a YARN daemon exited while the cluster started (exit " + p.exitValue()
+                            + "); see the logs in " + logs);
+                }
+            }
+            Set<String> registered = new HashSet<>();
+            Matcher m = REGISTERED.matcher(Files.exists(log) ? Files.readString(log) : "");
+            while (m.find()) {
+                registered.add(m.group(1));
+            }
+            if (registered.size() >= expected) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IOException(registered.size() + " of " + expected + " NodeManagers registered with the "
+                        + "ResourceManager in " + START_SECONDS + " s; see the logs in " + logs);
+            }
+            Thread.sleep(250);
+        }
+    }
+
+    /** Stops the daemons (TERM, so NodeManagers stop their containers and services; then KILL), bounded. */
+    @Override
+    public void close() throws InterruptedException {
+        for (Process p : daemons.reversed()) {
+            p.destroy();
+        }
+        for (Process p : daemons) {
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+                p.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * Hadoop's own TeraGen, TeraSort and TeraValidate on a YARN cluster across hosts of the bed: a
+ * ResourceManager and two NodeManagers, each a JVM of Hadoop 3.5's jars with Hadoop's own Netty 4.1
+ * ({@link HadoopHome}), the project's {@code -yarn} jar loaded as conf/yarn-site.xml ships it and
+ * conf/mapred-site.xml merged into the cluster's MapReduce settings (docs/yarn.md's steps, install
+ * paths substituted). The software provider carries the RDMA protocol (the bed has no RDMA device).
+ *
+ * <p>Checked: each NodeManager says its RDMA service serves; TeraSort over the RDMA consumer and over
+ * the stock shuffle (same input, two reduces) write the same bytes, and TeraValidate finds the RDMA
+ * run's output sorted; the job's counters say every shuffled map output and byte came over RDMA; each
+ * node ran maps and a reduce (so every reduce read another host's outputs), and each reduce's engine
+ * was on its own host's address.
+ */
+class TeraSortOnYarnAcrossHostsTest {
+    private static final int ROWS = 200_000; // 100 bytes each: 20 MB in four files
+    private static final long JOB_MINUTES = 8;
+
+    @Test
+    void teraSortThroughTheNodeManagersRdmaService_validates_andWritesWhatTheStockShuffleWrites() throws Exception {
+        BedSupport.requireBed();
+        Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
+                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))));
+        HadoopHome home = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
+        Path data = run.resolve("data");
+        String prefix;
+        try (ClusterBed bed = ClusterBed.start(4, null)) {
+            prefix = bed.namespacePrefix();
+            try (YarnCluster yarn = YarnCluster.start(bed, home, run)) {
+                for (ClusterBed.Host node : yarn.nodeHosts()) {
+                    String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
+                    assertTrue(log.contains("rdma-shuffle service: map outputs served over software device"),
+                            "the NodeManager at " + node.address() + " loaded the RDMA service from the -yarn jar");
+                }
+                job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS), data.resolve("in").toString());
+                String rdma = job(yarn, "terasort-rdma", "-Dmapreduce.job.reduces=2",
+                        "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
+                        data.resolve("in").toString(), data.resolve("out-rdma").toString());
+                String stock = job(yarn, "terasort-stock", "-Dmapreduce.job.reduces=2",
+                        "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
+                        "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=org.apache.hadoop.mapreduce.task.reduce.Shuffle",
+                        data.resolve("in").toString(), data.resolve("out-stock").toString());
+                job(yarn, "teravalidate", data.resolve("out-rdma").toString(), data.resolve("report").toString());
+
+                String report = Files.readString(data.resolve("report/part-r-00000"));
+                assertTrue(report.contains("checksum"), "TeraValidate wrote its checksum: " + report);
+                assertFalse(report.contains("error") || report.contains("misorder"), "TeraValidate found: " + report);
+                for (String part : List.of("part-r-00000", "part-r-00001")) {
+                    assertArrayEquals(Files.readAllBytes(data.resolve("out-stock").resolve(part)),
+                            Files.readAllBytes(data.resolve("out-rdma").resolve(part)), part + " as the stock shuffle wrote it");
+                }
+
+                assertFalse(stock.contains("OVER_RDMA"), "the stock run shuffled over HTTP only");
+                long shuffled = counter(rdma, "Shuffled Maps");
+                long shuffleBytes = counter(rdma, "Reduce shuffle bytes");
+                assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
+                // The client prints our counters by their enum names: it has no rdma-shuffle jar, so no display names.
+                assertEquals(shuffled, counter(rdma, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
+                assertTrue(shuffleBytes > ROWS * 100L / 2, "the reduces shuffled the data: " + shuffleBytes);
+                assertEquals(shuffleBytes, counter(rdma, "BYTES_OVER_RDMA"), "every shuffled byte over RDMA");
+
+                String app = application(rdma);
+                for (ClusterBed.Host node : yarn.nodeHosts()) {
+                    List<String> tasks = tasksRun(yarn.containerLogs(node).resolve(app));
+                    assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")), node.address() + " ran a map: " + tasks);
+                    assertTrue(tasks.stream().anyMatch(t -> t.contains("_r_")), node.address() + " ran a reduce: " + tasks);
+                    assertTrue(containerText(yarn.containerLogs(node).resolve(app), "stderr").contains(
+                            "fetches with the RDMA engine on software device soft0 (control " + node.address() + ")"),
+                            "the reduce on " + node.address() + " fetched with an engine on its host's address");
+                }
+            }
+        }
+        assertEquals(List.of(), BedSupport.output("ip", "netns", "list").lines().filter(l -> l.startsWith(prefix)).toList(),
+                "no namespace left");
+        String dir = run.toString();
+        assertEquals(List.of(), ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid())
+                .filter(h -> h.info().commandLine().map(c -> c.contains(dir)).orElse(false)).map(h -> h.pid()).toList(),
+                "no daemon or container left");
+    }
+
+    /** Runs an example program to its end; its log, which must say it succeeded. */
+    private static String job(YarnCluster yarn, String name, String... args) throws IOException, InterruptedException {
+        List<String> programAndArgs = new ArrayList<>(List.of(name.replaceFirst("-.*", "")));
+        programAndArgs.addAll(List.of(args));
+        int status = yarn.runExample(name + ".log", JOB_MINUTES, programAndArgs);
+        String log = Files.readString(yarn.logs().resolve(name + ".log"));
+        assertEquals(0, status, name + " exited with " + status + "; its log: " + yarn.logs().resolve(name + ".log"));
+        assertTrue(log.contains("completed successfully"), name + " completed; its log: " + yarn.logs().resolve(name + ".log"));
+        return log;
+    }
+
+    private static long counter(String log, String name) {
+        Matcher m = Pattern.compile("\\s" + Pattern.quote(name) + "\\s*=(\\d+)").matcher(log);
+        assertTrue(m.find(), "the job printed counter '" + name + "'");
+        return Long.parseLong(m.group(1));
+    }
+
+    private static String application(String log) {
+        Matcher m = Pattern.compile("Submitted application (application_\\d+_\\d+)").matcher(log);
+        assertTrue(m.find(), "the client printed its application id");
+        return m.group(1);
+    }
+
+    /**
+     * The task attempts that ran in containers whose logs are under {@code appLogs}: each task's syslog
+     * says "Task:ATTEMPT is done" (the application master's names every attempt, but not that way).
+     */
+    private static List<String> tasksRun(Path appLogs) {
+        Matcher m = Pattern.compile("Task:(attempt_\\d+_\\d+_[mr]_\\d+_\\d+) is done").matcher(containerText(appLogs, "syslog"));
+        List<String> tasks = new ArrayList<>();
+        while (m.find()) {
+            if (!tasks.contains(m.group(1))) {
+                tasks.add(m.group(1));
+            }
+        }
+        return tasks;
+    }
+
+    private static String containerText(Path appLogs, String file) {
+        if (!Files.isDirectory(appLogs)) {
+            return "";
+        }
+        try (Stream<Path> files = Files.walk(appLogs)) {
+            StringBuilder text = new StringBuilder();
+            for (Path f : files.filter(p -> p.getFileName().toString().equals(file)).toList()) {
+                text.append(Files.readString(f));
+            }
+            return text.toString();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
