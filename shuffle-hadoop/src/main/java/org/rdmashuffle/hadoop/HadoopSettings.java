@@ -83,4 +83,14 @@ final class HadoopSettings {
             return "127.0.0.1";
         }
     }
+
+    /**
+     * A service's engine that could not start, said in the NodeManager's terms: the engine names the
+     * address and port, this adds the yarn-site.xml key that chose the port (another auxiliary service
+     * on it is the usual cause), so the NodeManager's log says what to change.
+     */
+    static IllegalStateException serviceCannotStart(String service, String portKey, RuntimeException e) {
+        return new IllegalStateException("rdma-shuffle " + service + " cannot start: " + e.getMessage() + " (the port is "
+                + portKey + " in yarn-site.xml; reducers must be given the same)", e);
+    }
 }

@@ -61,7 +61,11 @@ public class RdmaShuffleService extends ShuffleHandler {
     protected void serviceStart() throws Exception {
         super.serviceStart();
         VerbsProvider provider = Verbs.choose(engineConfig.provider()).orElseThrow();
-        engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? this::secretOf : null, provider);
+        try {
+            engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? this::secretOf : null, provider);
+        } catch (RuntimeException e) {
+            throw HadoopSettings.serviceCannotStart("service (mapreduce_shuffle)", HadoopSettings.SERVICE_PORT, e);
+        }
         MapOutputFiles outputs = new MapOutputFiles(getAuxiliaryLocalPathHandler(), job -> userRsrc.get(job),
                 org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
         engine.resolver(outputs);

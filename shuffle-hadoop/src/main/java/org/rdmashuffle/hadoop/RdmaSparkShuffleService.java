@@ -115,8 +115,12 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     @Override
     protected void serviceStart() throws Exception {
         spark.start();
-        server = new SparkShuffleServer(engineConfig, this::confinement,
-                Verbs.choose(engineConfig.provider()).orElseThrow());
+        try {
+            server = new SparkShuffleServer(engineConfig, this::confinement,
+                    Verbs.choose(engineConfig.provider()).orElseThrow());
+        } catch (RuntimeException e) {
+            throw HadoopSettings.serviceCannotStart("Spark service (spark_shuffle)", SPARK_SERVICE_PORT, e);
+        }
         recover();
         metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle Spark service engine", server.engine(),
                 server::outputsResolved);

@@ -143,6 +143,26 @@ class RdmaShuffleServiceTest {
                 .startsWith(localDir.toString()), "the stock handler's HTTP side resolves the same index");
     }
 
+    /** Another auxiliary service (or anything) on the RDMA port: the NodeManager's log must say which port and which key. */
+    @Test
+    void aPortTakenByAnotherService_failsTheStartNamingThePortAndTheKey() throws Exception {
+        try (java.net.ServerSocket other = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            JobConf conf = new JobConf(false);
+            conf.setInt(ShuffleHandler.SHUFFLE_PORT_CONFIG_KEY, 0);
+            conf.setInt(HadoopSettings.SERVICE_PORT, other.getLocalPort());
+            conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
+            conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "software");
+            RdmaShuffleService s = new RdmaShuffleService();
+            s.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
+            s.init(conf);
+            Exception e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, s::start);
+            String message = String.valueOf(e.getMessage()) + " / " + e.getCause();
+            assertTrue(message.contains("127.0.0.1:" + other.getLocalPort()) && message.contains(HadoopSettings.SERVICE_PORT),
+                    message);
+            s.stop();
+        }
+    }
+
     @Test
     void aWrongSecret_isRefusedBeforeAnyOutputIsDescribed() throws Exception {
         writeMapOutput(0, 0, new int[] {100, 100});
