@@ -148,12 +148,16 @@ import glob, sys, xml.etree.ElementTree as ET
 reports, rc, core = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 where = f"rdma-core {core}" + (", two hosts" if len(sys.argv) > 4 else "")
 tests = fail = err = skip = 0
-skipped = []
+skipped, failed = [], []
 for f in glob.glob(reports + "/**/TEST-*.xml", recursive=True):
     for case in ET.parse(f).getroot().iter("testcase"):
         tests += 1
+        broken = case.find("failure") if case.find("failure") is not None else case.find("error")
         if case.find("failure") is not None: fail += 1
         if case.find("error") is not None: err += 1
+        if broken is not None:
+            why = (broken.get('message') or broken.text or '').strip().splitlines()
+            failed.append(f"{case.get('classname')}.{case.get('name')}: {(why[0] if why else '')[:300]}")
         s = case.find("skipped")
         if s is not None:
             skip += 1
@@ -161,6 +165,7 @@ for f in glob.glob(reports + "/**/TEST-*.xml", recursive=True):
 print(f"softroce summary (real libibverbs on rxe0, {where}): {tests} tests, {tests - fail - err - skip} passed, "
       f"{fail + err} failed, {skip} skipped; guest exit {rc}")
 for s in skipped: print("  skipped:", s)
+for f in failed: print("  failed:", f)
 print(f"Soft-RoCE ({where}): {tests - fail - err - skip} passed, {fail + err} failed, {skip} skipped")
 sys.exit(1 if rc != 0 or tests == 0 or fail + err > 0 else 0)
 PY
