@@ -193,6 +193,37 @@ public final class YarnCluster implements AutoCloseable {
         return p.exitValue();
     }
 
+    /**
+     * Starts {@code spark-submit --master yarn --deploy-mode client} in the client's host, with this
+     * cluster's yarn-site.xml ({@code HADOOP_CONF_DIR}), the driver bound to the client's address,
+     * Spark's jars taken from the installation on every node ({@code spark.yarn.jars=local:...}, as
+     * every host sees one file system) and not mixed with Hadoop's ({@code populateHadoopClasspath=false}:
+     * the installation carries Spark's own Hadoop client), {@code sparkConfs} as {@code --conf}s and the
+     * rest from the installation's spark-defaults.conf. Standard error goes to {@code logs/<logName>};
+     * the caller owns the process (its standard output is piped to the caller).
+     */
+    public Process submitSpark(SparkHome spark, String mainClass, Path appJar, List<String> sparkConfs, List<String> appArgs,
+            String logName) throws IOException, InterruptedException {
+        ClusterBed.Host client = clientHost();
+        List<String> args = new ArrayList<>(List.of("--master", "yarn", "--deploy-mode", "client",
+                "--conf", "spark.driver.host=" + client.address(), "--conf", "spark.driver.bindAddress=" + client.address(),
+                "--conf", "spark.yarn.jars=local:" + spark.dir().resolve("jars") + "/*",
+                "--conf", "spark.yarn.populateHadoopClasspath=false",
+                "--conf", "spark.yarn.stagingDir=" + runDir.resolve("staging")));
+        for (String c : sparkConfs) {
+            args.addAll(List.of("--conf", c));
+        }
+        args.addAll(List.of("--class", mainClass, appJar.toString()));
+        args.addAll(appArgs);
+        Map<String, String> env = spark.environment(client.address());
+        env.put("HADOOP_CONF_DIR", confDir(client).toString());
+        env.put("YARN_CONF_DIR", confDir(client).toString());
+        ProcessBuilder pb = new ProcessBuilder(client.command(spark.command("org.apache.spark.deploy.SparkSubmit", args, env)))
+                .redirectError(logs.resolve(logName).toFile());
+        pb.environment().putAll(env);
+        return pb.start();
+    }
+
     private void daemon(ClusterBed.Host host, String name, String heap, String className) throws IOException {
         List<String> command = home.command(confDir(host), heap, logs, name + ".log", className, List.of());
         ProcessBuilder pb = new ProcessBuilder(host.command(command)).redirectErrorStream(true)
