@@ -8,6 +8,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import javax.xml.parsers.DocumentBuilderFactory;
@@ -26,21 +28,34 @@ import org.w3c.dom.NodeList;
 public final class HadoopHome {
     /** The install path the shipped files name for the {@code -yarn} jar's directory. */
     static final String SHIPPED_INSTALL_DIR = "/opt/rdma-shuffle/";
+    /** Where the shipped yarn-site.xml says Spark's YARN shuffle jar is. */
+    static final Pattern SHIPPED_SPARK_SERVICE_JAR = Pattern.compile(
+            "/opt/spark/yarn/spark-[^:,]*-yarn-shuffle\\.jar");
     private static final String[] LAYOUT = {"share/hadoop/common", "share/hadoop/common/lib", "share/hadoop/hdfs",
             "share/hadoop/yarn", "share/hadoop/mapreduce"};
 
     private final Path dir;
     private final Path yarnJar;
+    private final String sparkService;
     private final String java;
 
-    private HadoopHome(Path dir, Path yarnJar) {
+    private HadoopHome(Path dir, Path yarnJar, String sparkService) {
         this.dir = dir;
         this.yarnJar = yarnJar;
+        this.sparkService = sparkService;
         this.java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     }
 
-    /** Lays out the distribution in {@code dir} (links to the resolved jars). */
+    /** Lays out the distribution in {@code dir} (links to the resolved jars), without Spark's shuffle service. */
     public static HadoopHome create(Path dir, Path hadoopJars, Path yarnJar) throws IOException {
+        return create(dir, hadoopJars, yarnJar, null);
+    }
+
+    /**
+     * @param sparkService the class path that takes the place of Spark's YARN shuffle jar in the
+     *     {@code spark_shuffle} service's class path, or null to leave {@code spark_shuffle} out
+     */
+    public static HadoopHome create(Path dir, Path hadoopJars, Path yarnJar, String sparkService) throws IOException {
         if (!Files.isDirectory(hadoopJars)) {
             throw new IllegalStateException("no Hadoop jars in " + hadoopJars + ": build them with mvn -pl hadoop-home package");
         }
@@ -55,7 +70,7 @@ public final class HadoopHome {
                 }
             }
         }
-        return new HadoopHome(dir, yarnJar);
+        return new HadoopHome(dir, yarnJar, sparkService);
     }
 
     /** Where a distribution keeps this jar: Hadoop's own by project, everything else in common/lib. */
@@ -155,10 +170,21 @@ public final class HadoopHome {
                 """);
     }
 
-    /** The shipped values with the jar's install path replaced by where this installation has it. */
+    /** Whether the NodeManagers run Spark's shuffle service ({@code spark_shuffle}). */
+    public boolean hasSparkService() {
+        return sparkService != null;
+    }
+
+    /** The shipped values with the jars' install paths replaced by where this installation has them. */
     private Map<String, String> installed(Map<String, String> shipped) {
         Map<String, String> out = new LinkedHashMap<>();
-        shipped.forEach((k, v) -> out.put(k, v.replace(SHIPPED_INSTALL_DIR + yarnJar.getFileName(), yarnJar.toString())));
+        shipped.forEach((k, v) -> {
+            String here = v.replace(SHIPPED_INSTALL_DIR + yarnJar.getFileName(), yarnJar.toString());
+            if (sparkService != null) {
+                here = SHIPPED_SPARK_SERVICE_JAR.matcher(here).replaceAll(Matcher.quoteReplacement(sparkService));
+            }
+            out.put(k, here);
+        });
         return out;
     }
 

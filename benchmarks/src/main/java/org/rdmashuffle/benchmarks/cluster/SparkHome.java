@@ -46,6 +46,14 @@ public final class SparkHome {
      * project's modules are left out: the plugin reaches executors through {@code spark.jars} only).
      */
     public static SparkHome create(Path dir, Path pluginJar) throws IOException {
+        return create(dir, pluginJar, "spark-defaults.conf");
+    }
+
+    /**
+     * The same with another of the project's shipped confs as {@code spark-defaults.conf}, e.g.
+     * {@code spark-defaults-yarn.conf} (on YARN the secret is made per application: nothing to fill).
+     */
+    public static SparkHome create(Path dir, Path pluginJar, String shippedConf) throws IOException {
         Path jars = Files.createDirectories(dir.resolve("jars"));
         Path root = Repository.root();
         for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
@@ -63,7 +71,7 @@ public final class SparkHome {
         byte[] key = new byte[32];
         new SecureRandom().nextBytes(key);
         String secret = HexFormat.of().formatHex(key);
-        Files.writeString(conf.resolve("spark-defaults.conf"), defaults(root.resolve("conf/spark-defaults.conf"), pluginJar,
+        Files.writeString(conf.resolve("spark-defaults.conf"), defaults(root.resolve("conf").resolve(shippedConf), pluginJar,
                 secret));
         // The secret is in there: readable by the Spark user only, as docs/spark.md asks.
         Files.setPosixFilePermissions(conf.resolve("spark-defaults.conf"), PosixFilePermissions.fromString("rw-------"));
@@ -82,7 +90,7 @@ public final class SparkHome {
     /** The shipped conf with the plugin's install path and the cluster's secret filled in; nothing else changes. */
     static String defaults(Path shipped, Path pluginJar, String secret) throws IOException {
         String text = Files.readString(shipped);
-        if (!text.contains(SECRET_PLACEHOLDER)) {
+        if (!text.contains(SECRET_PLACEHOLDER) && text.contains("spark.authenticate.secret")) {
             throw new IllegalStateException(shipped + " has no " + SECRET_PLACEHOLDER + " line to fill");
         }
         StringBuilder out = new StringBuilder();

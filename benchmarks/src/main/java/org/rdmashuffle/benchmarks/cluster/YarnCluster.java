@@ -39,7 +39,10 @@ public final class YarnCluster implements AutoCloseable {
     public static final int REDUCE_MB = 1536;
     private static final long START_SECONDS = 180;
     private static final Pattern REGISTERED = Pattern.compile("NodeManager from node (\\S+)\\(cmPort");
-    /** Spark's YARN shuffle jar, which conf/yarn-site.xml's spark_shuffle needs, is not on this build's Maven mirror. */
+    /**
+     * Left out of {@code yarn.nodemanager.aux-services} when no stand-in for Spark's YARN shuffle jar is
+     * given: that jar, which conf/yarn-site.xml's spark_shuffle needs, is not on this build's Maven mirror.
+     */
     static final List<String> SERVICES_LEFT_OUT = List.of("spark_shuffle");
 
     private final ClusterBed bed;
@@ -65,7 +68,7 @@ public final class YarnCluster implements AutoCloseable {
         try {
             for (ClusterBed.Host h : bed.hosts()) {
                 home.writeConf(c.confDir(h), coreSettings(c.hostDir(h)), c.yarnSettings(h), c.mapredSettings(),
-                        SERVICES_LEFT_OUT);
+                        home.hasSparkService() ? List.of() : SERVICES_LEFT_OUT);
                 HadoopHome.writeProperties(c.confDir(h).resolve("capacity-scheduler.xml"), Map.of(
                         "yarn.scheduler.capacity.root.queues", "default",
                         "yarn.scheduler.capacity.root.default.capacity", "100",

@@ -98,6 +98,7 @@ public final class ShuffleJob {
         int compare = 0;
         int executors = 2;
         boolean killExecutor = false;
+        boolean releaseExecutors = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rows" -> rows = Integer.parseInt(args[++i]);
@@ -106,12 +107,14 @@ public final class ShuffleJob {
                 case "--compare" -> compare = Integer.parseInt(args[++i]);
                 case "--executors" -> executors = Integer.parseInt(args[++i]);
                 case "--kill-executor-in-reduce" -> killExecutor = true;
+                case "--release-executors-after-maps" -> releaseExecutors = true;
                 default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (usage: ShuffleJob [--rows N] "
-                        + "[--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E] [--kill-executor-in-reduce])");
+                        + "[--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] "
+                        + "[--release-executors-after-maps])");
             }
         }
         if (compare == 0) {
-            print(run(shuffle, rows, partitions, executors, killExecutor));
+            print(run(shuffle, rows, partitions, executors, killExecutor, releaseExecutors));
             return;
         }
         List<Run> runs = new ArrayList<>();
@@ -120,7 +123,7 @@ public final class ShuffleJob {
         for (int r = 0; r < compare; r++) {
             Run[] round = new Run[2];
             for (String s : r % 2 == 0 ? List.of("builtin", "rdma") : List.of("rdma", "builtin")) {
-                Run run = run(s, rows, partitions, executors, killExecutor);
+                Run run = run(s, rows, partitions, executors, killExecutor, releaseExecutors);
                 System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  %d remote blocks  result %s%s%n", r + 1, s, run.wallMs(),
                         run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
                 System.out.println("    fetch wait per reduce task, ms, largest first: " + run.taskWaits());
@@ -182,8 +185,12 @@ public final class ShuffleJob {
      * One run of the job. With {@code killExecutor}, the executor running the first attempt of reduce
      * partition 0 dies (halts) once that task has started fetching: a host lost mid-shuffle, which
      * Spark must recover from (its outputs are gone: fetch failures, map stage re-run) with the same result.
+     * With {@code releaseExecutors} (dynamic allocation, outputs kept by the nodes' shuffle services), the map
+     * stage runs alone, every executor is let go once idle, and the reduce stage runs on new executors
+     * that read the released ones' outputs from the services: nothing is lost, no map runs again.
      */
-    static Run run(String shuffle, int rows, int partitions, int executors, boolean killExecutor) throws Exception {
+    static Run run(String shuffle, int rows, int partitions, int executors, boolean killExecutor, boolean releaseExecutors)
+            throws Exception {
         SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf("rdma-shuffle main job", shuffle)
                 : LocalCluster.conf("rdma-shuffle main job", shuffle);
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
@@ -214,7 +221,12 @@ public final class ShuffleJob {
                             return new Tuple2<>(random.nextLong(100_000), Base64.getEncoder().encodeToString(raw)); // 64 chars
                         }
                     });
-            List<Tuple2<Long, long[]>> groups = data.groupByKey(partitions).mapPartitionsToPair(it -> {
+            JavaPairRDD<Long, Iterable<String>> grouped = data.groupByKey(partitions);
+            if (releaseExecutors) {
+                sc.sc().submitMapStage(shuffleOf(grouped.rdd())).get(); // the map stage alone
+                awaitNoExecutors(sc);
+            }
+            List<Tuple2<Long, long[]>> groups = grouped.mapPartitionsToPair(it -> {
                 org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
                 if (killExecutor && it.hasNext() && task.partitionId() == 0 && task.stageAttemptNumber() == 0
                         && task.attemptNumber() == 0) {
@@ -248,6 +260,30 @@ public final class ShuffleJob {
                     measured.remoteBytesRead(), measured.localBytesRead(), measured.fetchWaitMs(), measured.recordsRead(),
                     measured.remoteBlocks(), carriers, measured.executorsLost(), measured.stagesRetried(), measured.taskWaitsMs());
         }
+    }
+
+    /** The shuffle {@code rdd} reads (the first one up its lineage). */
+    private static org.apache.spark.ShuffleDependency<?, ?, ?> shuffleOf(org.apache.spark.rdd.RDD<?> rdd) {
+        for (org.apache.spark.rdd.RDD<?> r = rdd; ; ) {
+            org.apache.spark.Dependency<?> d = r.dependencies().head();
+            if (d instanceof org.apache.spark.ShuffleDependency<?, ?, ?> shuffle) {
+                return shuffle;
+            }
+            r = d.rdd();
+        }
+    }
+
+    /** Waits (bounded: 2 minutes) until dynamic allocation has let every executor go. */
+    private static void awaitNoExecutors(JavaSparkContext sc) throws InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(2);
+        while (!sc.sc().getExecutorIds().isEmpty()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("executors still held 2 minutes after the map stage: "
+                        + sc.sc().getExecutorIds() + " (is spark.dynamicAllocation.enabled on?)");
+            }
+            Thread.sleep(200);
+        }
+        System.out.println("every executor released after the map stage");
     }
 
     /** What carried each executor's shuffle, asked of the executors themselves, with each one's address. */

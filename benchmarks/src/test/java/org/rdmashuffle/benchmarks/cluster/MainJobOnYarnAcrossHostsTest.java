@@ -35,12 +35,68 @@ class MainJobOnYarnAcrossHostsTest {
 
     @Test
     void theMainJobOnYarn_bothShufflesGiveOneResult_andRdmaCarriesEveryRemoteBlockBetweenTheNodes() throws Exception {
+        // One executor per node: two executor containers (640 MiB + 512 MiB overhead) never fit one node.
+        Job job = run("plain", false, List.of("spark.executor.instances=2"), List.of("--executors", "2"));
+        MainJobOutput out = MainJobOutput.parse(job.printed());
+        assertEquals(2, out.rounds().size(), job.text());
+        out.assertOneResultAndEveryRemoteBlockOverRdma(2, "software", job.text());
+        for (MainJobOutput.Round round : out.rounds()) {
+            Set<String> executors = new TreeSet<>();
+            round.executors().forEach(e -> executors.add(e.address()));
+            assertEquals(job.nodes(), executors, "one executor on each NodeManager's host: " + round);
+        }
+    }
+
+    /**
+     * conf/spark-defaults-yarn.conf as shipped (service mode, dynamic allocation, Spark's shuffle service)
+     * with the NodeManagers' spark_shuffle as conf/yarn-site.xml ships it: the map stage runs, dynamic
+     * allocation lets every executor go, and the reduce stage's new executors read the released ones'
+     * outputs from the NodeManagers, over RDMA (the RDMA half) or Spark's transport (the built-in round,
+     * Spark's half), with no map run again and one result.
+     */
+    @Test
+    void executorsReleasedAfterTheMapStage_theirOutputsComeFromTheNodeManagers_noMapRunsAgain() throws Exception {
+        Job job = run("released", true, List.of("spark.dynamicAllocation.initialExecutors=2",
+                "spark.dynamicAllocation.minExecutors=0", "spark.dynamicAllocation.maxExecutors=2",
+                "spark.dynamicAllocation.executorIdleTimeout=3s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s"),
+                List.of("--executors", "2", "--release-executors-after-maps"));
+        MainJobOutput out = MainJobOutput.parse(job.printed());
+        assertEquals(2, out.rounds().size(), job.text());
+        assertEquals(2, job.printed().stream().filter(l -> l.equals("every executor released after the map stage")).count(),
+                job.text());
+        // Every executor of the map stage was gone before the reduce stage asked for a block: what the
+        // rdma round's reducers read over RDMA came from the NodeManagers' services.
+        out.assertOneResultAndEveryRemoteBlockOverRdma(2, "software", job.text());
+        assertTrue(job.text().contains("identical results in all 2 runs"), job.text());
+        java.util.regex.Matcher retried = java.util.regex.Pattern.compile("(\\d+) stage attempts retried").matcher(job.text());
+        while (retried.find()) {
+            assertEquals("0", retried.group(1), "no map stage ran again: " + job.text());
+        }
+    }
+
+    private record Job(List<String> printed, String text, Set<String> nodes) {
+    }
+
+    /**
+     * Runs the main job (both shuffles, one round each) on a YARN cluster of the bed.
+     *
+     * @param sparkService whether the NodeManagers run spark_shuffle (with the bed's stand-in for Spark's
+     *     jar) and the job uses conf/spark-defaults-yarn.conf; else conf/spark-defaults.conf
+     */
+    private static Job run(String name, boolean sparkService, List<String> confs, List<String> jobArgs) throws Exception {
         BedSupport.requireBed();
         Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
-                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-spark"));
-        HadoopHome hadoop = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
-        SparkHome spark = SparkHome.create(run.resolve("spark-home"), Repository.pluginJar());
+                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-spark-" + name));
+        SparkHome spark = SparkHome.create(run.resolve("spark-home"), Repository.pluginJar(),
+                sparkService ? "spark-defaults-yarn.conf" : "spark-defaults.conf");
+        String service = sparkService ? StandInSparkService.jar(run) + ":" + spark.dir().resolve("jars") + "/*" : null;
+        HadoopHome hadoop = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar(), service);
         Path appJar = ClusterRun.appJar(run.resolve("rdma-shuffle-benchmarks-app.jar"));
+        List<String> sparkConfs = new ArrayList<>(List.of("spark.executor.cores=1", "spark.executor.memory=640m",
+                "spark.executor.memoryOverhead=512m", "spark.yarn.am.memory=256m"));
+        sparkConfs.addAll(confs);
+        List<String> args = new ArrayList<>(List.of("--rows", "200000", "--compare", "1"));
+        args.addAll(jobArgs);
         List<String> printed = new ArrayList<>();
         int exit;
         Set<String> nodes = new TreeSet<>();
@@ -49,11 +105,7 @@ class MainJobOnYarnAcrossHostsTest {
             prefix = bed.namespacePrefix();
             try (YarnCluster yarn = YarnCluster.start(bed, hadoop, run)) {
                 yarn.nodeHosts().forEach(h -> nodes.add(h.address()));
-                // One executor per node: two executor containers (640 MiB + 512 MiB overhead) never fit one node.
-                Process driver = yarn.submitSpark(spark, ShuffleJob.class.getName(), appJar,
-                        List.of("spark.executor.instances=2", "spark.executor.cores=1", "spark.executor.memory=640m",
-                                "spark.executor.memoryOverhead=512m", "spark.yarn.am.memory=256m"),
-                        List.of("--rows", "200000", "--compare", "1", "--executors", "2"), "driver.log");
+                Process driver = yarn.submitSpark(spark, ShuffleJob.class.getName(), appJar, sparkConfs, args, "driver.log");
                 driver.getOutputStream().close();
                 try (BufferedReader out = new BufferedReader(new InputStreamReader(driver.getInputStream(),
                         StandardCharsets.UTF_8))) {
@@ -81,20 +133,14 @@ class MainJobOnYarnAcrossHostsTest {
         synchronized (printed) {
             text = String.join("\n", printed);
         }
+        System.out.println("the driver printed:\n" + text);
         assertEquals(0, exit, "the driver finished; its log: " + run.resolve("logs/driver.log") + "\n" + text);
-        MainJobOutput out = MainJobOutput.parse(List.copyOf(printed));
-        assertEquals(2, out.rounds().size(), text);
-        out.assertOneResultAndEveryRemoteBlockOverRdma(2, "software", text);
-        for (MainJobOutput.Round round : out.rounds()) {
-            Set<String> executors = new TreeSet<>();
-            round.executors().forEach(e -> executors.add(e.address()));
-            assertEquals(nodes, executors, "one executor on each NodeManager's host: " + round);
-        }
         assertEquals(List.of(), BedSupport.output("ip", "netns", "list").lines().filter(l -> l.startsWith(prefix)).toList(),
                 "no namespace left");
         String dir = run.toString();
         assertEquals(List.of(), ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid())
                 .filter(h -> h.info().commandLine().map(c -> c.contains(dir)).orElse(false)).map(h -> h.pid()).toList(),
                 "no daemon or container left");
+        return new Job(List.copyOf(printed), text, nodes);
     }
 }
