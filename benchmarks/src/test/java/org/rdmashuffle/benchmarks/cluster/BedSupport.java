@@ -37,6 +37,17 @@ final class BedSupport {
         return run(List.of(command)).text();
     }
 
+    /** Nothing of a run is left: no namespace named {@code prefix}..., no process naming {@code runDir}. */
+    static void assertNothingLeft(String prefix, java.nio.file.Path runDir) throws IOException, InterruptedException {
+        org.junit.jupiter.api.Assertions.assertEquals(List.of(),
+                output("ip", "netns", "list").lines().filter(l -> l.startsWith(prefix)).toList(), "no namespace left");
+        String dir = runDir.toString();
+        org.junit.jupiter.api.Assertions.assertEquals(List.of(), ProcessHandle.allProcesses()
+                .filter(h -> h.pid() != ProcessHandle.current().pid())
+                .filter(h -> h.info().commandLine().map(c -> c.contains(dir)).orElse(false)).map(ProcessHandle::pid).toList(),
+                "no daemon or container left");
+    }
+
     record Output(int status, String text) {
     }
 }

@@ -135,12 +135,7 @@ class MainJobOnYarnAcrossHostsTest {
         }
         System.out.println("the driver printed:\n" + text);
         assertEquals(0, exit, "the driver finished; its log: " + run.resolve("logs/driver.log") + "\n" + text);
-        assertEquals(List.of(), BedSupport.output("ip", "netns", "list").lines().filter(l -> l.startsWith(prefix)).toList(),
-                "no namespace left");
-        String dir = run.toString();
-        assertEquals(List.of(), ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid())
-                .filter(h -> h.info().commandLine().map(c -> c.contains(dir)).orElse(false)).map(h -> h.pid()).toList(),
-                "no daemon or container left");
+        BedSupport.assertNothingLeft(prefix, run);
         return new Job(List.copyOf(printed), text, nodes);
     }
 }

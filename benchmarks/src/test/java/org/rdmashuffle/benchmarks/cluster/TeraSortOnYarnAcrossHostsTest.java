@@ -90,12 +90,7 @@ class TeraSortOnYarnAcrossHostsTest {
                 }
             }
         }
-        assertEquals(List.of(), BedSupport.output("ip", "netns", "list").lines().filter(l -> l.startsWith(prefix)).toList(),
-                "no namespace left");
-        String dir = run.toString();
-        assertEquals(List.of(), ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid())
-                .filter(h -> h.info().commandLine().map(c -> c.contains(dir)).orElse(false)).map(h -> h.pid()).toList(),
-                "no daemon or container left");
+        BedSupport.assertNothingLeft(prefix, run);
     }
 
     /** Runs an example program to its end; its log, which must say it succeeded. */
