@@ -6,8 +6,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -23,12 +21,13 @@ public final class StandaloneCluster implements AutoCloseable {
     private final ClusterBed bed;
     private final SparkHome home;
     private final Path logs;
-    private final List<Process> daemons = new ArrayList<>();
+    private final Daemons daemons;
 
     private StandaloneCluster(ClusterBed bed, SparkHome home, Path logs) {
         this.bed = bed;
         this.home = home;
         this.logs = logs;
+        this.daemons = new Daemons(logs, "Spark", 20);
     }
 
     /**
@@ -107,38 +106,11 @@ public final class StandaloneCluster implements AutoCloseable {
             throws IOException, InterruptedException {
         Map<String, String> env = new java.util.HashMap<>(home.environment(host.address()));
         env.putAll(extraEnv);
-        ProcessBuilder pb = new ProcessBuilder(host.command(home.command(className, args, env)))
-                .redirectErrorStream(true).redirectOutput(logs.resolve(name + ".log").toFile());
-        pb.environment().putAll(env);
-        daemons.add(pb.start());
+        daemons.start(host, name, home.command(className, args, env), env);
     }
 
     private void awaitWorkers() throws IOException, InterruptedException {
-        Path log = logs.resolve("master.log");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_SECONDS);
-        int expected = workerHosts().size();
-        while (true) {
-            for (Process p : daemons) {
-                if (!p.isAlive()) {
-                    throw new IOException("a Spark daemon exited while the cluster started (exit " + p.exitValue()
-                            + "); see the logs in " + logs);
-                }
-            }
-            String text = Files.exists(log) ? Files.readString(log) : "";
-            Matcher m = REGISTERED.matcher(text);
-            java.util.Set<String> registered = new java.util.HashSet<>();
-            while (m.find()) {
-                registered.add(m.group(1));
-            }
-            if (registered.size() >= expected) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IOException(registered.size() + " of " + expected + " Workers registered with the Master in "
-                        + START_SECONDS + " s; see the logs in " + logs);
-            }
-            Thread.sleep(250);
-        }
+        daemons.awaitRegistered("master.log", REGISTERED, workerHosts().size(), START_SECONDS, "Workers registered with the Master");
     }
 
     public Path logs() {
@@ -148,15 +120,6 @@ public final class StandaloneCluster implements AutoCloseable {
     /** Stops the daemons (TERM, so Workers stop their executors; then KILL), bounded. */
     @Override
     public void close() throws InterruptedException {
-        for (Process p : daemons.reversed()) {
-            p.destroy();
-        }
-        for (Process p : daemons) {
-            if (!p.waitFor(20, TimeUnit.SECONDS)) {
-                p.descendants().forEach(ProcessHandle::destroyForcibly);
-                p.destroyForcibly();
-                p.waitFor(10, TimeUnit.SECONDS);
-            }
-        }
+        daemons.close();
     }
 }

@@ -4,13 +4,10 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -49,13 +46,14 @@ public final class YarnCluster implements AutoCloseable {
     private final HadoopHome home;
     private final Path runDir;
     private final Path logs;
-    private final List<Process> daemons = new ArrayList<>();
+    private final Daemons daemons;
 
     private YarnCluster(ClusterBed bed, HadoopHome home, Path runDir) throws IOException {
         this.bed = bed;
         this.home = home;
         this.runDir = runDir;
         this.logs = Files.createDirectories(runDir.resolve("logs"));
+        this.daemons = new Daemons(logs, "YARN", 30);
     }
 
     /** Starts the ResourceManager and the NodeManagers and waits until every node has registered (bounded). */
@@ -228,52 +226,18 @@ public final class YarnCluster implements AutoCloseable {
     }
 
     private void daemon(ClusterBed.Host host, String name, String heap, String className) throws IOException {
-        List<String> command = home.command(confDir(host), heap, logs, name + ".log", className, List.of());
-        ProcessBuilder pb = new ProcessBuilder(host.command(command)).redirectErrorStream(true)
-                .redirectOutput(logs.resolve(name + ".log").toFile());
-        pb.environment().putAll(home.environment(confDir(host)));
-        daemons.add(pb.start());
+        daemons.start(host, name, home.command(confDir(host), heap, logs, name + ".log", className, List.of()),
+                home.environment(confDir(host)));
     }
 
     private void awaitNodes() throws IOException, InterruptedException {
-        Path log = logs.resolve("resourcemanager.log");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_SECONDS);
-        int expected = nodeHosts().size();
-        while (true) {
-            for (Process p : daemons) {
-                if (!p.isAlive()) {
-                    throw new IOException("a YARN daemon exited while the cluster started (exit " + p.exitValue()
-                            + "); see the logs in " + logs);
-                }
-            }
-            Set<String> registered = new HashSet<>();
-            Matcher m = REGISTERED.matcher(Files.exists(log) ? Files.readString(log) : "");
-            while (m.find()) {
-                registered.add(m.group(1));
-            }
-            if (registered.size() >= expected) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IOException(registered.size() + " of " + expected + " NodeManagers registered with the "
-                        + "ResourceManager in " + START_SECONDS + " s; see the logs in " + logs);
-            }
-            Thread.sleep(250);
-        }
+        daemons.awaitRegistered("resourcemanager.log", REGISTERED, nodeHosts().size(), START_SECONDS,
+                "NodeManagers registered with the ResourceManager");
     }
 
     /** Stops the daemons (TERM, so NodeManagers stop their containers and services; then KILL), bounded. */
     @Override
     public void close() throws InterruptedException {
-        for (Process p : daemons.reversed()) {
-            p.destroy();
-        }
-        for (Process p : daemons) {
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                p.descendants().forEach(ProcessHandle::destroyForcibly);
-                p.destroyForcibly();
-                p.waitFor(10, TimeUnit.SECONDS);
-            }
-        }
+        daemons.close();
     }
 }

@@ -1,0 +1,87 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The long-running processes of one cluster on the bed (a Master and Workers, a ResourceManager and
+ * NodeManagers), each started inside its host with its output in {@code logs/<name>.log}, and stopped
+ * together: TERM in reverse order of start (so a Worker or NodeManager stops what it launched), then
+ * KILL for what outlives the grace time.
+ */
+final class Daemons implements AutoCloseable {
+    private final Path logs;
+    private final String kind;
+    private final long graceSeconds;
+    private final List<Process> started = new ArrayList<>();
+
+    /** @param kind what the daemons are, for messages ("Spark", "YARN") */
+    Daemons(Path logs, String kind, long graceSeconds) {
+        this.logs = logs;
+        this.kind = kind;
+        this.graceSeconds = graceSeconds;
+    }
+
+    void start(ClusterBed.Host host, String name, List<String> command, Map<String, String> env) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder(host.command(command)).redirectErrorStream(true)
+                .redirectOutput(logs.resolve(name + ".log").toFile());
+        pb.environment().putAll(env);
+        started.add(pb.start());
+    }
+
+    /**
+     * Waits until {@code logs/<logName>} names {@code expected} distinct members ({@code registered}'s
+     * first group), at most {@code seconds}; fails at once if a daemon exits meanwhile.
+     *
+     * @param what who registers with whom, for the message ("Workers registered with the Master")
+     */
+    void awaitRegistered(String logName, Pattern registered, int expected, long seconds, String what) throws IOException,
+            InterruptedException {
+        Path log = logs.resolve(logName);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (true) {
+            for (Process p : started) {
+                if (!p.isAlive()) {
+                    throw new IOException("a " + kind + " daemon exited while the cluster started (exit " + p.exitValue()
+                            + "); see the logs in " + logs);
+                }
+            }
+            Set<String> members = new HashSet<>();
+            Matcher m = registered.matcher(Files.exists(log) ? Files.readString(log) : "");
+            while (m.find()) {
+                members.add(m.group(1));
+            }
+            if (members.size() >= expected) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IOException(members.size() + " of " + expected + " " + what + " in " + seconds + " s; see the logs in "
+                        + logs);
+            }
+            Thread.sleep(250);
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        for (Process p : started.reversed()) {
+            p.destroy();
+        }
+        for (Process p : started) {
+            if (!p.waitFor(graceSeconds, TimeUnit.SECONDS)) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
+                p.destroyForcibly();
+                p.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+}
