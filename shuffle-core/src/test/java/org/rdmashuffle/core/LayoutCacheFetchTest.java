@@ -146,9 +146,7 @@ class LayoutCacheFetchTest {
      */
     @Test
     void layoutsThatDoNotFitTheReducersReceiveBufferAreLeftOut() throws Exception {
-        org.rdmashuffle.core.config.EngineConfig small = EngineTestSupport.smallConfig()
-                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "4k");
-        try (EnginePair pair = new EnginePair(small, EngineTestSupport.SECRET, small, EngineTestSupport.SECRET)) {
+        try (EnginePair pair = withReceiveBuffersOf("4k")) {
             int[] sizes = new int[1000];
             java.util.Arrays.fill(sizes, 1000);
             int maps = 4;
@@ -298,9 +296,7 @@ class LayoutCacheFetchTest {
      */
     @Test
     void blocksWaitingForALayoutLeftOutOfTheAnswerAreAskedFor() throws Exception {
-        org.rdmashuffle.core.config.EngineConfig small = EngineTestSupport.smallConfig()
-                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "4k");
-        try (EnginePair pair = new EnginePair(small, EngineTestSupport.SECRET, small, EngineTestSupport.SECRET)) {
+        try (EnginePair pair = withReceiveBuffersOf("4k")) {
             List<Long> maps = List.of(0L, 1L, 2L);
             registerOutputs(pair, 7, maps, 4000, 700);
             AtomicInteger layoutsSent = countLayoutsSent(pair);
@@ -332,9 +328,7 @@ class LayoutCacheFetchTest {
      */
     @Test
     void layoutsThatFillAnAnswerAreEachSentOnce() throws Exception {
-        org.rdmashuffle.core.config.EngineConfig small = EngineTestSupport.smallConfig()
-                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "8k");
-        try (EnginePair pair = new EnginePair(small, EngineTestSupport.SECRET, small, EngineTestSupport.SECRET)) {
+        try (EnginePair pair = withReceiveBuffersOf("8k")) {
             List<Long> maps = List.of(0L, 1L, 2L, 3L, 4L, 5L);
             registerOutputs(pair, 8, maps, 1000, 700);
             java.util.Map<Long, Integer> layoutsSent = new java.util.concurrent.ConcurrentHashMap<>();
@@ -352,5 +346,12 @@ class LayoutCacheFetchTest {
             assertTrue(!layoutsSent.isEmpty(), "no layout fit an answer: the test's sizes are off");
             EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
         }
+    }
+
+    /** Two engines (the small test config) whose receive buffers are {@code size}: answers hold only so much. */
+    private static EnginePair withReceiveBuffersOf(String size) throws Exception {
+        org.rdmashuffle.core.config.EngineConfig small = EngineTestSupport.smallConfig()
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, size);
+        return new EnginePair(small, EngineTestSupport.SECRET, small, EngineTestSupport.SECRET);
     }
 }
