@@ -187,7 +187,8 @@ public final class ShuffleJob {
      * Spark must recover from (its outputs are gone: fetch failures, map stage re-run) with the same result.
      * With {@code releaseExecutors} (dynamic allocation, outputs kept by the nodes' shuffle services), the map
      * stage runs alone, every executor is let go once idle, and the reduce stage runs on new executors
-     * that read the released ones' outputs from the services: nothing is lost, no map runs again.
+     * that read the released ones' outputs from the services: nothing is lost, no map runs again. Its wall
+     * time then includes the wait for the release and the new executors' start: a check, not a figure.
      */
     static Run run(String shuffle, int rows, int partitions, int executors, boolean killExecutor, boolean releaseExecutors)
             throws Exception {
