@@ -23,6 +23,7 @@ final class Daemons implements AutoCloseable {
     private final String kind;
     private final long graceSeconds;
     private final List<Process> started = new ArrayList<>();
+    private final Map<String, Process> byName = new java.util.HashMap<>();
 
     /** @param kind what the daemons are, for messages ("Spark", "YARN") */
     Daemons(Path logs, String kind, long graceSeconds) {
@@ -35,7 +36,24 @@ final class Daemons implements AutoCloseable {
         ProcessBuilder pb = new ProcessBuilder(host.command(command)).redirectErrorStream(true)
                 .redirectOutput(logs.resolve(name + ".log").toFile());
         pb.environment().putAll(env);
-        started.add(pb.start());
+        Process p = pb.start();
+        started.add(p);
+        byName.put(name, p);
+    }
+
+    /**
+     * Kills daemon {@code name} at once (KILL: no shutdown hook, no goodbye to anyone), as a crashed
+     * machine or an OOM killer would; what it launched keeps running. Waits (bounded) until it is gone.
+     */
+    void kill(String name) throws InterruptedException {
+        Process p = byName.get(name);
+        if (p == null) {
+            throw new IllegalArgumentException("no daemon " + name + " was started: " + byName.keySet());
+        }
+        p.destroyForcibly();
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException(name + " still runs 30 s after KILL");
+        }
     }
 
     /**

@@ -47,22 +47,31 @@ public final class YarnCluster implements AutoCloseable {
     private final Path runDir;
     private final Path logs;
     private final Daemons daemons;
+    private final Map<String, String> extraYarnSettings;
 
-    private YarnCluster(ClusterBed bed, HadoopHome home, Path runDir) throws IOException {
+    private YarnCluster(ClusterBed bed, HadoopHome home, Path runDir, Map<String, String> extraYarnSettings)
+            throws IOException {
         this.bed = bed;
         this.home = home;
         this.runDir = runDir;
+        this.extraYarnSettings = Map.copyOf(extraYarnSettings);
         this.logs = Files.createDirectories(runDir.resolve("logs"));
         this.daemons = new Daemons(logs, "YARN", 30);
     }
 
     /** Starts the ResourceManager and the NodeManagers and waits until every node has registered (bounded). */
     public static YarnCluster start(ClusterBed bed, HadoopHome home, Path runDir) throws IOException, InterruptedException {
+        return start(bed, home, runDir, Map.of());
+    }
+
+    /** As {@link #start(ClusterBed, HadoopHome, Path)}, with {@code extraYarnSettings} in every host's yarn-site.xml. */
+    public static YarnCluster start(ClusterBed bed, HadoopHome home, Path runDir, Map<String, String> extraYarnSettings)
+            throws IOException, InterruptedException {
         if (bed.hosts().size() < 4) {
             throw new IllegalArgumentException("a YARN cluster here needs a host for the ResourceManager, one for the "
                     + "client and at least two for NodeManagers: " + bed.hosts().size() + " hosts given");
         }
-        YarnCluster c = new YarnCluster(bed, home, runDir);
+        YarnCluster c = new YarnCluster(bed, home, runDir, extraYarnSettings);
         try {
             for (ClusterBed.Host h : bed.hosts()) {
                 home.writeConf(c.confDir(h), coreSettings(c.hostDir(h)), c.yarnSettings(h), c.mapredSettings(),
@@ -145,6 +154,7 @@ public final class YarnCluster implements AutoCloseable {
         // Build machines' disks are often fuller than the 90 % at which a node calls its dirs bad.
         y.put("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", "99.9");
         y.put("yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb", "64");
+        y.putAll(extraYarnSettings);
         return y;
     }
 
@@ -223,6 +233,54 @@ public final class YarnCluster implements AutoCloseable {
                 .redirectError(logs.resolve(logName).toFile());
         pb.environment().putAll(env);
         return pb.start();
+    }
+
+    /**
+     * The node whose NodeManager runs the newest application's master (its first container), read from
+     * the nodes' container logs; null if no node has started one.
+     */
+    public ClusterBed.Host applicationMasterHost() throws IOException {
+        String newest = null;
+        ClusterBed.Host host = null;
+        for (ClusterBed.Host h : nodeHosts()) {
+            if (!Files.isDirectory(containerLogs(h))) {
+                continue;
+            }
+            try (var apps = Files.list(containerLogs(h))) {
+                for (Path app : apps.toList()) {
+                    String id = app.getFileName().toString();
+                    boolean master;
+                    try (var containers = Files.list(app)) {
+                        master = containers.anyMatch(c -> c.getFileName().toString().endsWith("_01_000001"));
+                    }
+                    // application_<cluster start>_<sequence>: one cluster, so the sequence orders them.
+                    if (master && (newest == null || id.compareTo(newest) > 0)) {
+                        newest = id;
+                        host = h;
+                    }
+                }
+            }
+        }
+        return host;
+    }
+
+    /**
+     * Kills node {@code h}'s NodeManager (KILL: its RDMA and Spark shuffle services go with it, it says
+     * goodbye to nobody), then waits until the ResourceManager has declared the node lost, which takes
+     * {@code yarn.nm.liveness-monitor.expiry-interval-ms} (10 minutes unless the cluster was started with less).
+     */
+    public void killNodeManager(ClusterBed.Host h, long awaitLostSeconds) throws IOException, InterruptedException {
+        daemons.kill("nodemanager-" + h.address());
+        Pattern lost = Pattern.compile("Deactivating Node " + Pattern.quote(h.address()) + ":\\d+ as it is now LOST");
+        Path log = logs.resolve("resourcemanager.log");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(awaitLostSeconds);
+        while (!lost.matcher(Files.readString(log)).find()) {
+            if (System.nanoTime() > deadline) {
+                throw new IOException("the ResourceManager did not declare " + h.address() + " lost within " + awaitLostSeconds
+                        + " s of its NodeManager's death; see " + log);
+            }
+            Thread.sleep(250);
+        }
     }
 
     private void daemon(ClusterBed.Host host, String name, String heap, String className) throws IOException {

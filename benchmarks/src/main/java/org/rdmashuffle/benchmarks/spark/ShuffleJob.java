@@ -25,6 +25,7 @@ import scala.Tuple2;
  *
  * <pre>
  *   ShuffleJob [--rows N] [--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E]
+ *              [--kill-executor-in-reduce] [--release-executors-after-maps] [--pause-rdma-reduce-until FILE]
  * </pre>
  * Run as a plain program it uses local-cluster mode (two executor JVMs on 127.0.0.1); submitted with
  * {@code spark-submit} (as {@code bin/shuffle-job --hosts N} does, see {@code cluster.ClusterJob}) it
@@ -99,6 +100,7 @@ public final class ShuffleJob {
         int executors = 2;
         boolean killExecutor = false;
         boolean releaseExecutors = false;
+        java.nio.file.Path pauseUntil = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rows" -> rows = Integer.parseInt(args[++i]);
@@ -108,13 +110,14 @@ public final class ShuffleJob {
                 case "--executors" -> executors = Integer.parseInt(args[++i]);
                 case "--kill-executor-in-reduce" -> killExecutor = true;
                 case "--release-executors-after-maps" -> releaseExecutors = true;
+                case "--pause-rdma-reduce-until" -> pauseUntil = java.nio.file.Path.of(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (usage: ShuffleJob [--rows N] "
                         + "[--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] "
-                        + "[--release-executors-after-maps])");
+                        + "[--release-executors-after-maps] [--pause-rdma-reduce-until FILE])");
             }
         }
         if (compare == 0) {
-            print(run(shuffle, rows, partitions, executors, killExecutor, releaseExecutors));
+            print(run(shuffle, rows, partitions, executors, killExecutor, releaseExecutors, pauseUntil));
             return;
         }
         List<Run> runs = new ArrayList<>();
@@ -123,7 +126,7 @@ public final class ShuffleJob {
         for (int r = 0; r < compare; r++) {
             Run[] round = new Run[2];
             for (String s : r % 2 == 0 ? List.of("builtin", "rdma") : List.of("rdma", "builtin")) {
-                Run run = run(s, rows, partitions, executors, killExecutor, releaseExecutors);
+                Run run = run(s, rows, partitions, executors, killExecutor, releaseExecutors, pauseUntil);
                 System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  %d remote blocks  result %s%s%n", r + 1, s, run.wallMs(),
                         run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
                 System.out.println("    fetch wait per reduce task, ms, largest first: " + run.taskWaits());
@@ -189,9 +192,12 @@ public final class ShuffleJob {
      * stage runs alone, every executor is let go once idle, and the reduce stage runs on new executors
      * that read the released ones' outputs from the services: nothing is lost, no map runs again. Its wall
      * time then includes the wait for the release and the new executors' start: a check, not a figure.
+     * With {@code pauseUntil}, an RDMA run whose file does not exist yet stops between its map stage and
+     * its reduce stage until the file appears (at most 5 minutes): a test does something to the cluster
+     * there (kills a node), then lets the reduce stage meet what it did.
      */
-    static Run run(String shuffle, int rows, int partitions, int executors, boolean killExecutor, boolean releaseExecutors)
-            throws Exception {
+    static Run run(String shuffle, int rows, int partitions, int executors, boolean killExecutor, boolean releaseExecutors,
+            java.nio.file.Path pauseUntil) throws Exception {
         SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf("rdma-shuffle main job", shuffle)
                 : LocalCluster.conf("rdma-shuffle main job", shuffle);
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
@@ -223,9 +229,15 @@ public final class ShuffleJob {
                         }
                     });
             JavaPairRDD<Long, Iterable<String>> grouped = data.groupByKey(partitions);
-            if (releaseExecutors) {
+            boolean pause = pauseUntil != null && shuffle.equals("rdma") && !java.nio.file.Files.exists(pauseUntil);
+            if (releaseExecutors || pause) {
                 sc.sc().submitMapStage(shuffleOf(grouped.rdd())).get(); // the map stage alone
+            }
+            if (releaseExecutors) {
                 awaitNoExecutors(sc);
+            }
+            if (pause) {
+                awaitFile(pauseUntil);
             }
             List<Tuple2<Long, long[]>> groups = grouped.mapPartitionsToPair(it -> {
                 org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
@@ -285,6 +297,18 @@ public final class ShuffleJob {
             Thread.sleep(200);
         }
         System.out.println("every executor released after the map stage");
+    }
+
+    /** Says the map stage is done and waits (bounded: 5 minutes) until {@code file} exists. */
+    private static void awaitFile(java.nio.file.Path file) throws InterruptedException {
+        System.out.println("the rdma run's map stage is done; waiting for " + file);
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(5);
+        while (!java.nio.file.Files.exists(file)) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("nothing created " + file + " in 5 minutes after the map stage");
+            }
+            Thread.sleep(200);
+        }
     }
 
     /** What carried each executor's shuffle, asked of the executors themselves, with each one's address. */

@@ -1,6 +1,8 @@
 package org.rdmashuffle.benchmarks.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.BufferedReader;
@@ -12,6 +14,7 @@ import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
@@ -32,11 +35,13 @@ import org.rdmashuffle.benchmarks.spark.ShuffleJob;
  */
 class MainJobOnYarnAcrossHostsTest {
     private static final long JOB_MINUTES = 10;
+    /** What ShuffleJob prints when it waits between its RDMA round's stages. */
+    private static final String PAUSED = "the rdma run's map stage is done; waiting for ";
 
     @Test
     void theMainJobOnYarn_bothShufflesGiveOneResult_andRdmaCarriesEveryRemoteBlockBetweenTheNodes() throws Exception {
         // One executor per node: two executor containers (640 MiB + 512 MiB overhead) never fit one node.
-        Job job = run("plain", false, List.of("spark.executor.instances=2"), List.of("--executors", "2"));
+        Job job = run("plain", false, Map.of(), List.of("spark.executor.instances=2"), List.of("--executors", "2"), null);
         MainJobOutput out = MainJobOutput.parse(job.printed());
         assertEquals(2, out.rounds().size(), job.text());
         out.assertOneResultAndEveryRemoteBlockOverRdma(2, "software", job.text());
@@ -56,10 +61,8 @@ class MainJobOnYarnAcrossHostsTest {
      */
     @Test
     void executorsReleasedAfterTheMapStage_theirOutputsComeFromTheNodeManagers_noMapRunsAgain() throws Exception {
-        Job job = run("released", true, List.of("spark.dynamicAllocation.initialExecutors=2",
-                "spark.dynamicAllocation.minExecutors=0", "spark.dynamicAllocation.maxExecutors=2",
-                "spark.dynamicAllocation.executorIdleTimeout=3s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s"),
-                List.of("--executors", "2", "--release-executors-after-maps"));
+        Job job = run("released", true, Map.of(), DYNAMIC_ALLOCATION, List.of("--executors", "2", "--release-executors-after-maps"),
+                null);
         MainJobOutput out = MainJobOutput.parse(job.printed());
         assertEquals(2, out.rounds().size(), job.text());
         assertEquals(2, job.printed().stream().filter(l -> l.equals("every executor released after the map stage")).count(),
@@ -68,13 +71,67 @@ class MainJobOnYarnAcrossHostsTest {
         // rdma round's reducers read over RDMA came from the NodeManagers' services.
         out.assertOneResultAndEveryRemoteBlockOverRdma(2, "software", job.text());
         assertTrue(job.text().contains("identical results in all 2 runs"), job.text());
-        java.util.regex.Matcher retried = java.util.regex.Pattern.compile("(\\d+) stage attempts retried").matcher(job.text());
-        while (retried.find()) {
-            assertEquals("0", retried.group(1), "no map stage ran again: " + job.text());
+        out.rounds().forEach(r -> assertEquals(0, r.stagesRetried(), "no map stage ran again: " + job.text()));
+    }
+
+    /**
+     * As above (service mode, dynamic allocation, every executor released after the map stage), and then,
+     * before the RDMA round's reduce stage starts, the NodeManager of the node without the application
+     * master is killed, its RDMA and Spark shuffle services with it, and the ResourceManager declares the
+     * node lost. The reducers' fetches of that node's outputs fail (RDMA unreachable, then Spark's
+     * transport to the dead service): FetchFailed names the node; Spark unregisters its outputs and runs
+     * those maps again on the node that is left; the result equals the built-in round's, which ran first
+     * with both nodes.
+     */
+    @Test
+    void aNodeManagerKilledBetweenMapsAndReduces_reducersGetFetchFailed_theLostMapsRunAgainOnTheOtherNode() throws Exception {
+        Path go = Files.createTempFile("rdma-shuffle-nodemanager-killed", ".go");
+        Files.delete(go);
+        String[] victim = new String[1];
+        try {
+            // The ResourceManager declares a silent node lost after 10 s instead of 10 minutes.
+            Job job = run("nodemanager-killed", true, Map.of("yarn.nm.liveness-monitor.expiry-interval-ms", "10000"),
+                    DYNAMIC_ALLOCATION, List.of("--executors", "2", "--release-executors-after-maps",
+                            "--pause-rdma-reduce-until", go.toString()),
+                    yarn -> {
+                        ClusterBed.Host master = yarn.applicationMasterHost();
+                        assertNotNull(master, "the application master runs on one of the nodes");
+                        ClusterBed.Host node = yarn.nodeHosts().stream().filter(h -> !h.equals(master)).findFirst().orElseThrow();
+                        victim[0] = node.address();
+                        yarn.killNodeManager(node, 120);
+                        Files.createFile(go);
+                    });
+            assertNotNull(victim[0], "the job paused before the RDMA round's reduce stage: " + job.text());
+            MainJobOutput out = MainJobOutput.parse(job.printed());
+            assertEquals(2, out.rounds().size(), job.text());
+            assertTrue(job.text().contains("identical results in all 2 runs"), job.text());
+            MainJobOutput.Round builtin = out.rounds().get(0);
+            MainJobOutput.Round rdma = out.rounds().get(1);
+            assertEquals("builtin", builtin.shuffle(), job.text());
+            assertEquals(0, builtin.stagesRetried(), "the built-in round ran before the kill: " + job.text());
+            assertTrue(rdma.stagesRetried() > 0, "the lost maps ran again: " + job.text());
+            for (MainJobOutput.Executor e : rdma.executors()) {
+                assertFalse(e.address().equals(victim[0]), "nothing ran on the lost node after the kill: " + e.line());
+            }
+            String driverLog = Files.readString(job.logs().resolve("driver.log"));
+            assertTrue(driverLog.lines().anyMatch(l -> l.contains("FetchFailed(BlockManagerId(") && l.contains(victim[0])),
+                    "a reducer's fetch of the lost node's output failed as FetchFailed naming the node: " + job.logs());
+        } finally {
+            Files.deleteIfExists(go);
         }
     }
 
-    private record Job(List<String> printed, String text, Set<String> nodes) {
+    /** Dynamic allocation as a test can watch it: two executors at first, each let go after 3 idle seconds. */
+    private static final List<String> DYNAMIC_ALLOCATION = List.of("spark.dynamicAllocation.initialExecutors=2",
+            "spark.dynamicAllocation.minExecutors=0", "spark.dynamicAllocation.maxExecutors=2",
+            "spark.dynamicAllocation.executorIdleTimeout=3s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s");
+
+    /** What a test does to the cluster while the job waits between its RDMA round's map and reduce stages. */
+    private interface Interlude {
+        void run(YarnCluster yarn) throws Exception;
+    }
+
+    private record Job(List<String> printed, String text, Set<String> nodes, Path logs) {
     }
 
     /**
@@ -82,8 +139,12 @@ class MainJobOnYarnAcrossHostsTest {
      *
      * @param sparkService whether the NodeManagers run spark_shuffle (with the bed's stand-in for Spark's
      *     jar) and the job uses conf/spark-defaults-yarn.conf; else conf/spark-defaults.conf
+     * @param yarnSettings added to every host's yarn-site.xml
+     * @param interlude run once the job says it waits between its RDMA round's stages
+     *     ({@code --pause-rdma-reduce-until}), or null
      */
-    private static Job run(String name, boolean sparkService, List<String> confs, List<String> jobArgs) throws Exception {
+    private static Job run(String name, boolean sparkService, Map<String, String> yarnSettings, List<String> confs,
+            List<String> jobArgs, Interlude interlude) throws Exception {
         BedSupport.requireBed();
         Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
                 .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-spark-" + name));
@@ -103,10 +164,11 @@ class MainJobOnYarnAcrossHostsTest {
         String prefix;
         try (ClusterBed bed = ClusterBed.start(4, null)) {
             prefix = bed.namespacePrefix();
-            try (YarnCluster yarn = YarnCluster.start(bed, hadoop, run)) {
+            try (YarnCluster yarn = YarnCluster.start(bed, hadoop, run, yarnSettings)) {
                 yarn.nodeHosts().forEach(h -> nodes.add(h.address()));
                 Process driver = yarn.submitSpark(spark, ShuffleJob.class.getName(), appJar, sparkConfs, args, "driver.log");
                 driver.getOutputStream().close();
+                java.util.concurrent.CountDownLatch paused = new java.util.concurrent.CountDownLatch(1);
                 try (BufferedReader out = new BufferedReader(new InputStreamReader(driver.getInputStream(),
                         StandardCharsets.UTF_8))) {
                     Thread pump = Thread.ofVirtual().start(() -> {
@@ -115,11 +177,18 @@ class MainJobOnYarnAcrossHostsTest {
                                 synchronized (printed) {
                                     printed.add(line);
                                 }
+                                if (line.startsWith(PAUSED)) {
+                                    paused.countDown();
+                                }
                             }
+                            paused.countDown(); // the driver ended without pausing: nothing to wait for
                         } catch (java.io.IOException ignored) {
                             // the driver is gone; what it printed is kept
                         }
                     });
+                    if (interlude != null && paused.await(JOB_MINUTES, TimeUnit.MINUTES) && driver.isAlive()) {
+                        interlude.run(yarn);
+                    }
                     if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
                         driver.descendants().forEach(ProcessHandle::destroyForcibly);
                         driver.destroyForcibly();
@@ -136,6 +205,6 @@ class MainJobOnYarnAcrossHostsTest {
         System.out.println("the driver printed:\n" + text);
         assertEquals(0, exit, "the driver finished; its log: " + run.resolve("logs/driver.log") + "\n" + text);
         BedSupport.assertNothingLeft(prefix, run);
-        return new Job(List.copyOf(printed), text, nodes);
+        return new Job(List.copyOf(printed), text, nodes, run.resolve("logs"));
     }
 }

@@ -18,13 +18,14 @@ import java.util.regex.Pattern;
  */
 record MainJobOutput(List<Round> rounds) {
     private static final Pattern ROUND = Pattern.compile(
-            "^round \\d+ +(rdma|builtin) .* (\\d+) remote blocks +result (.*?)(  \\(recovered: (\\d+) executors lost.*)?$");
+            "^round \\d+ +(rdma|builtin) .* (\\d+) remote blocks +result (.*?)"
+            + "(  \\(recovered: (\\d+) executors lost, (\\d+) stage attempts retried\\))?$");
     private static final Pattern EXECUTOR = Pattern.compile("^ {4}executor (\\S+) at (\\S+): (.*)$");
     private static final Pattern RDMA = Pattern.compile("fetched (\\d+) blocks \\(\\d+ bytes\\) over RDMA( from (.*))?, "
             + "(\\d+) over the built-in transport$");
     private static final Pattern SERVER = Pattern.compile("(\\S+) \\((\\d+)\\)");
 
-    record Round(String shuffle, long remoteBlocks, String result, int executorsLost, List<Executor> executors) {
+    record Round(String shuffle, long remoteBlocks, String result, int executorsLost, int stagesRetried, List<Executor> executors) {
     }
 
     /** One executor's line: its address and what it said carried its blocks. */
@@ -37,7 +38,8 @@ record MainJobOutput(List<Round> rounds) {
             Matcher round = ROUND.matcher(line);
             if (round.matches()) {
                 rounds.add(new Round(round.group(1), Long.parseLong(round.group(2)), round.group(3),
-                        round.group(5) == null ? 0 : Integer.parseInt(round.group(5)), new ArrayList<>()));
+                        round.group(5) == null ? 0 : Integer.parseInt(round.group(5)),
+                        round.group(6) == null ? 0 : Integer.parseInt(round.group(6)), new ArrayList<>()));
                 continue;
             }
             Matcher e = EXECUTOR.matcher(line);
