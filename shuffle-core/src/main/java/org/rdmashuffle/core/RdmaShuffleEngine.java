@@ -432,10 +432,18 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return outputs;
     }
 
-    /** A shuffle service finds outputs nobody registered with this (MapReduce's, on the node's disks). */
+    /**
+     * Who finds outputs nobody registered with this engine, when a reducer first asks for one: for a
+     * shuffle service, applications' outputs on the node's disks (MapReduce's, Spark's); for an
+     * executor's engine (asked with application {@link MapOutputRegistry#OWN}), outputs another
+     * executor moved to this one when it was decommissioned.
+     */
     public void resolver(MapOutputRegistry.Resolver resolver) {
-        requireService();
-        tenants.resolver(resolver);
+        if (own != null) {
+            own.registry().resolver(resolver);
+        } else {
+            tenants.resolver(resolver);
+        }
     }
 
     /** Applications with resources on this engine now (an executor's engine: 1, its own). */

@@ -103,6 +103,38 @@ class RdmaShuffleEngineTest {
         }
     }
 
+    /**
+     * An executor's engine asked for an output it never registered -- one a decommissioned executor moved
+     * to it -- finds it through its resolver on the first request, serves it, and looks no more.
+     */
+    @Test
+    void anOutputMovedToAnExecutor_isFoundByItsEnginesResolver_andServed() throws Exception {
+        try (EnginePair pair = EnginePair.open()) {
+            EngineTestSupport.MapOutput moved = EngineTestSupport.writeMapOutput(dir, 2, 17, 4, 5000, 17);
+            java.util.concurrent.atomic.AtomicInteger searches = new java.util.concurrent.atomic.AtomicInteger();
+            pair.server.resolver((app, shuffle, map) -> {
+                searches.incrementAndGet();
+                assertEquals(org.rdmashuffle.core.server.MapOutputRegistry.OWN, app, "an executor's engine serves its own");
+                return shuffle == 2 && map == 17 ? new org.rdmashuffle.core.server.MapOutputRegistry.ResolvedOutput(
+                        org.rdmashuffle.core.server.files.OutputFile.trusted(moved.file()), moved.offsets(), null) : null;
+            });
+            List<BlockId> blocks = EngineTestSupport.everyPartition(List.of(moved));
+            for (int round = 0; round < 2; round++) {
+                Collector got = new Collector(blocks.size());
+                pair.client.fetchBlocks(pair.server.address(), blocks, got);
+                got.await().assertAllIntact(EngineTestSupport.expected(List.of(moved), blocks));
+            }
+            assertEquals(1, searches.get(), "found once, then known");
+            BlockId notHere = BlockId.of(2, 18, 0);
+            Collector bad = new Collector(1);
+            pair.client.fetchBlocks(pair.server.address(), List.of(notHere), bad);
+            bad.await();
+            assertTrue(bad.failed.get(notHere).getMessage().contains(notHere + ": no such map output"),
+                    bad.failed.get(notHere).getMessage());
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
     @Test
     void anIdleEngineSleepsOnTheCompletionChannel() throws Exception {
         try (EnginePair pair = EnginePair.open().withOutputs(dir, 6, 1, 4, EngineTestSupport.size(1000))) {

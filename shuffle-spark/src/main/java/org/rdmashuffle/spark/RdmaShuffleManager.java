@@ -39,6 +39,11 @@ import org.rdmashuffle.core.config.EngineConfig;
  * batch fetch, in-flight limits, corruption detection, fetch failures, metrics) with a block store
  * client whose remote fetches go over RDMA ({@link RdmaBlockStoreClient}).
  *
+ * <p>Decommission: outputs another executor moves here ({@code spark.storage.decommission.shuffleBlocks.enabled})
+ * are stored by Spark as this executor's own and their {@code MapStatus} then carries this executor's
+ * shuffle server id, so reducers ask this engine; it finds them on disk at the first request
+ * ({@link MovedOutputs}).
+ *
  * <p>If the engine cannot start, this executor falls back to Spark's built-in transport with one
  * WARN naming the cause ({@code spark.shuffle.rdma.fallback=false} fails instead).
  */
@@ -198,6 +203,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
             secret = requireChosenSecret(env.securityManager().getSecretKey()).getBytes(StandardCharsets.UTF_8);
         }
         RdmaShuffleEngine e = RdmaShuffleEngine.start(config, conf.getAppId(), secret);
+        if (!service) {
+            // Outputs a decommissioned executor moves here name this executor's engine in their MapStatus.
+            e.resolver(new MovedOutputs(sort.shuffleBlockResolver()));
+        }
         InetSocketAddress servedAt = service ? InetSocketAddress.createUnresolved(host, conf.getInt(SERVICE_PORT,
                 DEFAULT_SERVICE_PORT)) : e.address();
         try {

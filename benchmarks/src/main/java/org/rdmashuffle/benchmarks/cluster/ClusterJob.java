@@ -1,10 +1,7 @@
 package org.rdmashuffle.benchmarks.cluster;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -92,34 +89,20 @@ public final class ClusterJob {
             List<String> confs = profile ? List.of(run.profilingConf("executors", echo)) : List.of(); // both shuffles alike
             Process driver = run.submit(ShuffleJob.class.getName(), confs, args, "driver.log");
             driver.getOutputStream().close();
-            try (BufferedReader out = new BufferedReader(new InputStreamReader(driver.getInputStream(), StandardCharsets.UTF_8))) {
-                Thread pump = Thread.ofVirtual().start(() -> {
-                    try {
-                        for (String line = out.readLine(); line != null; line = out.readLine()) {
-                            synchronized (output) {
-                                output.add(line);
-                            }
-                            echo.println(line);
-                        }
-                    } catch (IOException e) {
-                        echo.println("(driver output broke off: " + e.getMessage() + ")");
-                    }
-                });
-                if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
-                    driver.destroyForcibly();
-                    throw new IOException("the driver did not finish in " + JOB_MINUTES + " minutes");
-                }
-                pump.join(TimeUnit.SECONDS.toMillis(30));
+            DriverOutput printed = new DriverOutput(driver, echo, null);
+            if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
+                driver.destroyForcibly();
+                throw new IOException("the driver did not finish in " + JOB_MINUTES + " minutes");
             }
+            printed.join(30);
+            output.addAll(printed.lines());
             exit = driver.exitValue();
             if (exit != 0) {
                 echo.println("the driver exited with status " + exit + "; its log: " + run.logs().resolve("driver.log"));
                 tail(run.logs().resolve("driver.log"), 40, echo);
             }
         }
-        synchronized (output) {
-            return new Result(exit, List.copyOf(output), run.leftNamespaces(), run.leftProcesses());
-        }
+        return new Result(exit, List.copyOf(output), run.leftNamespaces(), run.leftProcesses());
     }
 
     private static void tail(Path file, int lines, PrintStream out) throws IOException {

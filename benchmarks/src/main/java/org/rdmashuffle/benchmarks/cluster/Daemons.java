@@ -41,15 +41,28 @@ final class Daemons implements AutoCloseable {
         byName.put(name, p);
     }
 
+    /** Sends daemon {@code name} signal {@code signal} (as {@code kill -s}), e.g. PWR to decommission a Worker. */
+    void signal(String name, String signal) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-s", signal, Long.toString(daemon(name).pid())).inheritIO().start();
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new IOException("kill -s " + signal + " " + name + " failed");
+        }
+    }
+
+    private Process daemon(String name) {
+        Process p = byName.get(name);
+        if (p == null) {
+            throw new IllegalArgumentException("no daemon " + name + " was started: " + byName.keySet());
+        }
+        return p;
+    }
+
     /**
      * Kills daemon {@code name} at once (KILL: no shutdown hook, no goodbye to anyone), as a crashed
      * machine or an OOM killer would; what it launched keeps running. Waits (bounded) until it is gone.
      */
     void kill(String name) throws InterruptedException {
-        Process p = byName.get(name);
-        if (p == null) {
-            throw new IllegalArgumentException("no daemon " + name + " was started: " + byName.keySet());
-        }
+        Process p = daemon(name);
         p.destroyForcibly();
         if (!p.waitFor(30, TimeUnit.SECONDS)) {
             throw new IllegalStateException(name + " still runs 30 s after KILL");

@@ -11,7 +11,9 @@ import java.util.regex.Pattern;
 /**
  * Spark's standalone cluster on a {@link ClusterBed}: the Master in the bed's first host, the driver's
  * host second, and a Worker in each further host, each a separate process of Spark's own classes
- * started inside its host. Logs go to {@code logs/} under the run directory.
+ * started inside its host. Logs go to {@code logs/} under the run directory. Workers run with
+ * {@code spark.decommission.enabled}, as an operator who decommissions nodes runs them: signal PWR (what
+ * {@code sbin/decommission-worker.sh} sends) and the Worker is decommissioned ({@link #decommissionWorker}).
  */
 public final class StandaloneCluster implements AutoCloseable {
     static final int MASTER_PORT = 7077;
@@ -53,7 +55,8 @@ public final class StandaloneCluster implements AutoCloseable {
                 c.daemon(w, "worker-" + w.address(), "org.apache.spark.deploy.worker.Worker",
                         List.of("--host", w.address(), "--cores", Integer.toString(workerCores), "--memory", "2g",
                                 "--work-dir", dir.resolve("work").toString(), c.masterUrl()),
-                        Map.of("SPARK_LOCAL_DIRS", Files.createDirectories(dir.resolve("local")).toString()));
+                        Map.of("SPARK_LOCAL_DIRS", Files.createDirectories(dir.resolve("local")).toString(),
+                                "SPARK_WORKER_OPTS", "-Dspark.decommission.enabled=true"));
             }
             c.awaitWorkers();
             return c;
@@ -100,6 +103,38 @@ public final class StandaloneCluster implements AutoCloseable {
                 .redirectError(logs.resolve(logName).toFile());
         pb.environment().putAll(env);
         return pb.start();
+    }
+
+    /**
+     * Decommissions the Worker of host {@code w} (signal PWR): it tells the Master, which tells each
+     * application's driver; the driver asks the Worker's executors to decommission, and each one
+     * (with {@code spark.storage.decommission.enabled}) moves its blocks to other executors and exits.
+     * Waits until every executor the Worker ran has ended (its log says so), at most {@code seconds}.
+     */
+    public void decommissionWorker(ClusterBed.Host w, long seconds) throws IOException, InterruptedException {
+        Path log = logs.resolve("worker-" + w.address() + ".log");
+        Pattern launched = Pattern.compile("Asked to launch executor (\\S+) for");
+        Pattern finished = Pattern.compile("Executor (\\S+) finished with state");
+        daemons.signal("worker-" + w.address(), "PWR");
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(seconds);
+        while (true) {
+            String text = Files.readString(log);
+            java.util.Set<String> running = new java.util.HashSet<>();
+            for (java.util.regex.Matcher m = launched.matcher(text); m.find(); ) {
+                running.add(m.group(1));
+            }
+            for (java.util.regex.Matcher m = finished.matcher(text); m.find(); ) {
+                running.remove(m.group(1));
+            }
+            if (running.isEmpty()) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IOException("executors " + running + " of the Worker at " + w.address() + " still run " + seconds
+                        + " s after it was decommissioned; see " + log);
+            }
+            Thread.sleep(250);
+        }
     }
 
     private void daemon(ClusterBed.Host host, String name, String className, List<String> args, Map<String, String> extraEnv)

@@ -35,6 +35,8 @@ import scala.Tuple2;
  * alternated, and prints the median of the per-round ratios.
  */
 public final class ShuffleJob {
+    /** What {@code --pause-rdma-reduce-until FILE} prints when the job waits (the file's path follows). */
+    public static final String PAUSED = "the rdma run's map stage is done; waiting for ";
     /** What one run produced and measured. */
     record Run(String shuffle, String result, long wallMs, long shuffleWriteBytes, long remoteBytesRead, long localBytesRead,
                long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers, int executorsLost,
@@ -301,7 +303,7 @@ public final class ShuffleJob {
 
     /** Says the map stage is done and waits (bounded: 5 minutes) until {@code file} exists. */
     private static void awaitFile(java.nio.file.Path file) throws InterruptedException {
-        System.out.println("the rdma run's map stage is done; waiting for " + file);
+        System.out.println(PAUSED + file);
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(5);
         while (!java.nio.file.Files.exists(file)) {
             if (System.nanoTime() > deadline) {

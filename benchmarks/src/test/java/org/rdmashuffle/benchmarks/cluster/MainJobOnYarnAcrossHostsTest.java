@@ -5,9 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
@@ -35,8 +32,6 @@ import org.rdmashuffle.benchmarks.spark.ShuffleJob;
  */
 class MainJobOnYarnAcrossHostsTest {
     private static final long JOB_MINUTES = 10;
-    /** What ShuffleJob prints when it waits between its RDMA round's stages. */
-    private static final String PAUSED = "the rdma run's map stage is done; waiting for ";
 
     @Test
     void theMainJobOnYarn_bothShufflesGiveOneResult_andRdmaCarriesEveryRemoteBlockBetweenTheNodes() throws Exception {
@@ -168,40 +163,20 @@ class MainJobOnYarnAcrossHostsTest {
                 yarn.nodeHosts().forEach(h -> nodes.add(h.address()));
                 Process driver = yarn.submitSpark(spark, ShuffleJob.class.getName(), appJar, sparkConfs, args, "driver.log");
                 driver.getOutputStream().close();
-                java.util.concurrent.CountDownLatch paused = new java.util.concurrent.CountDownLatch(1);
-                try (BufferedReader out = new BufferedReader(new InputStreamReader(driver.getInputStream(),
-                        StandardCharsets.UTF_8))) {
-                    Thread pump = Thread.ofVirtual().start(() -> {
-                        try {
-                            for (String line = out.readLine(); line != null; line = out.readLine()) {
-                                synchronized (printed) {
-                                    printed.add(line);
-                                }
-                                if (line.startsWith(PAUSED)) {
-                                    paused.countDown();
-                                }
-                            }
-                            paused.countDown(); // the driver ended without pausing: nothing to wait for
-                        } catch (java.io.IOException ignored) {
-                            // the driver is gone; what it printed is kept
-                        }
-                    });
-                    if (interlude != null && paused.await(JOB_MINUTES, TimeUnit.MINUTES) && driver.isAlive()) {
-                        interlude.run(yarn);
-                    }
-                    if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
-                        driver.descendants().forEach(ProcessHandle::destroyForcibly);
-                        driver.destroyForcibly();
-                    }
-                    pump.join(TimeUnit.SECONDS.toMillis(30));
+                DriverOutput out = new DriverOutput(driver, null, ShuffleJob.PAUSED);
+                if (interlude != null && out.awaitLine(JOB_MINUTES) && driver.isAlive()) {
+                    interlude.run(yarn);
                 }
+                if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
+                    driver.descendants().forEach(ProcessHandle::destroyForcibly);
+                    driver.destroyForcibly();
+                }
+                out.join(30);
+                printed.addAll(out.lines());
                 exit = driver.isAlive() ? -1 : driver.exitValue();
             }
         }
-        String text;
-        synchronized (printed) {
-            text = String.join("\n", printed);
-        }
+        String text = String.join("\n", printed);
         System.out.println("the driver printed:\n" + text);
         assertEquals(0, exit, "the driver finished; its log: " + run.resolve("logs/driver.log") + "\n" + text);
         BedSupport.assertNothingLeft(prefix, run);
