@@ -299,8 +299,10 @@ final class SoftQueuePair implements QueuePair {
                 return false;
             }
             channel = ch;
-            readerThread = Thread.ofPlatform().daemon().name("rdma-soft-qp" + qpNumber + "-reader").start(this::readLoop);
-            writerThread = Thread.ofPlatform().daemon().name("rdma-soft-qp" + qpNumber + "-writer").start(this::writeLoop);
+            // Virtual threads: a queue pair's reader and writer block on its socket most of the time, and an
+            // engine talking to a thousand peers must not hold two platform threads (and stacks) per QP.
+            readerThread = Thread.ofVirtual().name("rdma-soft-qp" + qpNumber + "-reader").start(this::readLoop);
+            writerThread = Thread.ofVirtual().name("rdma-soft-qp" + qpNumber + "-writer").start(this::writeLoop);
             return true;
         }
     }
@@ -322,7 +324,9 @@ final class SoftQueuePair implements QueuePair {
     private void readLoop() {
         SocketChannel ch = channel;
         ByteBuffer header = ByteBuffer.allocateDirect(Frame.HEADER);
-        ByteBuffer scratch = ByteBuffer.allocateDirect(64 << 10);
+        // Only read responses up to COPY_AT_MOST land through it (larger ones go straight into place) and
+        // discarded payloads pass through it in pieces: no more is needed, and a QP per peer pays for it.
+        ByteBuffer scratch = ByteBuffer.allocateDirect(PendingRequest.COPY_AT_MOST);
         MemorySegment scratchMemory = MemorySegment.ofBuffer(scratch);
         Frame f = new Frame(); // one per reader, filled by each header it reads
         try {

@@ -19,6 +19,7 @@ import java.util.function.Consumer;
 
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.control.ControlClientPool;
+import org.rdmashuffle.core.control.ServerBusyException;
 import org.rdmashuffle.core.protocol.ConnectCodec;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.MessageCodec;
@@ -43,6 +44,9 @@ public final class FetchingConnections {
     private static final int MAX_REQUESTED_BLOCK_BYTES = 20;
     /** Set-ups running at once: each is a few round trips, so a few threads serve many peers. */
     static final int DIALER_THREADS = 4;
+    /** Pauses before asking a busy server again: from 10 ms (plus jitter), doubling, at most half a second. */
+    private static final long FIRST_BUSY_PAUSE_MILLIS = 10;
+    private static final long MAX_BUSY_PAUSE_MILLIS = 500;
     /** Peers whose set-up may wait for a dialer; beyond that a first fetch fails at once (every queue is bounded). */
     static final int MAX_WAITING_SET_UPS = 4096;
 
@@ -158,17 +162,38 @@ public final class FetchingConnections {
         return null;
     }
 
+    /**
+     * Sets up the data connection. A server whose control plane is busy (its queue for our application
+     * full: a large stage's reducers all asking at once) is asked again after a growing, jittered pause,
+     * for at most the connect timeout; the pause is spent outside the set-up lock, so the engine's
+     * close does not wait for it.
+     */
     private PeerFetcher connect(InetSocketAddress peer) throws IOException {
-        setUp.lock();
-        try {
-            if (closed.getAsBoolean()) {
-                throw new IllegalStateException("the engine is closing");
+        long deadline = System.nanoTime() + config.connectTimeout().toNanos();
+        long pauseMillis = FIRST_BUSY_PAUSE_MILLIS;
+        while (true) {
+            setUp.lock();
+            try {
+                if (closed.getAsBoolean()) {
+                    throw new IllegalStateException("the engine is closing");
+                }
+                PeerFetcher f = connectQueuePairs(peer);
+                fetchers.put(peer, f);
+                return f;
+            } catch (ServerBusyException busy) {
+                if (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pauseMillis) > deadline) {
+                    throw busy;
+                }
+            } finally {
+                setUp.unlock();
             }
-            PeerFetcher f = connectQueuePairs(peer);
-            fetchers.put(peer, f);
-            return f;
-        } finally {
-            setUp.unlock();
+            try {
+                Thread.sleep(pauseMillis + java.util.concurrent.ThreadLocalRandom.current().nextLong(pauseMillis));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("the engine is closing", e);
+            }
+            pauseMillis = Math.min(2 * pauseMillis, MAX_BUSY_PAUSE_MILLIS);
         }
     }
 

@@ -184,7 +184,11 @@ public final class ControlClient implements AutoCloseable {
             }
             byte[] body = java.util.Arrays.copyOfRange(reply.payload(), ControlFrame.CALL_ID_BYTES, reply.payload().length);
             if (reply.kind() == ControlFrame.ERROR) {
-                throw new IOException(peer + " failed request type " + type + ": " + new String(body, StandardCharsets.UTF_8));
+                String error = new String(body, StandardCharsets.UTF_8);
+                if (error.equals(ServerBusyException.MESSAGE)) {
+                    throw new ServerBusyException(String.valueOf(peer), type);
+                }
+                throw new IOException(peer + " failed request type " + type + ": " + error);
             }
             return body;
         }

@@ -208,7 +208,7 @@ public final class ControlServer implements AutoCloseable {
                         if (!requests.submit(appId, () -> handle(ctx, s, type, callId, request))) {
                             busy = false;
                             send(ctx, ControlFrame.ERROR, type, ControlFrame.withCallId(callId,
-                                    "the server is busy: try again".getBytes(StandardCharsets.UTF_8)));
+                                    ServerBusyException.MESSAGE.getBytes(StandardCharsets.UTF_8)));
                         }
                     }
                     default -> refuse(ctx, "unknown frame kind " + kind);
