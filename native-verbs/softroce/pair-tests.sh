@@ -91,7 +91,11 @@ if ((SOFTROCE_HOST_INDEX == 1)); then
   rc=0
   wait $srv || rc=$?
   wait $agent || rc=$?
-  kill $cluster 2>/dev/null; wait $cluster || true # stops the Master and the Worker (and its executors)
+  # Stops the Master and the Worker (and its executors). The subshell may have ended already (it stops at
+  # phase1.done too): under set -e a failing kill would end this host, and with it YARN, while host 0
+  # still has the MapReduce job to run against it.
+  kill $cluster 2>/dev/null || true
+  wait $cluster || true
   cat /tmp/agent.out | grep -v READY || true
   wait $yarn || { echo "$me: YARN exited with $? (log: $REPORTS/yarn-$me.log)"; rc=1; }
   cp -r /tmp/yarn-1/logs "$REPORTS/yarn-$me-containers" 2>/dev/null || true
