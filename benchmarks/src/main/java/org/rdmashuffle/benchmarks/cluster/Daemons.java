@@ -58,6 +58,23 @@ final class Daemons implements AutoCloseable {
     }
 
     /**
+     * Waits until {@code done} holds for the text of {@code logs/<logName>} (read every 250 ms), at most
+     * {@code seconds}; returns whether it did.
+     */
+    boolean awaitLog(String logName, java.util.function.Predicate<String> done, long seconds) throws IOException,
+            InterruptedException {
+        Path log = logs.resolve(logName);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (!done.test(Files.exists(log) ? Files.readString(log) : "")) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            Thread.sleep(250);
+        }
+        return true;
+    }
+
+    /**
      * Kills daemon {@code name} at once (KILL: no shutdown hook, no goodbye to anyone), as a crashed
      * machine or an OOM killer would; what it launched keeps running. Waits (bounded) until it is gone.
      */

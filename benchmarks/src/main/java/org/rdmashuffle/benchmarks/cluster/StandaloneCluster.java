@@ -19,6 +19,8 @@ public final class StandaloneCluster implements AutoCloseable {
     static final int MASTER_PORT = 7077;
     private static final long START_SECONDS = 180;
     private static final Pattern REGISTERED = Pattern.compile("Registering worker (\\S+):\\d+");
+    private static final Pattern LAUNCHED = Pattern.compile("Asked to launch executor (\\S+) for");
+    private static final Pattern FINISHED = Pattern.compile("Executor (\\S+) finished with state");
 
     private final ClusterBed bed;
     private final SparkHome home;
@@ -112,29 +114,24 @@ public final class StandaloneCluster implements AutoCloseable {
      * Waits until every executor the Worker ran has ended (its log says so), at most {@code seconds}.
      */
     public void decommissionWorker(ClusterBed.Host w, long seconds) throws IOException, InterruptedException {
-        Path log = logs.resolve("worker-" + w.address() + ".log");
-        Pattern launched = Pattern.compile("Asked to launch executor (\\S+) for");
-        Pattern finished = Pattern.compile("Executor (\\S+) finished with state");
+        String log = "worker-" + w.address() + ".log";
         daemons.signal("worker-" + w.address(), "PWR");
-        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(seconds);
-        while (true) {
-            String text = Files.readString(log);
-            java.util.Set<String> running = new java.util.HashSet<>();
-            for (java.util.regex.Matcher m = launched.matcher(text); m.find(); ) {
-                running.add(m.group(1));
-            }
-            for (java.util.regex.Matcher m = finished.matcher(text); m.find(); ) {
-                running.remove(m.group(1));
-            }
-            if (running.isEmpty()) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IOException("executors " + running + " of the Worker at " + w.address() + " still run " + seconds
-                        + " s after it was decommissioned; see " + log);
-            }
-            Thread.sleep(250);
+        if (!daemons.awaitLog(log, text -> executorsRunning(text).isEmpty(), seconds)) {
+            throw new IOException("executors " + executorsRunning(Files.readString(logs.resolve(log))) + " of the Worker at "
+                    + w.address() + " still run " + seconds + " s after it was decommissioned; see " + logs.resolve(log));
         }
+    }
+
+    /** The executors a Worker's log says it launched and has not seen finish. */
+    private static java.util.Set<String> executorsRunning(String workerLog) {
+        java.util.Set<String> running = new java.util.HashSet<>();
+        for (java.util.regex.Matcher m = LAUNCHED.matcher(workerLog); m.find(); ) {
+            running.add(m.group(1));
+        }
+        for (java.util.regex.Matcher m = FINISHED.matcher(workerLog); m.find(); ) {
+            running.remove(m.group(1));
+        }
+        return running;
     }
 
     private void daemon(ClusterBed.Host host, String name, String className, List<String> args, Map<String, String> extraEnv)

@@ -272,14 +272,9 @@ public final class YarnCluster implements AutoCloseable {
     public void killNodeManager(ClusterBed.Host h, long awaitLostSeconds) throws IOException, InterruptedException {
         daemons.kill("nodemanager-" + h.address());
         Pattern lost = Pattern.compile("Deactivating Node " + Pattern.quote(h.address()) + ":\\d+ as it is now LOST");
-        Path log = logs.resolve("resourcemanager.log");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(awaitLostSeconds);
-        while (!lost.matcher(Files.readString(log)).find()) {
-            if (System.nanoTime() > deadline) {
-                throw new IOException("the ResourceManager did not declare " + h.address() + " lost within " + awaitLostSeconds
-                        + " s of its NodeManager's death; see " + log);
-            }
-            Thread.sleep(250);
+        if (!daemons.awaitLog("resourcemanager.log", text -> lost.matcher(text).find(), awaitLostSeconds)) {
+            throw new IOException("the ResourceManager did not declare " + h.address() + " lost within " + awaitLostSeconds
+                    + " s of its NodeManager's death; see " + logs.resolve("resourcemanager.log"));
         }
     }
 
