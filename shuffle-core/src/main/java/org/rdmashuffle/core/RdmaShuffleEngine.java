@@ -36,9 +36,10 @@ import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.protocol.MessageCodec;
 import org.rdmashuffle.core.server.FairServerQueue;
-import org.rdmashuffle.core.server.FetchRequestHandler;
+import org.rdmashuffle.core.server.FetchRequestServer;
 import org.rdmashuffle.core.server.MapOutputRegistry;
 import org.rdmashuffle.core.server.ServingConnections;
+import org.rdmashuffle.core.transport.AsyncEventWatcher;
 import org.rdmashuffle.core.transport.CompletionDispatcher;
 import org.rdmashuffle.core.transport.CompletionPoller;
 import org.rdmashuffle.core.transport.DataConnection;
@@ -54,7 +55,7 @@ import org.rdmashuffle.verbs.AsyncEvent;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.PortAttributes;
-import org.rdmashuffle.verbs.QueuePair;
+import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.Verbs;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.VerbsProvider;
@@ -137,6 +138,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ExecutorService servers;
     /** The servers' work, round-robin across applications and bounded per application. */
     private final FairServerQueue serverWork;
+    /** Answers fetch requests on serving connections: ready ones on the poller, the others on {@link #servers}. */
+    private final FetchRequestServer requestServer;
     /**
      * Run control-plane requests (a CONNECT creates and connects queue pairs, which on the software
      * provider dials the peer): off the control plane's event loop, bounded, so a slow or hostile
@@ -155,7 +158,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong lowWaterEvents = new AtomicLong();
     private final java.util.concurrent.atomic.AtomicBoolean wakeScheduled = new java.util.concurrent.atomic.AtomicBoolean();
-    private final Thread asyncEvents;
+    private final AsyncEventWatcher asyncEvents;
     private final Map<Integer, DataConnection> byQpNumber = new ConcurrentHashMap<>();
     /** The fetching side's connections: an executor's engine only. */
     private final FetchingConnections fetching;
@@ -258,6 +261,22 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                     .name("rdma-shuffle-server-" + serverIds.getAndIncrement()).unstarted(r));
             made.add(servers::shutdownNow);
             this.serverWork = new FairServerQueue(servers, SERVER_QUEUE_PER_APPLICATION);
+            this.requestServer = new FetchRequestServer(serverWork, new FetchRequestServer.Replies() {
+                @Override
+                public void send(DataConnection c, Message m) {
+                    RdmaShuffleEngine.this.send(c, m, false);
+                }
+
+                @Override
+                public void connectionFailed(DataConnection c, Throwable cause) {
+                    RdmaShuffleEngine.this.connectionFailed(c, cause);
+                }
+
+                @Override
+                public void protocolError(DataConnection c, String reason) {
+                    RdmaShuffleEngine.this.protocolError(c, reason);
+                }
+            });
             int decodeBound = config.receiveBufferSize();
             this.codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
             this.sender = new MetadataSender(ids, codec, new MetadataSender.Listener() {
@@ -301,7 +320,17 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             for (CompletionPoller p : pollers) {
                 p.start();
             }
-            this.asyncEvents = Thread.ofPlatform().daemon().name("rdma-shuffle-async-events").start(this::watchAsyncEvents);
+            this.asyncEvents = new AsyncEventWatcher(context, new AsyncEventWatcher.Handler() {
+                @Override
+                public void receiveQueueLow(SharedReceiveQueue srq) {
+                    onReceiveQueueLow(srq);
+                }
+
+                @Override
+                public void queuePairFailed(int qpNumber, AsyncEvent.Type type) {
+                    onQueuePairFailed(qpNumber, type);
+                }
+            });
             timer.scheduleWithFixedDelay(this::tick, 200, 200, TimeUnit.MILLISECONDS);
         } catch (RuntimeException | Error e) {
             for (int i = made.size() - 1; i >= 0; i--) {
@@ -507,6 +536,25 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }, e -> cannotConnect(peer, wanted, listener, e));
     }
 
+    /**
+     * Starts connecting to these peers before their blocks are asked for (see {@link
+     * FetchingConnections#connectAhead}); this engine's own address and peers already connected are
+     * skipped. Returns at once; a peer that cannot be reached is reported by the first fetch from it.
+     */
+    public void connectAhead(java.util.Collection<InetSocketAddress> peers) {
+        if (own == null || closed) {
+            return;
+        }
+        InetSocketAddress self = address();
+        List<InetSocketAddress> others = new java.util.ArrayList<>(peers.size());
+        for (InetSocketAddress p : peers) {
+            if (!p.equals(self)) {
+                others.add(p);
+            }
+        }
+        fetching.connectAhead(others);
+    }
+
     private static void cannotConnect(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener listener, Throwable e) {
         BlockFetchException failure = new BlockFetchException(FetchingConnections.label(peer), blocks, connectFailure(e),
                 "cannot connect: " + e.getMessage(), e);
@@ -585,7 +633,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
      * to its own. Runs on a connector thread, under the lifecycle's read lock.
      */
     private byte[] onControlRequest(ControlSession session, byte type, byte[] payload) {
-        if (type != ConnectCodec.CONNECT) {
+        if (type != ConnectCodec.CONNECT && type != ConnectCodec.DISCONNECT) {
             throw new IllegalArgumentException("unknown control request " + type);
         }
         lifecycle.readLock().lock();
@@ -593,7 +641,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             if (closed) {
                 throw new IllegalStateException("the engine is closing");
             }
-            return servingConnections.connect(session, payload);
+            return type == ConnectCodec.CONNECT ? servingConnections.connect(session, payload)
+                    : servingConnections.disconnect(session, payload);
         } finally {
             lifecycle.readLock().unlock();
         }
@@ -683,50 +732,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     private void deliver(DataConnection c, Message m) {
         if (c.role() == DataConnection.Role.SERVING) {
-            if (!(m instanceof Message.FetchRequest r)) {
-                protocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests are served");
-                return;
-            }
-            String app = c.tenant().app();
-            FetchRequestHandler requests = c.tenant().requests();
-            // Layouts in up to half the reducer's receive buffer; an answer that outgrows it anyway goes
-            // without them (MetadataSender).
-            int layoutBytes = r.withLayouts() ? c.peerReceiveBufferSize() / 2 : 0;
-            Message ready = requests.answerIfReady(app, r, layoutBytes);
-            if (ready != null) {
-                reply(c, r, ready);
-                return;
-            }
-            boolean queued = serverWork.submit(c.tenant(), () -> {
-                Message answer;
-                try {
-                    answer = requests.answer(app, r, layoutBytes);
-                } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
-                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
-                    answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
-                }
-                reply(c, r, answer);
-            });
-            if (!queued) { // back-pressure: this application already has its share of the server threads' queue
-                reply(c, r, new Message.ErrorResponse(r.requestId(), "the server is busy with this application's requests: "
-                        + "try again"));
-            }
+            requestServer.onMessage(c, m);
         } else if (c.attachment() instanceof PeerFetcher f) {
             f.onMessage(m);
-        }
-    }
-
-    private void reply(DataConnection c, Message.FetchRequest r, Message answer) {
-        if (c.isClosed()) {
-            return; // retired while a server thread answered
-        }
-        try {
-            send(c, answer, false); // without its layouts if they do not fit (MetadataSender)
-        } catch (IllegalArgumentException tooBig) {
-            send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
-                    + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
-        } catch (RuntimeException e) {
-            connectionFailed(c, e);
         }
     }
 
@@ -795,49 +803,26 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }
     }
 
-    /**
-     * Device events: the shared receive queue running low (post every repost gathered so far, now, and
-     * re-arm) and queue pairs the device put in error (their connection fails like any other).
-     */
-    private void watchAsyncEvents() {
-        while (!closed) {
-            AsyncEvent e;
-            try {
-                e = context.awaitAsyncEvent(java.time.Duration.ofMillis(200));
-            } catch (RuntimeException ex) {
-                if (!closed) {
-                    LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: reading async events failed", ex);
-                }
-                return;
-            }
-            if (e == null || closed) {
-                continue;
-            }
-            switch (e.type()) {
-                case SRQ_LIMIT_REACHED -> {
-                    lowWaterEvents.incrementAndGet();
-                    for (TenantDomain t : tenants.all()) {
-                        if (t.srq() == e.source()) {
-                            synchronized (t.receivePool()) {
-                                if (!t.isClosed()) {
-                                    t.receivePool().flush();
-                                    t.rearm();
-                                }
-                            }
-                        }
+    /** The shared receive queue of one tenant ran low: post every repost gathered so far, now, and re-arm it. */
+    private void onReceiveQueueLow(SharedReceiveQueue srq) {
+        lowWaterEvents.incrementAndGet();
+        for (TenantDomain t : tenants.all()) {
+            if (t.srq() == srq) {
+                synchronized (t.receivePool()) {
+                    if (!t.isClosed()) {
+                        t.receivePool().flush();
+                        t.rearm();
                     }
                 }
-                case QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR -> {
-                    if (e.source() instanceof QueuePair qp) {
-                        DataConnection c = byQpNumber.get(qp.qpNumber());
-                        if (c != null) {
-                            connectionFailed(c, new IOException("the device reported " + e.type() + " on queue pair "
-                                    + qp.qpNumber()));
-                        }
-                    }
-                }
-                default -> LOG.log(System.Logger.Level.INFO, "rdma-shuffle: device event " + e.type() + " on port " + e.portNumber());
             }
+        }
+    }
+
+    /** The device put a queue pair in error: its connection fails like any other. */
+    private void onQueuePairFailed(int qpNumber, AsyncEvent.Type type) {
+        DataConnection c = byQpNumber.get(qpNumber);
+        if (c != null) {
+            connectionFailed(c, new IOException("the device reported " + type + " on queue pair " + qpNumber));
         }
     }
 
@@ -873,7 +858,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         try {
-            asyncEvents.join(1000);
+            asyncEvents.close();
             // A server thread may be in a disk search (it then finds the registry closed) or in a
             // registration, which cannot be interrupted: the registry's close waits for that one.
             servers.awaitTermination(1, TimeUnit.SECONDS);

@@ -135,4 +135,35 @@ class ConnectionSetUpTest {
             EngineTestSupport.closeProvider(p);
         }
     }
+
+    @Test
+    void connectingAheadSetsUpThePeersBeforeTheirFirstFetch_andAPeerThatNeverAnswersHoldsUpNoOther() throws Exception {
+        try (SilentPeer silent = new SilentPeer();
+             EnginePair pair = EnginePair.open().withOutputs(dir, 2, 4, 2, EngineTestSupport.size(20_000))) {
+            // A silent peer first: its set-up holds a dialer until the connect timeout, the others go on.
+            pair.client.connectAhead(List.of(silent.address(), pair.server.address(), pair.client.address()));
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            // The server counts its side first; ours is counted once its answer is taken in.
+            while ((pair.server.counters().servingConnections() < 1 || pair.client.counters().fetchConnections() < 1)
+                    && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(1, pair.server.counters().servingConnections(), "the peer was connected to before any fetch");
+            assertEquals(1, pair.client.counters().fetchConnections(), "one connection: none to itself, none yet to the silent peer");
+
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(pair.server.address(), blocks, got);
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            assertEquals(1, pair.server.counters().servingConnections(), "the fetch used the connection made ahead");
+
+            // The silent peer's set-up fails in the background, told to no one; its first fetch is told.
+            BlockId b = BlockId.of(0, 1, 0);
+            Collector c = new Collector(1);
+            pair.client.fetchBlocks(silent.address(), List.of(b), c);
+            c.await();
+            assertEquals(BlockFetchException.Kind.UNREACHABLE, BlockFetchException.kindOf(c.failed.get(b)),
+                    String.valueOf(c.failed.get(b)));
+        }
+    }
 }

@@ -53,6 +53,8 @@ final class HostileReducer implements AutoCloseable {
     private final WorkCompletions wc = WorkCompletions.allocate(16);
     private final MessageCodec codec = new MessageCodec(BUFFER);
     private long nextWrId = 100;
+    /** The service's queue pair for ours: what a DISCONNECT names. */
+    private int serverQpNumber;
 
     /** Authenticates for {@code app} at {@code service}'s control plane and connects one queue pair. */
     HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret) throws IOException {
@@ -76,11 +78,25 @@ final class HostileReducer implements AutoCloseable {
             byte[] reply = control.call(ConnectCodec.CONNECT,
                     ConnectCodec.encode(new ConnectCodec.Connect(BUFFER, List.of(qp.localEndpoint(options)))), WAIT);
             QueuePairEndpoint theirs = ConnectCodec.decode(reply).endpoints().getFirst();
+            serverQpNumber = theirs.qpNumber();
             qp.connect(theirs, options);
         } catch (IOException | RuntimeException e) {
             close(); // refused: nothing of ours is left behind
             throw e;
         }
+    }
+
+    int serverQpNumber() {
+        return serverQpNumber;
+    }
+
+    /** Asks the service, on this reducer's control connection, to end the data connection of its queue pair {@code qpn}. */
+    void disconnect(int qpn) throws IOException {
+        control.call(ConnectCodec.DISCONNECT, ConnectCodec.encodeDisconnect(qpn), WAIT);
+    }
+
+    boolean controlOpen() {
+        return control.isOpen();
     }
 
     /** Posts every receive slot (a reducer that never does this is an attack of its own). */

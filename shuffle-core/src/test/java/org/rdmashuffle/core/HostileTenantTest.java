@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -100,6 +101,39 @@ class HostileTenantTest {
             }
             assertEquals(1, node.service.unregisterApplication("app-b"));
             EngineTestSupport.eventually("connections retired", () -> node.service.counters().servingConnections() == 0);
+        }
+    }
+
+    @Test
+    void aReducerCannotEndAnotherReducersDataConnection() throws Exception {
+        try (ServiceNode node = new ServiceNode()) {
+            EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("b")), 0, 8, 2,
+                    EngineTestSupport.size(8_000), 5);
+            node.service.registerMapOutput("app-b", 0, 8, b.file(), b.offsets());
+            BlockId whole = new BlockId(0, 8, 0, 2);
+            try (HostileReducer victim = new HostileReducer(node.clientProvider, node.service.address(), "app-b", SECRET_B);
+                 HostileReducer otherApp = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A);
+                 HostileReducer sameApp = new HostileReducer(node.clientProvider, node.service.address(), "app-b", SECRET_B)) {
+                victim.postReceives();
+                int target = victim.serverQpNumber(); // the worst case: the attacker has guessed it
+                java.io.IOException fromOtherApp = assertThrows(java.io.IOException.class, () -> otherApp.disconnect(target));
+                assertTrue(fromOtherApp.getMessage().contains("no data connection with queue pair " + target),
+                        fromOtherApp.getMessage());
+                assertThrows(java.io.IOException.class, () -> sameApp.disconnect(target),
+                        "another control connection of the same application");
+                assertEquals(3, node.service.counters().servingConnections());
+
+                BlockDescriptor d = victim.describe(0, List.of(whole)).getFirst();
+                assertEquals(WorkCompletionStatus.SUCCESS, victim.read(d), "the victim is still served");
+                assertArrayEquals(b.bytes(whole), victim.landed((int) d.length()));
+
+                // Its own connection a reducer may end: the queue pairs go, the control connection stays.
+                victim.disconnect(target);
+                EngineTestSupport.eventually("the victim's own DISCONNECT retired its connection",
+                        () -> node.service.counters().servingConnections() == 2);
+                assertTrue(victim.controlOpen(), "the control connection outlives the data connection");
+                assertThrows(java.io.IOException.class, () -> victim.disconnect(target), "ended already: nothing to end");
+            }
         }
     }
 

@@ -18,8 +18,9 @@ import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.transport.DataConnection;
 
 /**
- * A fetching connection with nothing to do for {@code idleTimeout} is closed, its control connection
- * with it, so the peer drops its queue pairs for us too; the next fetch opens a new one. A connection
+ * A fetching connection with nothing to do for {@code idleTimeout} is closed, and the peer is asked to
+ * drop its queue pairs for us too (a DISCONNECT; the control connection stays); the next fetch opens a
+ * new one. A connection
  * with a fetch under way is never closed for idleness, however long the fetch waits.
  */
 class IdleConnectionTest {
@@ -52,6 +53,8 @@ class IdleConnectionTest {
 
             await(() -> pair.client.counters().fetchConnections() == 0 && pair.server.counters().servingConnections() == 0,
                     "an idle connection still open after 15 s: " + pair.client.counters() + " / " + pair.server.counters());
+            // Ended by a DISCONNECT: the control connection stays for the next set-up.
+            assertEquals(1, pair.client.counters().controlConnections(), String.valueOf(pair.client.counters()));
             Collector second = new Collector(1);
             pair.client.fetchBlocks(pair.server.address(), List.of(b), second);
             assertArrayEquals(o.bytes(b), second.await().fetched.get(b), "fetched again on a new connection");

@@ -68,6 +68,26 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
         this.engine = engine;
     }
 
+    /**
+     * The engines of the executors (or node services) this task will fetch from over the network: not
+     * its own executor's, and not those on its own host when Spark reads host-local blocks from disk.
+     */
+    private static List<InetSocketAddress> peersToFetchFrom(
+            List<Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>>> byAddress, BlockManager blockManager) {
+        BlockManagerId self = blockManager.blockManagerId();
+        boolean hostLocalFromDisk = blockManager.hostLocalDirManager().isDefined();
+        List<InetSocketAddress> peers = new ArrayList<>();
+        for (Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>> t : byAddress) {
+            BlockManagerId id = t._1();
+            InetSocketAddress a = RdmaShuffleManager.engineAddress(id);
+            if (a != null && !id.executorId().equals(self.executorId())
+                    && !(hostLocalFromDisk && id.host().equals(self.host()))) {
+                peers.add(a);
+            }
+        }
+        return peers;
+    }
+
     /** Spark's conditions for fetching contiguous partitions of a map output as one block. */
     private boolean fetchContinuousBlocksInBatch(SparkConf conf, ShuffleDependency<K, ?, C> dep) {
         boolean compressed = (Boolean) conf.get(package$.MODULE$.SHUFFLE_COMPRESS());
@@ -98,6 +118,11 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
             if (a != null) {
                 engines.put(t._1().executorId(), a);
             }
+        }
+        if (engine != null) {
+            // Spark asks only as many peers as its bytes in flight allow; the rest are asked as those
+            // blocks arrive. Connecting to all of them now keeps their set-ups out of the later waits.
+            engine.connectAhead(peersToFetchFrom(byAddress, blockManager));
         }
         RdmaBlockStoreClient client = new RdmaBlockStoreClient(manager, engine, engines, blockManager.blockStoreClient());
 

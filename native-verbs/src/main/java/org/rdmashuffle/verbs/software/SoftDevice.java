@@ -5,6 +5,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.Inet4Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.channels.ServerSocketChannel;
@@ -13,12 +14,15 @@ import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.rdmashuffle.verbs.Gid;
 import org.rdmashuffle.verbs.QueuePairConfig;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.VerbsDevice;
+import org.rdmashuffle.verbs.util.RepeatedWarning;
+import org.rdmashuffle.verbs.util.WaitingConnections;
 
 /**
  * The software device: a TCP listener that admits data connections for this device's queue pairs,
@@ -28,6 +32,14 @@ import org.rdmashuffle.verbs.VerbsDevice;
 final class SoftDevice implements VerbsDevice {
     private static final System.Logger LOG = System.getLogger(SoftDevice.class.getName());
     private static final int HELLO_TIMEOUT_MILLIS = 10_000;
+    /**
+     * Connections accepted and still waiting for their hello, from all peers and from one address.
+     * Beyond either a new connection is closed at once: a peer opening thousands and saying nothing
+     * holds no more than its share of sockets here, and leaves room for everyone else's.
+     */
+    static final int MAX_WAITING_HELLOS = 1024;
+    static final int MAX_WAITING_HELLOS_PER_ADDRESS = 256;
+    private static final long ACCEPT_FAILED_PAUSE_MILLIS = 50;
 
     private final SoftwareProvider.Config config;
     private final long guid = new SecureRandom().nextLong();
@@ -112,6 +124,9 @@ final class SoftDevice implements VerbsDevice {
         private final ServerSocketChannel server;
         private final Thread thread;
         private final InetSocketAddress address;
+        private final WaitingConnections waitingHellos = new WaitingConnections(MAX_WAITING_HELLOS, MAX_WAITING_HELLOS_PER_ADDRESS);
+        /** A peer decides how often we refuse it: the log says so once in a while, with a count. */
+        private final RepeatedWarning refusals = new RepeatedWarning(LOG, 60, TimeUnit.SECONDS);
 
         Listener() {
             try {
@@ -148,12 +163,31 @@ final class SoftDevice implements VerbsDevice {
                     channel = server.accept();
                 } catch (IOException e) {
                     if (server.isOpen()) {
-                        LOG.log(System.Logger.Level.WARNING, "software provider: accept failed", e);
+                        // E.g. out of file descriptors: it fails again at once, so pause rather than spin.
+                        refusals.warn("software provider: accept failed: " + e);
+                        try {
+                            Thread.sleep(ACCEPT_FAILED_PAUSE_MILLIS);
+                        } catch (InterruptedException interrupted) {
+                            return;
+                        }
                     }
                     continue;
                 }
+                InetAddress from = remoteOf(channel);
+                String full = waitingHellos.enter(from);
+                if (full != null) {
+                    refusals.warn("software provider: closed a data connection from " + from + " at once: " + full);
+                    closeQuietly(channel);
+                    continue;
+                }
                 // The hello is read off the accept thread, so a peer that never sends one cannot stall others.
-                Thread.ofVirtual().name("rdma-soft-hello").start(() -> admit(channel));
+                Thread.ofVirtual().name("rdma-soft-hello").start(() -> {
+                    try {
+                        admit(channel);
+                    } finally {
+                        waitingHellos.leave(from);
+                    }
+                });
             }
         }
 
@@ -195,7 +229,7 @@ final class SoftDevice implements VerbsDevice {
         }
 
         private void reject(SocketChannel channel, String peer, String why) {
-            LOG.log(System.Logger.Level.WARNING, "software provider: refused data connection from " + peer + ": " + why);
+            refusals.warn("software provider: refused data connection from " + peer + ": " + why);
             try (channel) {
                 if (channel.isOpen()) {
                     new DataOutputStream(channel.socket().getOutputStream()).writeInt(1);
@@ -203,6 +237,27 @@ final class SoftDevice implements VerbsDevice {
             } catch (IOException ignored) {
                 // closing anyway
             }
+        }
+
+        private static InetAddress remoteOf(SocketChannel channel) {
+            try {
+                return ((InetSocketAddress) channel.getRemoteAddress()).getAddress();
+            } catch (IOException | RuntimeException e) {
+                return InetAddress.getLoopbackAddress(); // gone already: counted with the local ones, closed soon
+            }
+        }
+
+        private static void closeQuietly(SocketChannel channel) {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // refused anyway
+            }
+        }
+
+        /** Connections accepted and not yet past their hello (tests watch it). */
+        int waitingHellos() {
+            return waitingHellos.total();
         }
 
         void close() {

@@ -63,6 +63,92 @@ class SoftwareAdmissionTest {
         }
     }
 
+    @Test
+    void aFloodOfConnectionsThatNeverSayHello_holdsOneAddressesShare_andTheRealPeerStillConnects() throws Exception {
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(SoftDevice.class.getName());
+        java.util.List<java.util.logging.LogRecord> warnings = new java.util.ArrayList<>();
+        java.util.logging.Handler counting = new java.util.logging.Handler() {
+            @Override
+            public synchronized void publish(java.util.logging.LogRecord r) {
+                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                    warnings.add(r);
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        jul.addHandler(counting);
+        java.util.List<java.nio.channels.SocketChannel> flood = new java.util.ArrayList<>();
+        try (SoftwarePair pair = new SoftwarePair()) {
+            QueuePairEndpoint target = pair.responder.localEndpoint(SoftwarePair.OPTIONS);
+            SoftDevice.Listener listener = ((SoftContext) pair.responderContext).device.listener();
+            pair.requester.localEndpoint(SoftwarePair.OPTIONS); // starts the other listener's thread now, not during the flood
+            int threadsBefore = Thread.getAllStackTraces().size();
+            int count = SoftDevice.MAX_WAITING_HELLOS_PER_ADDRESS + 344; // few enough for a default open-files limit
+            InetAddress attacker = InetAddress.getByName("127.0.0.2"); // loopback too, another address
+            for (int i = 0; i < count; i++) {
+                java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open();
+                ch.bind(new java.net.InetSocketAddress(attacker, 0));
+                ch.connect(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), target.lid()));
+                ch.configureBlocking(false);
+                flood.add(ch);
+            }
+            int expectClosed = count - SoftDevice.MAX_WAITING_HELLOS_PER_ADDRESS;
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            int closed;
+            while ((closed = closedByPeer(flood)) < expectClosed && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(expectClosed, closed, "connections beyond the address's share are closed as they come");
+            assertEquals(SoftDevice.MAX_WAITING_HELLOS_PER_ADDRESS, listener.waitingHellos());
+
+            pair.connect(SoftwarePair.OPTIONS);
+            assertEquals(QueuePairState.RTS, pair.requester.query().state(), "the real peer connects through the flood");
+            // Hellos wait on virtual threads: the JDK's scheduler for them starts once (its carriers, a delay
+            // scheduler, an unblocker and I/O pollers: 5 on 2 cores), not a thread per connection (256 here).
+            int allowed = threadsBefore + Runtime.getRuntime().availableProcessors() + 6;
+            assertTrue(Thread.getAllStackTraces().size() <= allowed, "platform threads: " + threadsBefore
+                    + " before the flood, after: " + Thread.getAllStackTraces().keySet().stream().map(Thread::getName).toList());
+            assertTrue(warnings.size() <= 2, "warnings logged: " + warnings.size());
+
+            for (java.nio.channels.SocketChannel ch : flood) {
+                ch.close();
+            }
+            deadline = System.nanoTime() + 10_000_000_000L;
+            while (listener.waitingHellos() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(0, listener.waitingHellos(), "a closed connection gives its place back");
+        } finally {
+            for (java.nio.channels.SocketChannel ch : flood) {
+                ch.close();
+            }
+            jul.removeHandler(counting);
+        }
+    }
+
+    /** How many of these (non-blocking) connections the other side has closed: a read finds their end. */
+    private static int closedByPeer(java.util.List<java.nio.channels.SocketChannel> channels) {
+        java.nio.ByteBuffer one = java.nio.ByteBuffer.allocate(1);
+        int closed = 0;
+        for (java.nio.channels.SocketChannel ch : channels) {
+            try {
+                if (ch.read(one.clear()) < 0) {
+                    closed++;
+                }
+            } catch (IOException reset) {
+                closed++;
+            }
+        }
+        return closed;
+    }
+
     /** Speaks the hello by hand and returns the listener's verdict (0 admitted, 1 refused). */
     private static int hello(QueuePairEndpoint target, String token) throws IOException {
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), target.lid())) {

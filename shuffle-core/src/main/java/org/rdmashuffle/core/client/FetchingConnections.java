@@ -39,6 +39,7 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
  * share one set-up.
  */
 public final class FetchingConnections {
+    private static final System.Logger LOG = System.getLogger(FetchingConnections.class.getName());
     /** Largest encoded descriptor (varints at their longest) and block id of a request. */
     private static final int MAX_DESCRIPTOR_BYTES = 58;
     private static final int MAX_REQUESTED_BLOCK_BYTES = 20;
@@ -64,6 +65,8 @@ public final class FetchingConnections {
     private final Map<InetSocketAddress, PeerFetcher> fetchers = new ConcurrentHashMap<>();
     /** Set-ups under way or waiting for a dialer, one per peer. */
     private final Map<InetSocketAddress, CompletableFuture<PeerFetcher>> settingUp = new ConcurrentHashMap<>();
+    /** The server side of each live fetcher's connection, until the fetcher is forgotten. */
+    private final Map<PeerFetcher, ServerSide> servedBy = new ConcurrentHashMap<>();
     private final ThreadPoolExecutor dialers;
 
     /**
@@ -116,6 +119,34 @@ public final class FetchingConnections {
                 failed.accept(error);
             }
         });
+    }
+
+    /**
+     * Starts setting up connections to these peers before any block is asked of them: Spark knows a
+     * reduce task's peers when it starts, but asks only as many of them as its bytes in flight allow,
+     * so without this the later peers' set-ups would each wait inside a fetch. Peers already connected
+     * or being set up are skipped; a set-up that fails is forgotten (the first fetch tries again and
+     * reports it). Ahead-of-need set-ups take at most half of the dialers' queue, so they never crowd
+     * out a fetch's own.
+     */
+    public void connectAhead(Collection<InetSocketAddress> peers) {
+        for (InetSocketAddress peer : peers) {
+            if (closed.getAsBoolean() || dialers.getQueue().size() >= MAX_WAITING_SET_UPS / 2) {
+                return;
+            }
+            if (usable(peer) != null || settingUp.containsKey(peer)) {
+                continue;
+            }
+            CompletableFuture<PeerFetcher> setUp = settingUp.computeIfAbsent(peer, this::startSetUp);
+            if (setUp.isCompletedExceptionally()) {
+                settingUp.remove(peer, setUp);
+            }
+            setUp.whenComplete((f, error) -> {
+                if (error != null) {
+                    LOG.log(System.Logger.Level.DEBUG, "connecting ahead to " + label(peer) + " failed: " + error);
+                }
+            });
+        }
     }
 
     private CompletableFuture<PeerFetcher> startSetUp(InetSocketAddress peer) {
@@ -236,18 +267,43 @@ public final class FetchingConnections {
         PeerFetcher f = new PeerFetcher(c, transport, new PeerFetcher.Limits(config.chainLength(), maxReadSge, maxChainBytes,
                 config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos()));
         c.attach(f);
+        servedBy.put(f, new ServerSide(peer, theirs.endpoints().getFirst().qpNumber()));
         register.accept(c);
         return f;
     }
 
-    /** A retired connection's fetcher: forgotten, and the control connection to its peer ended with it. */
+    /**
+     * A retired connection's fetcher: forgotten, and the peer asked to end its side (a DISCONNECT on
+     * the control connection that set it up, from a dialer thread: the caller may be a poller). This
+     * happens whoever dropped the fetcher from the table first, so a peer never keeps queue pairs for
+     * a connection we closed. If the peer cannot be asked, and no connection to it is in use or being
+     * made, the control connection is closed instead: the peer then ends everything it set up for us.
+     */
     public void forget(PeerFetcher f) {
-        for (Map.Entry<InetSocketAddress, PeerFetcher> e : fetchers.entrySet()) {
-            if (e.getValue() == f && fetchers.remove(e.getKey(), f)) {
-                // The peer's queue pairs for us live as long as our control connection: end both.
-                controlClients.disconnect(e.getKey());
-            }
+        fetchers.entrySet().removeIf(e -> e.getValue() == f);
+        ServerSide side = servedBy.remove(f);
+        if (side == null) {
+            return;
         }
+        try {
+            dialers.execute(() -> {
+                try {
+                    controlClients.callIfConnected(side.peer(), ConnectCodec.DISCONNECT,
+                            ConnectCodec.encodeDisconnect(side.firstQpNumber()));
+                } catch (IOException | RuntimeException e) {
+                    LOG.log(System.Logger.Level.DEBUG, "asking " + label(side.peer()) + " to end a data connection failed: " + e);
+                    if (!fetchers.containsKey(side.peer()) && !settingUp.containsKey(side.peer())) {
+                        controlClients.disconnect(side.peer());
+                    }
+                }
+            });
+        } catch (RejectedExecutionException closing) {
+            // the engine is closing: its control connections close, and the peers end what they set up
+        }
+    }
+
+    /** Where a fetcher's connection is served: its peer, and the server's first queue pair (what a DISCONNECT names). */
+    private record ServerSide(InetSocketAddress peer, int firstQpNumber) {
     }
 
     /** Fails every fetcher (the engine is closing). */

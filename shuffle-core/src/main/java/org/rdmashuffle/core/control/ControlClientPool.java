@@ -94,6 +94,19 @@ public final class ControlClientPool implements AutoCloseable {
         }
     }
 
+    /**
+     * A call on the live connection to {@code peer} only, never a new one: for requests about what that
+     * connection set up. False if there is none (what it set up ended with it).
+     */
+    public boolean callIfConnected(InetSocketAddress peer, byte type, byte[] payload) throws IOException {
+        ControlClient c = clients.get(peer);
+        if (closed || c == null || !c.isOpen()) {
+            return false;
+        }
+        c.call(type, payload, timeout);
+        return true;
+    }
+
     /** Closes the connection to {@code peer}, if any: the peer then drops what it set up for us. */
     public void disconnect(InetSocketAddress peer) {
         ControlClient c = clients.get(peer);

@@ -25,6 +25,8 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.LengthFieldPrepender;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import org.rdmashuffle.verbs.util.RepeatedWarning;
+import org.rdmashuffle.verbs.util.WaitingConnections;
 
 /**
  * One control-plane endpoint per process: a Netty server on which peers authenticate
@@ -34,18 +36,30 @@ import io.netty.util.concurrent.DefaultThreadFactory;
  * the log. Threads are daemons; {@link #close()} is bounded.
  *
  * <p>Against a hostile peer: a connection that has not finished the handshake within the handshake
- * timeout is closed; a connection has at most one request under way (a second one closes it); and
+ * timeout is closed, and at most {@value #MAX_UNAUTHENTICATED} wait for theirs at once, at most
+ * {@value #MAX_UNAUTHENTICATED_PER_ADDRESS} from one address (more are closed as they come); a connection has at most one request under way (a second one closes it); and
  * requests run on the executor the owner gives, never on the event loop, so a slow request (queue
  * pairs dialling a peer) cannot hold up other peers' handshakes and requests.
  */
 public final class ControlServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ControlServer.class.getName());
     private static final AtomicBoolean WARNED_UNAUTHENTICATED = new AtomicBoolean();
+    /**
+     * Connections not yet authenticated, from all peers and from one address: beyond either a new
+     * connection is closed at once, so thousands of half-open connections hold a bounded number of
+     * sockets, and one address cannot take every place.
+     */
+    static final int MAX_UNAUTHENTICATED = 1024;
+    static final int MAX_UNAUTHENTICATED_PER_ADDRESS = 256;
 
     private final EventLoopGroup group;
     private final Channel channel;
     /** Accepted connections, closed with the server so peers see it at once. */
     private final ChannelGroup connections;
+    private final WaitingConnections unauthenticated = new WaitingConnections(MAX_UNAUTHENTICATED,
+            MAX_UNAUTHENTICATED_PER_ADDRESS);
+    /** Peers decide how often we close their connections: the log says so once a minute, with a count. */
+    private final RepeatedWarning closings = new RepeatedWarning(LOG, 60, TimeUnit.SECONDS);
 
     /**
      * @param secrets the shared secret of an application id, null for an unknown application; a null
@@ -77,10 +91,17 @@ public final class ControlServer implements AutoCloseable {
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
+                            java.net.InetAddress from = ch.remoteAddress().getAddress();
+                            String full = unauthenticated.enter(from);
+                            if (full != null) {
+                                closings.warn("rdma-shuffle control plane: closing " + ch.remoteAddress() + " at once: " + full);
+                                ch.close();
+                                return;
+                            }
                             connections.add(ch);
                             ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, 4, 0, 4),
                                     new LengthFieldPrepender(4), new Session(secrets, handler, requests, handshakeTimeout,
-                                            idleTimeout));
+                                            idleTimeout, () -> unauthenticated.leave(from), closings));
                         }
                     }).bind(bind).syncUninterruptibly().channel();
         } catch (Exception e) { // Netty rethrows the checked BindException undeclared
@@ -98,6 +119,11 @@ public final class ControlServer implements AutoCloseable {
         return (InetSocketAddress) channel.localAddress();
     }
 
+    /** Connections accepted and not yet authenticated (tests watch it). */
+    int unauthenticatedConnections() {
+        return unauthenticated.total();
+    }
+
     /** One connection: handshake first, then requests. */
     private static final class Session extends SimpleChannelInboundHandler<ByteBuf> {
         private final Function<String, byte[]> secrets;
@@ -112,14 +138,26 @@ public final class ControlServer implements AutoCloseable {
         private ControlSession session;
         /** A request is being handled (event loop only). */
         private boolean busy;
+        /** Gives this connection's place among the unauthenticated back; run once (event loop only). */
+        private Runnable authenticatedOrGone;
+        private final RepeatedWarning closings;
 
         Session(Function<String, byte[]> secrets, ControlHandler handler, RequestScheduler requests, Duration handshakeTimeout,
-                Duration idleTimeout) {
+                Duration idleTimeout, Runnable authenticatedOrGone, RepeatedWarning closings) {
             this.secrets = secrets;
             this.handler = handler;
             this.requests = requests;
             this.handshakeTimeout = handshakeTimeout;
             this.idleTimeout = idleTimeout;
+            this.authenticatedOrGone = authenticatedOrGone;
+            this.closings = closings;
+        }
+
+        private void leaveUnauthenticated() {
+            if (authenticatedOrGone != null) {
+                authenticatedOrGone.run();
+                authenticatedOrGone = null;
+            }
         }
 
         @Override
@@ -175,6 +213,7 @@ public final class ControlServer implements AutoCloseable {
                         }
                         auth.verify(payload);
                         appId = auth.appId();
+                        leaveUnauthenticated();
                         send(ctx, ControlFrame.AUTH_OK, (byte) 0, new byte[0]);
                     }
                     case ControlFrame.HELLO_UNAUTHENTICATED -> {
@@ -183,6 +222,7 @@ public final class ControlServer implements AutoCloseable {
                             return;
                         }
                         appId = new String(payload, StandardCharsets.UTF_8);
+                        leaveUnauthenticated();
                         send(ctx, ControlFrame.AUTH_OK, (byte) 0, new byte[0]);
                     }
                     case ControlFrame.REQUEST -> {
@@ -241,13 +281,14 @@ public final class ControlServer implements AutoCloseable {
             }
         }
 
-        private static void refuse(ChannelHandlerContext ctx, String why) {
-            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
+        private void refuse(ChannelHandlerContext ctx, String why) {
+            closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
             ctx.close();
         }
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
+            leaveUnauthenticated();
             if (idleCheck != null) {
                 idleCheck.cancel(false);
             }

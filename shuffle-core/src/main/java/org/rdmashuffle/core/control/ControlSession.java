@@ -39,6 +39,11 @@ public final class ControlSession {
         hook.run();
     }
 
+    /** Takes back a hook not yet run: what it would end has ended otherwise. */
+    public synchronized void cancelOnClose(Runnable hook) {
+        onClose.remove(hook);
+    }
+
     /** Whether something (a data connection) ends with this connection: then it is not idle, however silent. */
     synchronized boolean holdsResources() {
         return !onClose.isEmpty();

@@ -15,6 +15,12 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
 public final class ConnectCodec {
     /** Control-plane request type of the exchange. */
     public static final byte CONNECT = 1;
+    /**
+     * Control-plane request that ends one data connection the same control connection set up (named by
+     * the server's first queue pair number), keeping the control connection: a reducer closing an idle
+     * connection. The reply is empty.
+     */
+    public static final byte DISCONNECT = 2;
     public static final int MAX_QUEUE_PAIRS = 64;
 
     /** One side of the exchange. */
@@ -63,5 +69,16 @@ public final class ConnectCodec {
         } catch (BufferUnderflowException e) {
             throw new MalformedMessageException("connect of " + bytes.length + " bytes is truncated", e);
         }
+    }
+
+    public static byte[] encodeDisconnect(int serverQpNumber) {
+        return ByteBuffer.allocate(4).putInt(serverQpNumber).array();
+    }
+
+    public static int decodeDisconnect(byte[] bytes) {
+        if (bytes.length != 4) {
+            throw new MalformedMessageException("disconnect of " + bytes.length + " bytes, not 4");
+        }
+        return ByteBuffer.wrap(bytes).getInt();
     }
 }

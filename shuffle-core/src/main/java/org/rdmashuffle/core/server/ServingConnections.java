@@ -2,6 +2,8 @@ package org.rdmashuffle.core.server;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 import org.rdmashuffle.core.config.EngineConfig;
@@ -19,7 +21,8 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
  * application its control session authenticated for (never one the request names), connected to the
  * reducer's. The server sizes everything: at most its own {@code qpsPerPeer} queue pairs, at most
  * {@code maxServedConnections} connections and {@code maxServedConnectionsPerApplication} of one
- * application. The connection lives as long as the control session.
+ * application. The connection lives as long as the control session, or until the reducer ends it
+ * with a DISCONNECT on that session.
  */
 public final class ServingConnections {
     /** Where the engine keeps its connections. */
@@ -39,6 +42,12 @@ public final class ServingConnections {
     private final ConnectOptions options;
     private final boolean sgeListBroken;
     private final Table table;
+    /**
+     * Each control session's data connections, by their first queue pair's number, with what retires
+     * each: what a DISCONNECT may end. An entry goes when its connection is retired this way or with
+     * its session.
+     */
+    private final Map<ControlSession, Map<Integer, Runnable>> bySession = new ConcurrentHashMap<>();
 
     /**
      * @param tenantOf the tenant of an authenticated application (an executor's engine: its own, always)
@@ -113,7 +122,37 @@ public final class ServingConnections {
             table.retire(c);
             throw new IllegalStateException("application " + session.appId() + " has ended");
         }
-        session.onClose(() -> table.retire(c));
+        Map<Integer, Runnable> ofSession = bySession.computeIfAbsent(session, k -> new ConcurrentHashMap<>());
+        int first = c.qpNumber(0);
+        Runnable retire = new Runnable() {
+            @Override
+            public void run() {
+                ofSession.remove(first, this);
+                if (ofSession.isEmpty()) {
+                    bySession.remove(session, ofSession);
+                }
+                table.retire(c);
+            }
+        };
+        ofSession.put(first, retire);
+        session.onClose(retire);
         return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine));
+    }
+
+    /**
+     * Ends the data connection a DISCONNECT names (by our first queue pair's number), if this control
+     * session set it up; the control session stays. Any other number is refused: a session ends only
+     * its own connections.
+     */
+    public byte[] disconnect(ControlSession session, byte[] payload) {
+        int first = ConnectCodec.decodeDisconnect(payload);
+        Map<Integer, Runnable> ofSession = bySession.get(session);
+        Runnable retire = ofSession == null ? null : ofSession.get(first);
+        if (retire == null) {
+            throw new IllegalArgumentException("no data connection with queue pair " + first + " was set up on this connection");
+        }
+        session.cancelOnClose(retire);
+        retire.run();
+        return new byte[0];
     }
 }

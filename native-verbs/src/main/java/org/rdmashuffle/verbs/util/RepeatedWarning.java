@@ -1,0 +1,50 @@
+package org.rdmashuffle.verbs.util;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A warning a peer can make us repeat at will (a connection refused, a handshake that never came):
+ * the first goes to the log at WARNING; those within the next quiet period go at DEBUG and are
+ * counted, and the next one let through says how many there were. Thousands of hostile connections
+ * then cost a few log lines, not thousands, and the operator still learns their number.
+ */
+public final class RepeatedWarning {
+    private final System.Logger log;
+    private final long quietNanos;
+    private long lastWarned = Long.MIN_VALUE;
+    private long suppressed;
+
+    public RepeatedWarning(System.Logger log, long quiet, TimeUnit unit) {
+        this.log = log;
+        this.quietNanos = unit.toNanos(quiet);
+    }
+
+    /** Logs {@code message}: at WARNING if the quiet period has passed since the last one, else at DEBUG. */
+    public void warn(String message) {
+        long now = System.nanoTime();
+        long before;
+        synchronized (this) {
+            if (lastWarned != Long.MIN_VALUE && now - lastWarned < quietNanos) {
+                suppressed++;
+                before = -1;
+            } else {
+                before = suppressed;
+                suppressed = 0;
+                lastWarned = now;
+            }
+        }
+        if (before < 0) {
+            log.log(System.Logger.Level.DEBUG, message);
+        } else if (before == 0) {
+            log.log(System.Logger.Level.WARNING, message);
+        } else {
+            log.log(System.Logger.Level.WARNING, message + " (and " + before + " more like it since the last warning, "
+                    + "logged at DEBUG)");
+        }
+    }
+
+    /** Warnings held back since the last one let through. */
+    public synchronized long suppressed() {
+        return suppressed;
+    }
+}
