@@ -138,24 +138,41 @@ public final class ControlClient implements AutoCloseable {
                 ChallengeResponse.Client auth = new ChallengeResponse.Client(secret, appId);
                 c.send(ControlFrame.HELLO, (byte) 0, auth.hello());
                 Frame challenge = c.await(timeout, "the challenge");
+                requireNotBusy(challenge, peer);
                 if (challenge.kind() != ControlFrame.CHALLENGE) {
                     throw new AuthenticationException(peer + " refused the handshake for application " + appId);
                 }
                 c.send(ControlFrame.RESPONSE, (byte) 0, auth.respond(challenge.payload()));
             }
             Frame ok = c.await(timeout, "the handshake's result");
+            requireNotBusy(ok, peer);
             if (ok.kind() != ControlFrame.AUTH_OK) {
                 throw new AuthenticationException(peer + " refused authentication for application " + appId);
             }
             return c;
         } catch (IOException | RuntimeException e) {
             c.close();
+            Frame first = c.inbox.peek(); // a busy server may have said so and closed before our hello went
+            if (!(e instanceof ServerBusyException) && first != null && isBusy(first)) {
+                throw new ServerBusyException(String.valueOf(peer));
+            }
             if (e instanceof PeerClosedException) {
                 throw new AuthenticationException(peer + " closed the connection during the handshake for application "
                         + appId + " (wrong secret, unknown application, or authentication mode mismatch)");
             }
             throw e;
         }
+    }
+
+    /** A server with too many connections waiting for their handshake says "busy" and closes: ask again later. */
+    private static void requireNotBusy(Frame f, InetSocketAddress peer) throws ServerBusyException {
+        if (isBusy(f)) {
+            throw new ServerBusyException(String.valueOf(peer));
+        }
+    }
+
+    private static boolean isBusy(Frame f) {
+        return f.kind() == ControlFrame.ERROR && ServerBusyException.MESSAGE.equals(new String(f.payload(), StandardCharsets.UTF_8));
     }
 
     /**

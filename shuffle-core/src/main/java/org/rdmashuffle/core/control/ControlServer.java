@@ -12,7 +12,9 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -95,7 +97,15 @@ public final class ControlServer implements AutoCloseable {
                             String full = unauthenticated.enter(from);
                             if (full != null) {
                                 closings.warn("rdma-shuffle control plane: closing " + ch.remoteAddress() + " at once: " + full);
-                                ch.close();
+                                // Told "busy", not just closed: a peer of ours asks again later, as after a busy reply.
+                                ch.pipeline().addLast(new LengthFieldPrepender(4), new ChannelInboundHandlerAdapter() {
+                                    @Override
+                                    public void channelActive(ChannelHandlerContext ctx) {
+                                        ctx.writeAndFlush(Unpooled.buffer().writeByte(ControlFrame.ERROR).writeByte(0)
+                                                .writeBytes(ServerBusyException.MESSAGE.getBytes(StandardCharsets.UTF_8)))
+                                                .addListener(ChannelFutureListener.CLOSE);
+                                    }
+                                });
                                 return;
                             }
                             connections.add(ch);

@@ -2,6 +2,7 @@ package org.rdmashuffle.core.control;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -77,6 +78,9 @@ class HalfOpenConnectionFloodTest {
             assertEquals(expectClosed, closed, "connections beyond the address's share are closed as they come");
             assertEquals(ControlServer.MAX_UNAUTHENTICATED_PER_ADDRESS, s.unauthenticatedConnections());
 
+            // A peer of ours behind the flood's address is told "busy" (it asks again later), not "refused".
+            assertThrows(ServerBusyException.class,
+                    () -> ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT, attacker).close());
             try (ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
                 assertArrayEquals("x".getBytes(StandardCharsets.UTF_8), c.call((byte) 1, new byte[] {'x'}, TIMEOUT),
                         "an authenticated peer from another address is served through the flood");
