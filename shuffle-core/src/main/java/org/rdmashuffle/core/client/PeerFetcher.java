@@ -12,8 +12,6 @@ import org.rdmashuffle.core.client.AwaitedRequests.Request;
 import org.rdmashuffle.core.buffer.RegisteredBuffer;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
-import org.rdmashuffle.core.server.BlockDescriptor;
-import org.rdmashuffle.core.server.MapOutputLayout;
 import org.rdmashuffle.core.transport.DataConnection;
 import org.rdmashuffle.core.transport.ReadPlan;
 import org.rdmashuffle.core.transport.WorkRequestIds;
@@ -25,8 +23,9 @@ import org.rdmashuffle.core.transport.WorkRequestIds;
  * <li>{@link #fetch} sends one FetchRequest per batch of blocks (as many as a receive buffer's answer
  * holds) and remembers who waits for them.</li>
  * <li>{@link #onMessage} takes the peer's block descriptors (address, length, rkey) and queues a read
- * per block; empty blocks are delivered at once. A block larger than one fetch buffer becomes a
- * {@link PiecedBlock}: a few pieces queued, the rest as its consumer reads them.</li>
+ * per block ({@link DescribedReads}, which also reads blocks of outputs whose layout is cached); empty
+ * blocks are delivered at once. A block larger than one fetch buffer becomes a {@link PiecedBlock}: a
+ * few pieces queued, the rest as its consumer reads them.</li>
  * <li>{@link #pump} turns queued reads into RDMA_READ chains while the bounds allow: chains in flight
  * to this peer, bytes in flight to this peer, and the process-wide {@link FetchBudget}. Reads that
  * sit next to each other in the same remote region become one read request scattering into each
@@ -43,9 +42,6 @@ import org.rdmashuffle.core.transport.WorkRequestIds;
  * calls happen with no lock held.
  */
 public final class PeerFetcher implements PiecedBlock.Recycler {
-    /** Pieces of one large block read ahead of its consumer: its registered memory, whatever its size. */
-    static final int PIECES_AHEAD = 4;
-
     /** The tuning a fetcher runs with. */
     public record Limits(int chainLength, int maxSge, long maxChainBytes, long maxBytesInFlight, int maxChainsInFlight,
                          int maxBlocksPerRequest, long timeoutNanos) {
@@ -69,6 +65,8 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     private final Set<PiecedBlock> pieced = new LinkedHashSet<>();
     /** Whole blocks' reads and wants, reused once delivered. */
     private final SpareReads spares = new SpareReads();
+    /** Descriptors and layouts made into queued reads. */
+    private final DescribedReads described;
     /** Since when it has had nothing to do (-1: busy), seen by {@link #checkTimeouts}. */
     private long idleSince = -1;
     /** Closed for being idle: it takes no fetch (the engine opens a new connection for the next). */
@@ -83,6 +81,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         this.asked = new LayoutsAsked(limits.timeoutNanos() / 2);
         this.coalescer = new Coalescer(limits.maxSge());
         this.queued = new ReadQueue(limits.timeoutNanos());
+        this.described = new DescribedReads(queued, layouts, asked, pieced, spares, transport, this, limits.timeoutNanos());
     }
 
     public DataConnection connection() {
@@ -114,7 +113,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             long now = System.nanoTime();
             for (BlockId b : blocks) {
                 Wanted w = spares.wanted(b, listener);
-                if (!failed && readFromLayout(w, now, empty)) {
+                if (!failed && described.fromLayout(w, now, empty)) {
                     read = true;
                 } else if (failed || layouts.has(b.shuffleId(), b.mapId()) || !asked.await(w, now)) {
                     (ask == null ? ask = new ArrayList<>(blocks.size()) : ask).add(w);
@@ -130,24 +129,6 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         if (read) {
             pump();
         }
-        return true;
-    }
-
-    /**
-     * Under the lock: queues the read of {@code w} from its output's cached layout, if one is held and
-     * says where it is; false if it has to be asked for (no layout, a block the layout does not hold,
-     * or one that large: the answer says what is wrong with it).
-     */
-    private boolean readFromLayout(Wanted w, long now, List<Wanted> empty) {
-        BlockId b = w.id;
-        LayoutCache.Entry known = layouts.get(b.shuffleId(), b.mapId(), now);
-        MapOutputLayout l = known == null ? null : known.layout();
-        long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
-        long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
-        if (length < 0 || ResponseCheck.tooManyPieces(length, transport.buffers().slabBytes())) {
-            return false;
-        }
-        queueRead(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
         return true;
     }
 
@@ -235,11 +216,11 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                         broken = new MalformedMessageException("response " + r.requestId() + " describes " + r.blocks().size()
                                 + " blocks for a request of " + req.blocks().size());
                     } else {
-                        broken = req.refreshing() != null ? redescribed(req.refreshing(), r) : queueReads(req, r, empty);
+                        broken = req.refreshing() != null ? described.redescribed(req.refreshing(), r) : described.fromAnswer(req, r, empty);
                         if (broken != null) {
                             awaiting.putBack(r.requestId(), req); // its blocks fail with the connection below
                         } else {
-                            wake(req, r, empty, askAgain);
+                            described.wake(req, r, empty, askAgain);
                         }
                     }
                 }
@@ -272,7 +253,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                                 askAgain.remove(named);
                             }
                         }
-                        wake(req, null, empty, askAgain); // after the forgets above: what waited is asked for
+                        described.wake(req, null, empty, askAgain); // after the forgets above: what waited is asked for
                     }
                 }
                 case Message.FetchRequest q -> broken = new MalformedMessageException("a fetch request on a fetching connection");
@@ -295,98 +276,6 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             }
             pump();
         }
-    }
-
-    /**
-     * Under the lock, once an answer to {@code req} is taken in: the blocks that waited for the layouts
-     * it asked for are read from the layouts now held, or go to {@code ask}.
-     */
-    private void wake(Request req, Message.FetchResponse answer, List<Wanted> empty, List<Wanted> ask) {
-        if (!req.withLayouts()) {
-            return;
-        }
-        if (answer != null) { // how many of this shuffle's layouts an answer holds (none: MapReduce's outputs)
-            java.util.Set<Long> described = new java.util.HashSet<>();
-            for (int i = 0; i < req.blocks().size(); i++) {
-                if (!answer.blocks().get(i).isEmpty()) {
-                    described.add(req.blocks().get(i).id.mapId());
-                }
-            }
-            asked.answeredWith(req.blocks().getFirst().id.shuffleId(), described.size(), answer.layouts().size());
-        }
-        long now = System.nanoTime();
-        for (Wanted w : asked.answered(req.blocks())) {
-            if (!readFromLayout(w, now, empty)) {
-                ask.add(w);
-            }
-        }
-    }
-
-    /** Under the lock: checks each descriptor against what was asked and queues its reads; returns what is wrong, if anything. */
-    private Throwable queueReads(Request req, Message.FetchResponse r, List<Wanted> empty) {
-        Throwable wrong = ResponseCheck.descriptors(r, req.blocks(), transport.buffers().slabBytes());
-        if (wrong != null) {
-            return wrong;
-        }
-        long now = System.nanoTime();
-        for (int i = 0; i < req.blocks().size(); i++) {
-            BlockDescriptor d = r.blocks().get(i);
-            queueRead(req.blocks().get(i), d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
-        }
-        for (MapOutputLayout l : r.layouts()) {
-            if (ResponseCheck.agrees(l, req.blocks(), r)) {
-                layouts.put(l, now);
-            }
-        }
-        return null;
-    }
-
-    /**
-     * Under the lock: queues the read of one described block, {@code length} bytes at {@code address}
-     * of region {@code rkey} (or, for an empty one, adds it to {@code empty}).
-     */
-    private void queueRead(Wanted w, long address, long length, int rkey, long rawLength, long describedAt, long now,
-                           List<Wanted> empty) {
-        if (w.queuedSince < 0) {
-            w.queuedSince = now;
-        }
-        int pieceBytes = transport.buffers().slabBytes();
-        if (length == 0) {
-            empty.add(w);
-        } else if (length <= pieceBytes) {
-            queued.add(spares.read(w, address, length, rkey, rawLength, describedAt, w.queuedSince));
-        } else {
-            BlockDescriptor d = new BlockDescriptor(w.id.shuffleId(), w.id.mapId(), w.id.startPartition(),
-                    w.id.endPartition(), address, length, rkey, rawLength);
-            PiecedBlock p = new PiecedBlock(w, d, describedAt, pieceBytes, this, limits.timeoutNanos());
-            pieced.add(p);
-            int ahead = (int) Math.min(p.pieces, Math.max(1, Math.min(PIECES_AHEAD,
-                    transport.buffers().limitBytes() / pieceBytes / 2)));
-            for (; p.nextToQueue < ahead; p.nextToQueue++) {
-                queued.add(p.pieceRead(p.nextToQueue, now, null));
-            }
-        }
-    }
-
-    /** Under the lock: a pieced block described again; its set-aside pieces go back in the queue with the new range. */
-    private Throwable redescribed(PiecedBlock p, Message.FetchResponse r) {
-        BlockDescriptor d = r.blocks().getFirst();
-        Throwable wrong = ResponseCheck.descriptor(r, p.wanted, d);
-        if (wrong == null && d.length() != p.length) {
-            wrong = new MalformedMessageException("response " + r.requestId() + " describes " + p.wanted.id + " as "
-                    + d.length() + " bytes, where it was " + p.length);
-        }
-        if (wrong != null || !pieced.contains(p)) {
-            return wrong; // a block closed meanwhile has no pieces left to read
-        }
-        long now = System.nanoTime();
-        p.where = d;
-        p.describedAt = now;
-        for (Read r0 : p.parked) {
-            queued.addFirst(p.pieceRead(r0.piece, r0.queuedAt, r0.buffer));
-        }
-        p.parked = null;
-        return null;
     }
 
     /** Posts chains while the bounds allow. Call with no fetcher's lock held. */

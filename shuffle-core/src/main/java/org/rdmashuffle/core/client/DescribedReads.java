@@ -1,0 +1,153 @@
+package org.rdmashuffle.core.client;
+
+import java.util.List;
+import java.util.Set;
+
+import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.client.AwaitedRequests.Request;
+import org.rdmashuffle.core.protocol.MalformedMessageException;
+import org.rdmashuffle.core.protocol.Message;
+import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.server.MapOutputLayout;
+
+/**
+ * Where a block is, made into reads in a {@link PeerFetcher}'s queue: from a descriptor in the peer's
+ * answer or from its output's cached layout. A block that fits one fetch buffer is one read; a larger
+ * one becomes a {@link PiecedBlock} with its first pieces queued. Called under the fetcher's lock,
+ * with the fetcher's own queue, caches and spares.
+ */
+final class DescribedReads {
+    /** Pieces of one large block read ahead of its consumer: its registered memory, whatever its size. */
+    static final int PIECES_AHEAD = 4;
+
+    private final ReadQueue queued;
+    private final LayoutCache layouts;
+    private final LayoutsAsked asked;
+    private final Set<PiecedBlock> pieced;
+    private final SpareReads spares;
+    private final FetchTransport transport;
+    private final PiecedBlock.Recycler recycler;
+    private final long timeoutNanos;
+
+    DescribedReads(ReadQueue queued, LayoutCache layouts, LayoutsAsked asked, Set<PiecedBlock> pieced, SpareReads spares,
+                   FetchTransport transport, PiecedBlock.Recycler recycler, long timeoutNanos) {
+        this.queued = queued;
+        this.layouts = layouts;
+        this.asked = asked;
+        this.pieced = pieced;
+        this.spares = spares;
+        this.transport = transport;
+        this.recycler = recycler;
+        this.timeoutNanos = timeoutNanos;
+    }
+
+    /**
+     * Queues the read of {@code w} from its output's cached layout, if one is held and says where it
+     * is; false if it has to be asked for (no layout, a block the layout does not hold, or one that
+     * large: the answer says what is wrong with it).
+     */
+    boolean fromLayout(Wanted w, long now, List<Wanted> empty) {
+        BlockId b = w.id;
+        LayoutCache.Entry known = layouts.get(b.shuffleId(), b.mapId(), now);
+        MapOutputLayout l = known == null ? null : known.layout();
+        long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
+        long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
+        if (length < 0 || ResponseCheck.tooManyPieces(length, transport.buffers().slabBytes())) {
+            return false;
+        }
+        read(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
+        return true;
+    }
+
+    /**
+     * Once an answer to {@code req} is taken in: the blocks that waited for the layouts it asked for
+     * are read from the layouts now held, or go to {@code ask}.
+     */
+    void wake(Request req, Message.FetchResponse answer, List<Wanted> empty, List<Wanted> ask) {
+        if (!req.withLayouts()) {
+            return;
+        }
+        if (answer != null) { // how many of this shuffle's layouts an answer holds (none: MapReduce's outputs)
+            java.util.Set<Long> described = new java.util.HashSet<>();
+            for (int i = 0; i < req.blocks().size(); i++) {
+                if (!answer.blocks().get(i).isEmpty()) {
+                    described.add(req.blocks().get(i).id.mapId());
+                }
+            }
+            asked.answeredWith(req.blocks().getFirst().id.shuffleId(), described.size(), answer.layouts().size());
+        }
+        long now = System.nanoTime();
+        for (Wanted w : asked.answered(req.blocks())) {
+            if (!fromLayout(w, now, empty)) {
+                ask.add(w);
+            }
+        }
+    }
+
+    /** Checks each descriptor against what was asked and queues its reads; returns what is wrong, if anything. */
+    Throwable fromAnswer(Request req, Message.FetchResponse r, List<Wanted> empty) {
+        Throwable wrong = ResponseCheck.descriptors(r, req.blocks(), transport.buffers().slabBytes());
+        if (wrong != null) {
+            return wrong;
+        }
+        long now = System.nanoTime();
+        for (int i = 0; i < req.blocks().size(); i++) {
+            BlockDescriptor d = r.blocks().get(i);
+            read(req.blocks().get(i), d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
+        }
+        for (MapOutputLayout l : r.layouts()) {
+            if (ResponseCheck.agrees(l, req.blocks(), r)) {
+                layouts.put(l, now);
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Queues the read of one described block, {@code length} bytes at {@code address}
+     * of region {@code rkey} (or, for an empty one, adds it to {@code empty}).
+     */
+    void read(Wanted w, long address, long length, int rkey, long rawLength, long describedAt, long now,
+                           List<Wanted> empty) {
+        if (w.queuedSince < 0) {
+            w.queuedSince = now;
+        }
+        int pieceBytes = transport.buffers().slabBytes();
+        if (length == 0) {
+            empty.add(w);
+        } else if (length <= pieceBytes) {
+            queued.add(spares.read(w, address, length, rkey, rawLength, describedAt, w.queuedSince));
+        } else {
+            BlockDescriptor d = new BlockDescriptor(w.id.shuffleId(), w.id.mapId(), w.id.startPartition(),
+                    w.id.endPartition(), address, length, rkey, rawLength);
+            PiecedBlock p = new PiecedBlock(w, d, describedAt, pieceBytes, recycler, timeoutNanos);
+            pieced.add(p);
+            int ahead = (int) Math.min(p.pieces, Math.max(1, Math.min(PIECES_AHEAD,
+                    transport.buffers().limitBytes() / pieceBytes / 2)));
+            for (; p.nextToQueue < ahead; p.nextToQueue++) {
+                queued.add(p.pieceRead(p.nextToQueue, now, null));
+            }
+        }
+    }
+
+    /** A pieced block described again; its set-aside pieces go back in the queue with the new range. */
+    Throwable redescribed(PiecedBlock p, Message.FetchResponse r) {
+        BlockDescriptor d = r.blocks().getFirst();
+        Throwable wrong = ResponseCheck.descriptor(r, p.wanted, d);
+        if (wrong == null && d.length() != p.length) {
+            wrong = new MalformedMessageException("response " + r.requestId() + " describes " + p.wanted.id + " as "
+                    + d.length() + " bytes, where it was " + p.length);
+        }
+        if (wrong != null || !pieced.contains(p)) {
+            return wrong; // a block closed meanwhile has no pieces left to read
+        }
+        long now = System.nanoTime();
+        p.where = d;
+        p.describedAt = now;
+        for (Read r0 : p.parked) {
+            queued.addFirst(p.pieceRead(r0.piece, r0.queuedAt, r0.buffer));
+        }
+        p.parked = null;
+        return null;
+    }
+}
