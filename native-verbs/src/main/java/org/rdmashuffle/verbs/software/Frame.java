@@ -1,13 +1,11 @@
 package org.rdmashuffle.verbs.software;
 
-import java.io.EOFException;
-import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 
 /**
  * The software provider's wire format: every message is a fixed 48-byte header, followed for
- * WRITE, SEND and successful READ responses by {@code length} payload bytes. Both ends of a
+ * WRITE, SEND and successful READ responses by {@code length} payload bytes ({@link FrameWriter}
+ * writes them, {@link FrameReader} parses them). Both ends of a
  * connection are requesters and responders at once, as both QPs of an RC pair are.
  *
  * <pre>
@@ -92,71 +90,5 @@ final class Frame {
     void encode(ByteBuffer h) {
         h.put(0, type).put(1, (byte) flags).putInt(4, status).putLong(8, sequence).putLong(16, address)
                 .putInt(24, rkey).putInt(28, length).putLong(32, a).putLong(40, b);
-    }
-
-    /** Reads one header into {@code f}; false at a clean end of stream before any byte of it. */
-    static boolean read(SocketChannel channel, ByteBuffer header, Frame f) throws IOException {
-        header.clear();
-        if (!readFully(channel, header, true)) {
-            return false;
-        }
-        f.payload = null;
-        f.type = header.get(0);
-        f.flags = header.get(1);
-        f.status = header.getInt(4);
-        f.sequence = header.getLong(8);
-        f.address = header.getLong(16);
-        f.rkey = header.getInt(24);
-        f.length = header.getInt(28);
-        f.a = header.getLong(32);
-        f.b = header.getLong(40);
-        if (f.length < 0) {
-            throw new IOException("malformed frame: negative length " + f.length + " (type " + f.type + ")");
-        }
-        return true;
-    }
-
-    /** Fills {@code buffer}; false only when the stream ended before the first byte and that is allowed. */
-    static boolean readFully(SocketChannel channel, ByteBuffer buffer, boolean endAllowed) throws IOException {
-        boolean first = true;
-        while (buffer.hasRemaining()) {
-            int n = channel.read(buffer);
-            if (n < 0) {
-                if (first && endAllowed) {
-                    return false;
-                }
-                throw new EOFException("connection closed with " + buffer.remaining() + " bytes of a message missing");
-            }
-            first = false;
-        }
-        return true;
-    }
-
-    /** Fills {@code into} with {@code length} bytes, in order (a scattering read: one payload, several buffers). */
-    static void readAll(SocketChannel channel, ByteBuffer[] into, long length) throws IOException {
-        long left = length;
-        while (left > 0) {
-            long n = channel.read(into);
-            if (n < 0) {
-                throw new EOFException("connection closed with " + left + " bytes of a message missing");
-            }
-            left -= n;
-        }
-    }
-
-    /** Reads and drops {@code length} payload bytes, keeping the stream in step after a refused request. */
-    static void discard(SocketChannel channel, long length, ByteBuffer scratch) throws IOException {
-        long left = length;
-        while (left > 0) {
-            scratch.clear().limit((int) Math.min(scratch.capacity(), left));
-            readFully(channel, scratch, false);
-            left -= scratch.position();
-        }
-    }
-
-    static void writeFully(SocketChannel channel, ByteBuffer buffer) throws IOException {
-        while (buffer.hasRemaining()) {
-            channel.write(buffer);
-        }
     }
 }

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import java.util.Arrays;
 
 /**
@@ -17,7 +16,7 @@ final class PendingRequest {
      * Answers up to this size are copied through the reader's buffer (no ByteBuffer views to make);
      * larger ones are read straight into place, where a copy would cost more than the views.
      */
-    static final int COPY_AT_MOST = 16 << 10;
+    static final int COPY_AT_MOST = FrameReader.CAPACITY;
 
     final Frame request = new Frame();
     long sequence;
@@ -63,18 +62,14 @@ final class PendingRequest {
     }
 
     /**
-     * Reads a read response's {@link #length} bytes from {@code ch} into the destination. Through
-     * {@code scratch} up to {@link #COPY_AT_MOST} (a copy, and no allocation: small blocks are the
-     * common case), else straight into the registered memory.
+     * Reads a read response's {@link #length} bytes from {@code in} into the destination: up to {@link
+     * #COPY_AT_MOST} copied from the reader's buffer (no allocation: small blocks are the common case),
+     * larger ones what is buffered copied and the rest read straight into the registered memory.
      */
-    void land(SocketChannel ch, ByteBuffer scratch, MemorySegment scratchMemory) throws IOException {
-        if (length <= Math.min(COPY_AT_MOST, scratch.capacity())) {
-            scratch.clear().limit(length);
-            Frame.readFully(ch, scratch, false);
-            long from = 0;
+    void land(FrameReader in) throws IOException {
+        if (length <= COPY_AT_MOST) {
             for (int s = 0; s < sges; s++) {
-                MemorySegment.copy(scratchMemory, from, regions[s].segment(), offsets[s], lengths[s]);
-                from += lengths[s];
+                in.copyTo(regions[s].segment(), offsets[s], lengths[s]);
             }
             return;
         }
@@ -82,7 +77,7 @@ final class PendingRequest {
         for (int s = 0; s < sges; s++) {
             into[s] = regions[s].segment().asSlice(offsets[s], lengths[s]).asByteBuffer();
         }
-        Frame.readAll(ch, into, length);
+        in.readInto(into, length);
     }
 
     /** Writes an atomic's old value to its (one, 8-byte) destination. */

@@ -322,23 +322,18 @@ final class SoftQueuePair implements QueuePair {
     }
 
     private void readLoop() {
-        SocketChannel ch = channel;
-        ByteBuffer header = ByteBuffer.allocateDirect(Frame.HEADER);
-        // Only read responses up to COPY_AT_MOST land through it (larger ones go straight into place) and
-        // discarded payloads pass through it in pieces: no more is needed, and a QP per peer pays for it.
-        ByteBuffer scratch = ByteBuffer.allocateDirect(PendingRequest.COPY_AT_MOST);
-        MemorySegment scratchMemory = MemorySegment.ofBuffer(scratch);
+        FrameReader in = new FrameReader(channel);
         Frame f = new Frame(); // one per reader, filled by each header it reads
         try {
             while (true) {
-                if (!Frame.read(ch, header, f)) {
+                if (!in.next(f)) {
                     connectionLost(new java.io.EOFException("peer closed the connection"));
                     return;
                 }
                 switch (f.type) {
-                    case Frame.READ_RESPONSE, Frame.ACK, Frame.ATOMIC_RESPONSE -> onResponse(ch, f, scratch, scratchMemory);
+                    case Frame.READ_RESPONSE, Frame.ACK, Frame.ATOMIC_RESPONSE -> onResponse(in, f);
                     case Frame.READ, Frame.WRITE, Frame.SEND, Frame.COMPARE_SWAP, Frame.FETCH_ADD, Frame.NOP ->
-                            onRequest(ch, f, scratch);
+                            onRequest(in, f);
                     default -> throw new IOException("malformed frame: unknown type " + f.type);
                 }
             }
@@ -540,7 +535,7 @@ final class SoftQueuePair implements QueuePair {
         };
     }
 
-    private void onResponse(SocketChannel ch, Frame f, ByteBuffer scratch, MemorySegment scratchMemory) throws IOException {
+    private void onResponse(FrameReader in, Frame f) throws IOException {
         PendingRequest p;
         synchronized (lock) {
             p = pending.peekFirst();
@@ -572,7 +567,7 @@ final class SoftQueuePair implements QueuePair {
                     if (state == QueuePairState.ERR) {
                         return; // flushed: its memory may already be gone
                     }
-                    p.land(ch, scratch, scratchMemory);
+                    p.land(in);
                 } finally {
                     reading.unlock();
                 }
@@ -651,7 +646,7 @@ final class SoftQueuePair implements QueuePair {
 
     // ---------------------------------------------------------------- responder
 
-    private void onRequest(SocketChannel ch, Frame f, ByteBuffer scratch) throws IOException, InterruptedException {
+    private void onRequest(FrameReader in, Frame f) throws IOException, InterruptedException {
         awaitReadyToReceive();
         switch (f.type) {
             case Frame.READ -> {
@@ -676,9 +671,9 @@ final class SoftQueuePair implements QueuePair {
                     status = WorkCompletionStatus.RNR_RETRY_EXC_ERR.code();
                 }
                 if (status != 0) {
-                    Frame.discard(ch, f.length, scratch);
+                    in.discard(f.length);
                 } else {
-                    Frame.readFully(ch, target.asByteBuffer(), false);
+                    in.readInto(target.asByteBuffer());
                     if (r != null) {
                         recvCq.push(r.wrId(), 0, WorkCompletionOpcode.RECV_RDMA_WITH_IMM.code(), f.length, (int) f.a,
                                 qpNumber, WorkCompletions.WITH_IMMEDIATE, (f.flags & Frame.FLAG_SOLICITED) != 0);
@@ -691,14 +686,14 @@ final class SoftQueuePair implements QueuePair {
                 int status = 0;
                 if (r == null) {
                     status = WorkCompletionStatus.RNR_RETRY_EXC_ERR.code();
-                    Frame.discard(ch, f.length, scratch);
+                    in.discard(f.length);
                 } else if (f.length > r.capacity()) {
-                    Frame.discard(ch, f.length, scratch);
+                    in.discard(f.length);
                     recvCq.push(r.wrId(), WorkCompletionStatus.LOC_LEN_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
                             qpNumber, 0, true);
                     status = WorkCompletionStatus.REM_OP_ERR.code();
                 } else {
-                    Frame.readAll(ch, r.buffers(f.length), f.length);
+                    in.readInto(r.buffers(f.length), f.length);
                     boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
                     recvCq.push(r.wrId(), 0, WorkCompletionOpcode.RECV.code(), f.length, immediate ? (int) f.a : 0, qpNumber,
                             immediate ? WorkCompletions.WITH_IMMEDIATE : 0, (f.flags & Frame.FLAG_SOLICITED) != 0);
