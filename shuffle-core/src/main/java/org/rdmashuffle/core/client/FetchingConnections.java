@@ -68,6 +68,11 @@ public final class FetchingConnections {
     /** The server side of each live fetcher's connection, until the fetcher is forgotten. */
     private final Map<PeerFetcher, ServerSide> servedBy = new ConcurrentHashMap<>();
     private final ThreadPoolExecutor dialers;
+    /**
+     * Sends DISCONNECTs, one at a time: apart from the dialers, so a DISCONNECT to a peer that died
+     * (waiting out the control timeout) never holds up a set-up to a live one.
+     */
+    private final ThreadPoolExecutor disconnects;
 
     /**
      * @param setUp held while queue pairs are made (the engine's close waits for it before freeing PDs)
@@ -93,6 +98,9 @@ public final class FetchingConnections {
                 new LinkedBlockingQueue<>(MAX_WAITING_SET_UPS), r -> Thread.ofPlatform().daemon()
                 .name("rdma-shuffle-dialer-" + ids.getAndIncrement()).unstarted(r));
         dialers.allowCoreThreadTimeOut(true); // an engine that fetches nothing holds no dialer
+        this.disconnects = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(MAX_WAITING_SET_UPS),
+                r -> Thread.ofPlatform().daemon().name("rdma-shuffle-disconnect").unstarted(r));
+        disconnects.allowCoreThreadTimeOut(true);
     }
 
     /** The live fetcher of {@code peer}, or null if a connection has to be set up first. */
@@ -172,6 +180,7 @@ public final class FetchingConnections {
     /** Stops setting up connections (the engine is closing): set-ups waiting fail, with the fetches that wait for them. */
     public void stopSettingUp() {
         dialers.shutdownNow(); // set-ups under way find the engine closed, or fail when interrupted
+        disconnects.shutdownNow(); // the control connections close with the engine: the peers end their side
         IOException closing = new IOException("the engine is closing");
         for (CompletableFuture<PeerFetcher> setUp : settingUp.values()) {
             setUp.completeExceptionally(closing);
@@ -286,19 +295,26 @@ public final class FetchingConnections {
             return;
         }
         try {
-            dialers.execute(() -> {
+            disconnects.execute(() -> {
                 try {
                     controlClients.callIfConnected(side.peer(), ConnectCodec.DISCONNECT,
                             ConnectCodec.encodeDisconnect(side.firstQpNumber()));
                 } catch (IOException | RuntimeException e) {
                     LOG.log(System.Logger.Level.DEBUG, "asking " + label(side.peer()) + " to end a data connection failed: " + e);
-                    if (!fetchers.containsKey(side.peer()) && !settingUp.containsKey(side.peer())) {
-                        controlClients.disconnect(side.peer());
-                    }
+                    disconnectIfUnused(side.peer());
                 }
             });
-        } catch (RejectedExecutionException closing) {
-            // the engine is closing: its control connections close, and the peers end what they set up
+        } catch (RejectedExecutionException full) {
+            if (!disconnects.isShutdown()) { // closing: its control connections close, and the peers end what they set up
+                disconnectIfUnused(side.peer());
+            }
+        }
+    }
+
+    /** Closes the control connection to {@code peer} (the peer then ends all it set up for us) if no connection to it is in use or being made. */
+    private void disconnectIfUnused(InetSocketAddress peer) {
+        if (!fetchers.containsKey(peer) && !settingUp.containsKey(peer)) {
+            controlClients.disconnect(peer);
         }
     }
 
