@@ -260,6 +260,11 @@ final class SoftDevice implements VerbsDevice {
             return waitingHellos.total();
         }
 
+        /** Data connections refused (and how many of those were logged at WARNING). */
+        RepeatedWarning refusals() {
+            return refusals;
+        }
+
         void close() {
             try {
                 server.close();

@@ -13,6 +13,8 @@ public final class RepeatedWarning {
     private final long quietNanos;
     private long lastWarned = Long.MIN_VALUE;
     private long suppressed;
+    private long calls;
+    private long warnings;
 
     public RepeatedWarning(System.Logger log, long quiet, TimeUnit unit) {
         this.log = log;
@@ -24,6 +26,7 @@ public final class RepeatedWarning {
         long now = System.nanoTime();
         long before;
         synchronized (this) {
+            calls++;
             if (lastWarned != Long.MIN_VALUE && now - lastWarned < quietNanos) {
                 suppressed++;
                 before = -1;
@@ -31,6 +34,7 @@ public final class RepeatedWarning {
                 before = suppressed;
                 suppressed = 0;
                 lastWarned = now;
+                warnings++;
             }
         }
         if (before < 0) {
@@ -46,5 +50,15 @@ public final class RepeatedWarning {
     /** Warnings held back since the last one let through. */
     public synchronized long suppressed() {
         return suppressed;
+    }
+
+    /** Every {@link #warn} so far. */
+    public synchronized long calls() {
+        return calls;
+    }
+
+    /** Those logged at WARNING. */
+    public synchronized long warnings() {
+        return warnings;
     }
 }

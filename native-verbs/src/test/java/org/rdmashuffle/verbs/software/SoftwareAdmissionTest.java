@@ -65,25 +65,6 @@ class SoftwareAdmissionTest {
 
     @Test
     void aFloodOfConnectionsThatNeverSayHello_holdsOneAddressesShare_andTheRealPeerStillConnects() throws Exception {
-        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(SoftDevice.class.getName());
-        java.util.List<java.util.logging.LogRecord> warnings = new java.util.ArrayList<>();
-        java.util.logging.Handler counting = new java.util.logging.Handler() {
-            @Override
-            public synchronized void publish(java.util.logging.LogRecord r) {
-                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
-                    warnings.add(r);
-                }
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        jul.addHandler(counting);
         java.util.List<java.nio.channels.SocketChannel> flood = new java.util.ArrayList<>();
         try (SoftwarePair pair = new SoftwarePair()) {
             QueuePairEndpoint target = pair.responder.localEndpoint(SoftwarePair.OPTIONS);
@@ -96,16 +77,11 @@ class SoftwareAdmissionTest {
                 java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open();
                 ch.bind(new java.net.InetSocketAddress(attacker, 0));
                 ch.connect(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), target.lid()));
-                ch.configureBlocking(false);
                 flood.add(ch);
             }
-            int expectClosed = count - SoftDevice.MAX_WAITING_HELLOS_PER_ADDRESS;
-            long deadline = System.nanoTime() + 10_000_000_000L;
-            int closed;
-            while ((closed = closedByPeer(flood)) < expectClosed && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-            }
-            assertEquals(expectClosed, closed, "connections beyond the address's share are closed as they come");
+            int beyondTheShare = count - SoftDevice.MAX_WAITING_HELLOS_PER_ADDRESS;
+            awaitUpTo10s(() -> listener.refusals().calls() >= beyondTheShare);
+            assertEquals(beyondTheShare, listener.refusals().calls(), "connections beyond the address's share are closed as they come");
             assertEquals(SoftDevice.MAX_WAITING_HELLOS_PER_ADDRESS, listener.waitingHellos());
 
             pair.connect(SoftwarePair.OPTIONS);
@@ -115,38 +91,25 @@ class SoftwareAdmissionTest {
             int allowed = threadsBefore + Runtime.getRuntime().availableProcessors() + 6;
             assertTrue(Thread.getAllStackTraces().size() <= allowed, "platform threads: " + threadsBefore
                     + " before the flood, after: " + Thread.getAllStackTraces().keySet().stream().map(Thread::getName).toList());
-            assertTrue(warnings.size() <= 2, "warnings logged: " + warnings.size());
+            assertTrue(listener.refusals().warnings() <= 2, "warnings logged: " + listener.refusals().warnings());
 
             for (java.nio.channels.SocketChannel ch : flood) {
                 ch.close();
             }
-            deadline = System.nanoTime() + 10_000_000_000L;
-            while (listener.waitingHellos() > 0 && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-            }
+            awaitUpTo10s(() -> listener.waitingHellos() == 0);
             assertEquals(0, listener.waitingHellos(), "a closed connection gives its place back");
         } finally {
             for (java.nio.channels.SocketChannel ch : flood) {
                 ch.close();
             }
-            jul.removeHandler(counting);
         }
     }
 
-    /** How many of these (non-blocking) connections the other side has closed: a read finds their end. */
-    private static int closedByPeer(java.util.List<java.nio.channels.SocketChannel> channels) {
-        java.nio.ByteBuffer one = java.nio.ByteBuffer.allocate(1);
-        int closed = 0;
-        for (java.nio.channels.SocketChannel ch : channels) {
-            try {
-                if (ch.read(one.clear()) < 0) {
-                    closed++;
-                }
-            } catch (IOException reset) {
-                closed++;
-            }
+    private static void awaitUpTo10s(java.util.function.BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!condition.getAsBoolean() && System.nanoTime() < deadline) {
+            Thread.sleep(20);
         }
-        return closed;
     }
 
     /** Speaks the hello by hand and returns the listener's verdict (0 admitted, 1 refused). */

@@ -46,6 +46,8 @@ class RepeatedWarningTest {
             assertEquals(1, warnings.size(), "one warning for the burst");
             assertEquals("refused connection 0", warnings.getFirst().getMessage());
             assertEquals(999, w.suppressed());
+            assertEquals(1000, w.calls());
+            assertEquals(1, w.warnings());
             Thread.sleep(300);
             w.warn("refused connection 1000");
             assertEquals(2, warnings.size());

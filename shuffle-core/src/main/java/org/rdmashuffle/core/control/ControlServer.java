@@ -39,9 +39,11 @@ import org.rdmashuffle.verbs.util.WaitingConnections;
  *
  * <p>Against a hostile peer: a connection that has not finished the handshake within the handshake
  * timeout is closed, and at most {@value #MAX_UNAUTHENTICATED} wait for theirs at once, at most
- * {@value #MAX_UNAUTHENTICATED_PER_ADDRESS} from one address (more are closed as they come); a connection has at most one request under way (a second one closes it); and
- * requests run on the executor the owner gives, never on the event loop, so a slow request (queue
- * pairs dialling a peer) cannot hold up other peers' handshakes and requests.
+ * {@value #MAX_UNAUTHENTICATED_PER_ADDRESS} from one address (more are told "busy" and closed as they
+ * come); a connection has at most one request under way (a second one closes it); and requests run
+ * on the executor the owner gives, never on the event loop, so a slow request (queue pairs dialling
+ * a peer) cannot hold up other peers' handshakes and requests. Closings a peer can repeat are logged
+ * once a minute, with a count ({@link RepeatedWarning}).
  */
 public final class ControlServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ControlServer.class.getName());
@@ -132,6 +134,11 @@ public final class ControlServer implements AutoCloseable {
     /** Connections accepted and not yet authenticated (tests watch it). */
     int unauthenticatedConnections() {
         return unauthenticated.total();
+    }
+
+    /** Connections closed by the server (and how many of those were logged at WARNING). */
+    RepeatedWarning closings() {
+        return closings;
     }
 
     /** One connection: handshake first, then requests. */

@@ -43,11 +43,11 @@ public final class ServingConnections {
     private final boolean sgeListBroken;
     private final Table table;
     /**
-     * Each control session's data connections, by their first queue pair's number, with what retires
-     * each: what a DISCONNECT may end. An entry goes when its connection is retired this way or with
-     * its session.
+     * Each control session's data connections, by their first queue pair's number: what a DISCONNECT
+     * may end. An entry goes when its connection is retired by a DISCONNECT or with its session, or
+     * (retired otherwise) at the session's next CONNECT.
      */
-    private final Map<ControlSession, Map<Integer, Runnable>> bySession = new ConcurrentHashMap<>();
+    private final Map<ControlSession, Map<Integer, Served>> bySession = new ConcurrentHashMap<>();
 
     /**
      * @param tenantOf the tenant of an authenticated application (an executor's engine: its own, always)
@@ -122,20 +122,19 @@ public final class ServingConnections {
             table.retire(c);
             throw new IllegalStateException("application " + session.appId() + " has ended");
         }
-        Map<Integer, Runnable> ofSession = bySession.computeIfAbsent(session, k -> new ConcurrentHashMap<>());
-        int first = c.qpNumber(0);
-        Runnable retire = new Runnable() {
-            @Override
-            public void run() {
-                ofSession.remove(first, this);
-                if (ofSession.isEmpty()) {
-                    bySession.remove(session, ofSession);
-                }
-                table.retire(c);
+        Map<Integer, Served> ofSession = bySession.computeIfAbsent(session, k -> new ConcurrentHashMap<>());
+        // Connections of this session retired otherwise (a failed queue pair, a protocol error) leave
+        // neither entry nor close hook behind: a session holds as many as it has live connections.
+        ofSession.values().removeIf(old -> {
+            if (old.connection.isClosed()) {
+                session.cancelOnClose(old);
+                return true;
             }
-        };
-        ofSession.put(first, retire);
-        session.onClose(retire);
+            return false;
+        });
+        Served served = new Served(session, ofSession, c);
+        ofSession.put(c.qpNumber(0), served);
+        session.onClose(served);
         return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine));
     }
 
@@ -146,13 +145,35 @@ public final class ServingConnections {
      */
     public byte[] disconnect(ControlSession session, byte[] payload) {
         int first = ConnectCodec.decodeDisconnect(payload);
-        Map<Integer, Runnable> ofSession = bySession.get(session);
-        Runnable retire = ofSession == null ? null : ofSession.get(first);
-        if (retire == null) {
+        Map<Integer, Served> ofSession = bySession.get(session);
+        Served served = ofSession == null ? null : ofSession.get(first);
+        if (served == null || served.connection.isClosed()) {
             throw new IllegalArgumentException("no data connection with queue pair " + first + " was set up on this connection");
         }
-        session.cancelOnClose(retire);
-        retire.run();
+        session.cancelOnClose(served);
+        served.run();
         return new byte[0];
+    }
+
+    /** A connection a control session set up; run, it retires the connection and forgets it. */
+    private final class Served implements Runnable {
+        final ControlSession session;
+        final Map<Integer, Served> ofSession;
+        final DataConnection connection;
+
+        Served(ControlSession session, Map<Integer, Served> ofSession, DataConnection connection) {
+            this.session = session;
+            this.ofSession = ofSession;
+            this.connection = connection;
+        }
+
+        @Override
+        public void run() {
+            ofSession.remove(connection.qpNumber(0), this);
+            if (ofSession.isEmpty()) {
+                bySession.remove(session, ofSession);
+            }
+            table.retire(connection);
+        }
     }
 }
