@@ -11,19 +11,26 @@ import java.util.concurrent.TimeUnit;
 public final class RepeatedWarning {
     private final System.Logger log;
     private final long quietNanos;
+    private final java.util.function.LongSupplier nanoTime;
     private long lastWarned = Long.MIN_VALUE;
     private long suppressed;
     private long calls;
     private long warnings;
 
     public RepeatedWarning(System.Logger log, long quiet, TimeUnit unit) {
+        this(log, quiet, unit, System::nanoTime);
+    }
+
+    /** With its own clock (tests: a slow machine must not make a burst span two quiet periods). */
+    RepeatedWarning(System.Logger log, long quiet, TimeUnit unit, java.util.function.LongSupplier nanoTime) {
         this.log = log;
         this.quietNanos = unit.toNanos(quiet);
+        this.nanoTime = nanoTime;
     }
 
     /** Logs {@code message}: at WARNING if the quiet period has passed since the last one, else at DEBUG. */
     public void warn(String message) {
-        long now = System.nanoTime();
+        long now = nanoTime.getAsLong();
         long before;
         synchronized (this) {
             calls++;
