@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
@@ -15,6 +17,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
 import org.rdmashuffle.benchmarks.spark.ShuffleJob;
@@ -84,8 +87,10 @@ class MainJobOnYarnAcrossHostsTest {
         Files.delete(go);
         String[] victim = new String[1];
         try {
-            // The ResourceManager declares a silent node lost after 10 s instead of 10 minutes.
-            Job job = run("nodemanager-killed", true, Map.of("yarn.nm.liveness-monitor.expiry-interval-ms", "10000"),
+            // The ResourceManager declares a silent node lost after 30 s instead of 10 minutes. Not less:
+            // on a loaded 2-core machine a live NodeManager's heartbeats can stall for seconds while the
+            // containers start, and a live node declared lost kills the job before it has begun.
+            Job job = run("nodemanager-killed", true, Map.of("yarn.nm.liveness-monitor.expiry-interval-ms", "30000"),
                     DYNAMIC_ALLOCATION, List.of("--executors", "2", "--release-executors-after-maps",
                             "--pause-rdma-reduce-until", go.toString()),
                     yarn -> {
@@ -178,8 +183,32 @@ class MainJobOnYarnAcrossHostsTest {
         }
         String text = String.join("\n", printed);
         System.out.println("the driver printed:\n" + text);
-        assertEquals(0, exit, "the driver finished; its log: " + run.resolve("logs/driver.log") + "\n" + text);
+        assertEquals(0, exit, "the driver finished; its log: " + run.resolve("logs/driver.log") + "\n" + text
+                + whyTheJobEnded(run.resolve("logs")));
         BedSupport.assertNothingLeft(prefix, run);
         return new Job(List.copyOf(printed), text, nodes, run.resolve("logs"));
+    }
+
+    /**
+     * What the logs say about a job that failed, for the failure message (CI shows the message, not the
+     * files): the driver's errors and YARN's diagnostics, and the nodes the ResourceManager declared lost.
+     */
+    private static String whyTheJobEnded(Path logs) throws IOException {
+        StringBuilder why = new StringBuilder("\nwhat the logs say:");
+        Pattern driver = Pattern.compile("ERROR|Exception:|diagnostics:|final status|aborted|exited with");
+        appendMatching(why, logs.resolve("driver.log"), driver, 25);
+        appendMatching(why, logs.resolve("resourcemanager.log"), Pattern.compile("as it is now LOST|Detected pause"), 10);
+        return why.toString();
+    }
+
+    private static void appendMatching(StringBuilder why, Path log, Pattern pattern, int most) throws IOException {
+        if (!Files.exists(log)) {
+            why.append("\n  (no ").append(log.getFileName()).append(')');
+            return;
+        }
+        try (var lines = Files.lines(log, StandardCharsets.ISO_8859_1)) {
+            lines.filter(l -> pattern.matcher(l).find()).limit(most)
+                    .forEach(l -> why.append("\n  ").append(log.getFileName()).append(": ").append(l, 0, Math.min(l.length(), 300)));
+        }
     }
 }
