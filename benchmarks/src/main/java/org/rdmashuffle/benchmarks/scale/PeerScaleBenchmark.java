@@ -49,7 +49,8 @@ public final class PeerScaleBenchmark {
     }
 
     /** The serving JVM's state at one moment. */
-    public record Snapshot(int platformThreads, long heapBytes, long directBytes, EngineCounters engine) {
+    /** @param links the software provider's TCP connections (one per peer device, whatever its QP count) */
+    public record Snapshot(int platformThreads, long heapBytes, long directBytes, EngineCounters engine, int links) {
         public static Snapshot take(RdmaShuffleEngine e) throws InterruptedException {
             for (int i = 0; i < 2; i++) {
                 System.gc();
@@ -58,7 +59,8 @@ public final class PeerScaleBenchmark {
             long direct = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
                     .filter(b -> b.getName().equals("direct")).mapToLong(BufferPoolMXBean::getMemoryUsed).sum();
             return new Snapshot(ManagementFactory.getThreadMXBean().getThreadCount(),
-                    ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed(), direct, e.counters());
+                    ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed(), direct, e.counters(),
+                    org.rdmashuffle.verbs.software.SoftwareProvider.instance().openLinks());
         }
     }
 
@@ -83,15 +85,15 @@ public final class PeerScaleBenchmark {
             System.out.printf("serving JVM with its engine and no peer: %d platform threads, heap %.1f MiB, direct %.1f MiB%n",
                     idle.platformThreads(), idle.heapBytes() / 1048576.0, idle.directBytes() / 1048576.0);
             System.out.println();
-            System.out.println("| peers | serving connections | platform threads | heap MiB | direct MiB | registered KiB "
+            System.out.println("| peers | serving connections | TCP connections | platform threads | heap MiB | direct MiB | registered KiB "
                     + "| heap + direct per peer, KiB | set-up ms p50 / p99 / max | after the peers left: threads, connections |");
-            System.out.println("|---|---|---|---|---|---|---|---|---|");
+            System.out.println("|---|---|---|---|---|---|---|---|---|---|");
             for (int peers : peerCounts) {
                 Result r = round(server, idle, peers, Math.min(jvms, peers));
                 Snapshot s = r.connected();
                 long[] ms = r.setUpMillis();
-                System.out.printf("| %d | %d | %d | %.1f | %.1f | %d | %d | %d / %d / %d | %d, %d |%n", peers,
-                        s.engine().servingConnections(), s.platformThreads(), s.heapBytes() / 1048576.0,
+                System.out.printf("| %d | %d | %d | %d | %.1f | %.1f | %d | %d | %d / %d / %d | %d, %d |%n", peers,
+                        s.engine().servingConnections(), s.links(), s.platformThreads(), s.heapBytes() / 1048576.0,
                         s.directBytes() / 1048576.0, s.engine().registeredMapOutputBytes() / 1024, r.heapAndDirectPerPeerKib(),
                         percentile(ms, 50), percentile(ms, 99), ms[ms.length - 1], r.afterwards().platformThreads(),
                         r.afterwards().engine().servingConnections());

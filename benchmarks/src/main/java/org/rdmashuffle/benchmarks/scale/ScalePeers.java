@@ -15,6 +15,7 @@ import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.verbs.software.SoftwareProvider;
 
 /**
  * A JVM of fetching peers for {@link PeerScaleBenchmark}: starts {@code count} engines (each a peer of
@@ -32,11 +33,16 @@ public final class ScalePeers {
         InetSocketAddress server = new InetSocketAddress("127.0.0.1", Integer.parseInt(args[0]));
         int count = Integer.parseInt(args[1]);
         List<RdmaShuffleEngine> engines = new ArrayList<>();
+        // A software device per engine, as each executor (a JVM of its own) has: the process-wide one would
+        // carry every engine of this JVM over one link to the server, which no real peer does.
+        List<SoftwareProvider> devices = new ArrayList<>();
         long[] setUpMillis = new long[count];
         try {
             List<CompletableFuture<Long>> fetched = new ArrayList<>();
             for (int i = 0; i < count; i++) {
-                RdmaShuffleEngine e = RdmaShuffleEngine.start(peerConfig(), PeerScaleBenchmark.APP, PeerScaleBenchmark.SECRET);
+                SoftwareProvider device = new SoftwareProvider(SoftwareProvider.Config.loopback());
+                devices.add(device);
+                RdmaShuffleEngine e = RdmaShuffleEngine.start(peerConfig(), PeerScaleBenchmark.APP, PeerScaleBenchmark.SECRET, device);
                 engines.add(e);
                 fetched.add(fetchAll(e, server));
             }
@@ -56,6 +62,7 @@ public final class ScalePeers {
             }
         } finally {
             engines.forEach(RdmaShuffleEngine::close);
+            devices.forEach(SoftwareProvider::close);
         }
     }
 

@@ -28,6 +28,7 @@ class ManyPeersTest {
             PeerScaleBenchmark.Result many = PeerScaleBenchmark.round(server, idle, 200, 2);
             assertEquals(10, ten.connected().engine().servingConnections());
             assertEquals(200, many.connected().engine().servingConnections(), "one connection per peer");
+            assertEquals(200, many.connected().links() - idle.links(), "one TCP connection per peer's device");
             assertEquals(200, many.setUpMillis().length, "every peer fetched and checked every partition");
             assertTrue(many.connected().platformThreads() <= ten.connected().platformThreads() + SLACK_THREADS,
                     "platform threads at 200 peers: " + many.connected().platformThreads() + ", at 10: "

@@ -7,10 +7,10 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 
 /**
- * The reading half of a QP's connection: frames parsed out of a buffer that each read from the socket
+ * The reading half of a link: frames parsed out of a buffer that each read from the socket
  * fills as far as it can, so a burst of small frames (read requests, ACKs, small answers) costs one
  * system call, not one or two per frame. A payload too large for the buffer goes from the socket
- * straight into its destination once what was buffered of it is copied there. One buffer per QP, the
+ * straight into its destination once what was buffered of it is copied there. One buffer per link, the
  * only memory the reader holds (16 KiB): an engine with a thousand peers pays for a thousand.
  */
 final class FrameReader {
@@ -43,6 +43,8 @@ final class FrameReader {
         f.length = in.getInt(p + 28);
         f.a = in.getLong(p + 32);
         f.b = in.getLong(p + 40);
+        f.dstQpn = in.getInt(p + 48);
+        f.srcQpn = in.getInt(p + 52);
         in.position(p + Frame.HEADER);
         if (f.length < 0) {
             throw new IOException("malformed frame: negative length " + f.length + " (type " + f.type + ")");
@@ -75,6 +77,13 @@ final class FrameReader {
             }
             left -= r;
         }
+    }
+
+    /** The next {@code n} payload bytes (a small one: an ATTACH's token), as an array. */
+    byte[] readBytes(int n) throws IOException {
+        byte[] b = new byte[n];
+        readInto(ByteBuffer.wrap(b));
+        return b;
     }
 
     void readInto(ByteBuffer into) throws IOException {

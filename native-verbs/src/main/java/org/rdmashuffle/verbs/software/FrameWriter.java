@@ -8,7 +8,7 @@ import java.util.Arrays;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The frames waiting to go out on one QP's connection, and the loop that writes them. Posting
+ * The frames waiting to go out on one link (every QP on it), and the loop that writes them. Posting
  * threads only queue a {@link Frame}; the writer encodes its header into memory of its own and sends
  * up to {@value #BATCH} frames per gathering write (one syscall for many small frames). A frame is
  * read once, when it is encoded, and not kept after: its owner may reuse it once the peer answers it.
@@ -20,10 +20,11 @@ final class FrameWriter {
 
     private final ArrayDeque<Frame> queue = new ArrayDeque<>();
     /**
-     * Held while a write reads application memory. Before error completions are delivered the
-     * connection is closed and this is taken once: after a completion, no request's memory is read.
+     * Held from taking a batch off the queue until it is written. A failing QP removes its frames
+     * ({@link #removeFrom}) and then takes this once ({@link #awaitIdle}): after its error completions,
+     * no frame of it is read from its memory.
      */
-    final ReentrantLock writing = new ReentrantLock();
+    private final ReentrantLock writing = new ReentrantLock();
     private final Frame[] batch = new Frame[BATCH];
     private final ByteBuffer[] headers = new ByteBuffer[BATCH];
     private ByteBuffer[] gather = new ByteBuffer[BATCH * 2];
@@ -52,6 +53,41 @@ final class FrameWriter {
         }
     }
 
+    /** Drops the frames QP {@code srcQpn} queued that the writer has not taken yet. */
+    void removeFrom(int srcQpn) {
+        synchronized (queue) {
+            queue.removeIf(f -> f != STOP && f.srcQpn == srcQpn);
+        }
+    }
+
+    /**
+     * Waits until the writer is not writing a batch it took before this call; false if that takes
+     * longer than {@code nanos} (a peer that stopped reading).
+     */
+    boolean awaitIdle(long nanos) throws InterruptedException {
+        if (writing.isHeldByCurrentThread()) {
+            return true;
+        }
+        if (!writing.tryLock(nanos, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+            return false;
+        }
+        writing.unlock();
+        return true;
+    }
+
+    /** Writes {@code f} now, on the calling thread (a refusal on a link nothing else uses). */
+    void writeNow(SocketChannel ch, Frame f) throws IOException {
+        writing.lock();
+        try {
+            ByteBuffer h = f.encode();
+            while (h.hasRemaining()) {
+                ch.write(h);
+            }
+        } finally {
+            writing.unlock();
+        }
+    }
+
     /** Drops what is queued and ends {@link #run} once it has written what it took. */
     void stop() {
         synchronized (queue) {
@@ -64,42 +100,45 @@ final class FrameWriter {
     /** Writes frames until {@link #stop()}; throws what the channel throws. */
     void run(SocketChannel ch) throws IOException, InterruptedException {
         while (true) {
-            int taken = 0;
             synchronized (queue) {
                 while (queue.isEmpty()) {
                     queue.wait();
                 }
-                for (Frame f; taken < BATCH && (f = queue.poll()) != null; ) {
-                    batch[taken++] = f;
-                }
             }
             int buffers = 0;
-            long left = 0;
             boolean stop = false;
-            for (int i = 0; i < taken; i++) {
-                Frame f = batch[i];
-                batch[i] = null;
-                if (f == STOP) {
-                    stop = true;
-                    break;
-                }
-                int need = buffers + 1 + (f.payload == null ? 0 : f.payload.length);
-                if (need > gather.length) {
-                    gather = Arrays.copyOf(gather, Math.max(need, gather.length * 2));
-                }
-                ByteBuffer h = headers[i].clear();
-                f.encode(h);
-                gather[buffers++] = h;
-                left += Frame.HEADER;
-                if (f.payload != null) {
-                    for (ByteBuffer p : f.payload) {
-                        gather[buffers++] = p;
-                        left += p.remaining();
-                    }
-                }
-            }
             writing.lock();
             try {
+                int taken = 0;
+                synchronized (queue) {
+                    for (Frame f; taken < BATCH && (f = queue.poll()) != null; ) {
+                        batch[taken++] = f;
+                    }
+                }
+                long left = 0;
+                for (int i = 0; i < taken; i++) {
+                    Frame f = batch[i];
+                    batch[i] = null;
+                    if (f == STOP) {
+                        stop = true;
+                        break;
+                    }
+                    int need = buffers + 1 + (f.payload == null ? 0 : f.payload.length);
+                    if (need > gather.length) {
+                        gather = Arrays.copyOf(gather, Math.max(need, gather.length * 2));
+                    }
+                    ByteBuffer h = headers[i].clear();
+                    f.encode(h);
+                    gather[buffers++] = h;
+                    left += Frame.HEADER;
+                    if (f.payload != null) {
+                        for (ByteBuffer p : f.payload) {
+                            gather[buffers++] = p;
+                            left += p.remaining();
+                        }
+                    }
+                }
+                Arrays.fill(batch, null);
                 while (left > 0) {
                     left -= ch.write(gather, 0, buffers);
                 }

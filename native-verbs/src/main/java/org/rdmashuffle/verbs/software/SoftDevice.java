@@ -10,11 +10,13 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.rdmashuffle.verbs.Gid;
@@ -25,9 +27,10 @@ import org.rdmashuffle.verbs.util.RepeatedWarning;
 import org.rdmashuffle.verbs.util.WaitingConnections;
 
 /**
- * The software device: a TCP listener that admits data connections for this device's queue pairs,
- * and the table of those QPs by number. The listener starts on first use; its accept thread is a
- * daemon that ends when the provider is closed.
+ * The software device: a TCP listener for links from other devices, the links this device dialled
+ * ({@link PeerLink}: one per peer device, carrying all QPs between the two), and the table of its
+ * QPs by number. The listener starts on first use; its accept thread is a daemon that ends when the
+ * provider is closed. A link nothing uses for {@value #LINK_IDLE_SECONDS} s is closed.
  */
 final class SoftDevice implements VerbsDevice {
     private static final System.Logger LOG = System.getLogger(SoftDevice.class.getName());
@@ -40,12 +43,19 @@ final class SoftDevice implements VerbsDevice {
     static final int MAX_WAITING_HELLOS = 1024;
     static final int MAX_WAITING_HELLOS_PER_ADDRESS = 256;
     private static final long ACCEPT_FAILED_PAUSE_MILLIS = 50;
+    /** A link with no QP on it (an accepted one: none yet) is closed after this long. */
+    static final long LINK_IDLE_SECONDS = 10;
 
     private final SoftwareProvider.Config config;
     private final long guid = new SecureRandom().nextLong();
     private final AtomicInteger nextQpn = new AtomicInteger(new SecureRandom().nextInt(1 << 16) + 1);
     final Map<Integer, SoftQueuePair> queuePairs = new ConcurrentHashMap<>();
+    /** Links this device dialled, by the address dialled; each slot's monitor serialises its dial. */
+    private final Map<InetSocketAddress, LinkSlot> dialled = new ConcurrentHashMap<>();
+    /** Every open link, dialled or accepted. */
+    private final Set<PeerLink> links = ConcurrentHashMap.newKeySet();
     private volatile Listener listener;
+    private Thread linkWatch;
     private volatile boolean closed;
 
     SoftDevice(SoftwareProvider.Config config) {
@@ -79,14 +89,73 @@ final class SoftDevice implements VerbsDevice {
         queuePairs.remove(qp.qpNumber(), qp);
     }
 
+    /** QPs joined to a peer's over an open link. */
     int openConnections() {
         int n = 0;
-        for (SoftQueuePair qp : queuePairs.values()) {
-            if (qp.isConnected()) {
-                n++;
-            }
+        for (PeerLink l : links) {
+            n += l.queuePairs();
         }
         return n;
+    }
+
+    /** Open links (TCP connections), dialled and accepted. */
+    int openLinks() {
+        return links.size();
+    }
+
+    private static final class LinkSlot {
+        PeerLink link;
+    }
+
+    /** The link to the device listening at {@code address}: the open one, or a new one dialled now (bounded). */
+    PeerLink linkTo(InetSocketAddress address) throws IOException {
+        LinkSlot slot = dialled.computeIfAbsent(address, a -> new LinkSlot());
+        synchronized (slot) {
+            if (slot.link == null || slot.link.isClosed()) {
+                if (closed) {
+                    throw new IOException("software provider is closed");
+                }
+                slot.link = PeerLink.dial(this, address);
+                links.add(slot.link);
+                if (closed) { // closed while dialling: this link must not outlive the device
+                    slot.link.close(new IOException("software provider is closed"));
+                }
+            }
+            return slot.link;
+        }
+    }
+
+    /** A closed link leaves the table (its slot stays: one small object per peer address ever dialled). */
+    void forget(PeerLink link) {
+        links.remove(link);
+    }
+
+    boolean admits(int qpn, String presented, String issued) {
+        return config.admission().admit(qpn, presented, issued);
+    }
+
+    /** Logs (at most once a minute, with a count) a refused connection or join. */
+    void refused(String what) {
+        listener().refusals().warn("software provider: " + what);
+    }
+
+    /** Closes links nobody uses: accepted ones no QP joined in time, and ones whose QPs all left. */
+    private void watchLinks() {
+        long idle = TimeUnit.SECONDS.toNanos(LINK_IDLE_SECONDS);
+        while (!closed) {
+            try {
+                Thread.sleep(500);
+            } catch (InterruptedException e) {
+                return;
+            }
+            long now = System.nanoTime();
+            for (PeerLink l : links) {
+                if (l.unusedFor(idle, now)) {
+                    l.close(new IOException(l.everJoined() ? "idle: no QP on it for " + LINK_IDLE_SECONDS + " s"
+                            : "no QP joined within " + LINK_IDLE_SECONDS + " s"));
+                }
+            }
+        }
     }
 
     /** The listener, started on first use. */
@@ -99,6 +168,7 @@ final class SoftDevice implements VerbsDevice {
                 }
                 if (listener == null) {
                     listener = new Listener();
+                    linkWatch = Thread.ofVirtual().name("rdma-soft-link-watch").start(this::watchLinks);
                 }
                 l = listener;
             }
@@ -116,6 +186,14 @@ final class SoftDevice implements VerbsDevice {
         Listener l = listener;
         if (l != null) {
             l.close();
+        }
+        for (PeerLink link : List.copyOf(links)) {
+            link.close(new IOException("software provider closed"));
+            link.awaitThreads();
+        }
+        Thread w = linkWatch;
+        if (w != null) {
+            w.interrupt();
         }
     }
 
@@ -180,51 +258,58 @@ final class SoftDevice implements VerbsDevice {
                     closeQuietly(channel);
                     continue;
                 }
-                // The hello is read off the accept thread, so a peer that never sends one cannot stall others.
-                Thread.ofVirtual().name("rdma-soft-hello").start(() -> {
+                // The hello is read off the accept thread, so a peer that never sends one cannot stall others;
+                // that thread then reads the link. The connection counts as waiting until a QP joins over it.
+                Thread.ofVirtual().name("rdma-soft-link-reader").start(() -> {
+                    AtomicBoolean left = new AtomicBoolean();
+                    Runnable leave = () -> {
+                        if (left.compareAndSet(false, true)) {
+                            waitingHellos.leave(from);
+                        }
+                    };
+                    PeerLink link = null;
                     try {
-                        admit(channel);
+                        link = admit(channel, leave);
                     } finally {
-                        waitingHellos.leave(from);
+                        if (link == null) {
+                            leave.run();
+                        }
+                    }
+                    if (link != null) {
+                        link.readLoop();
                     }
                 });
             }
         }
 
-        private void admit(SocketChannel channel) {
+        /** Reads the link hello; the admitted link (not yet read from), or null when refused. */
+        private PeerLink admit(SocketChannel channel, Runnable joined) {
             String peer = "?";
             try {
-                peer = String.valueOf(channel.getRemoteAddress());
+                InetSocketAddress from = (InetSocketAddress) channel.getRemoteAddress();
+                peer = String.valueOf(from);
                 Socket socket = channel.socket();
                 socket.setSoTimeout(HELLO_TIMEOUT_MILLIS);
                 socket.setTcpNoDelay(true);
-                DataInputStream in = new DataInputStream(socket.getInputStream());
-                int magic = in.readInt();
-                int srcQpn = in.readInt();
-                int dstQpn = in.readInt();
-                int tokenLength = in.readInt();
-                if (magic != Frame.HELLO_MAGIC || tokenLength < 0 || tokenLength > Frame.MAX_TOKEN) {
+                int magic = new DataInputStream(socket.getInputStream()).readInt();
+                if (magic != Frame.HELLO_MAGIC) {
                     reject(channel, peer, "malformed hello");
-                    return;
-                }
-                String token = new String(in.readNBytes(tokenLength), StandardCharsets.US_ASCII);
-                SoftQueuePair qp = queuePairs.get(dstQpn);
-                if (qp == null) {
-                    reject(channel, peer, "no QP " + dstQpn);
-                    return;
-                }
-                if (!config.admission().admit(dstQpn, token, qp.issuedToken())) {
-                    reject(channel, peer, "invalid admission token for QP " + dstQpn);
-                    return;
+                    return null;
                 }
                 socket.setSoTimeout(0);
-                if (!qp.accept(channel, srcQpn)) {
-                    reject(channel, peer, "QP " + dstQpn + " is not waiting for a connection");
-                    return;
+                synchronized (SoftDevice.this) {
+                    if (closed) {
+                        reject(channel, peer, "the provider is closing");
+                        return null;
+                    }
+                    new DataOutputStream(socket.getOutputStream()).writeInt(0);
+                    PeerLink link = PeerLink.accepted(SoftDevice.this, channel, from, joined);
+                    links.add(link);
+                    return link;
                 }
-                new DataOutputStream(socket.getOutputStream()).writeInt(0);
             } catch (IOException e) {
                 reject(channel, peer, "hello failed: " + e.getMessage());
+                return null;
             }
         }
 

@@ -92,12 +92,17 @@ public final class SoftwareProvider implements VerbsProvider, AutoCloseable {
         return List.of(device);
     }
 
-    /** Connected queue pairs and connections still open: zero after every owner closed its QPs. */
+    /** Queue pairs joined to a peer's over an open link: zero after every owner closed its QPs. */
     public int openConnections() {
         return device.openConnections();
     }
 
-    /** Closes the listener and every queue pair's connection. */
+    /** Open TCP connections (links) to and from other devices: one per peer device in use, whatever its QP count. */
+    public int openLinks() {
+        return device.openLinks();
+    }
+
+    /** Closes the listener, every queue pair and every link. */
     @Override
     public void close() {
         device.close();

@@ -5,12 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.Socket;
 
 import org.junit.jupiter.api.Test;
 import org.rdmashuffle.verbs.Errno;
@@ -19,15 +16,15 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
 import org.rdmashuffle.verbs.QueuePairState;
 import org.rdmashuffle.verbs.VerbsException;
 
-/** Data connections are admitted only with the token the target QP issued in its endpoint. */
+/** A QP joins another over a link only with the token the target QP issued in its endpoint. */
 class SoftwareAdmissionTest {
 
     @Test
     void connectionWithAWrongTokenIsRefused() throws IOException {
         try (SoftwarePair pair = new SoftwarePair()) {
             QueuePairEndpoint target = pair.responder.localEndpoint(SoftwarePair.OPTIONS);
-            assertEquals(1, hello(target, "0123456789abcdef0123456789abcdef"), "wrong token");
-            assertEquals(1, hello(target, ""), "no token");
+            assertEquals(1, join(target, "0123456789abcdef0123456789abcdef"), "wrong token");
+            assertEquals(1, join(target, ""), "no token");
             assertEquals(0, pair.responderHost.openConnections());
             // The QP is unharmed: the real peer still connects with the real token.
             pair.connect(SoftwarePair.OPTIONS);
@@ -112,14 +109,12 @@ class SoftwareAdmissionTest {
         }
     }
 
-    /** Speaks the hello by hand and returns the listener's verdict (0 admitted, 1 refused). */
-    private static int hello(QueuePairEndpoint target, String token) throws IOException {
-        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), target.lid())) {
-            s.setSoTimeout(10_000);
-            SoftwarePair.writeHello(new DataOutputStream(s.getOutputStream()), 4242, target.qpNumber(), token);
-            DataInputStream in = new DataInputStream(s.getInputStream());
-            int verdict = in.readInt();
-            assertThrows(EOFException.class, in::readInt, "a refused connection is closed");
+    /** Dials a link by hand, asks to join the target QP and returns the verdict (0 joined, else refused). */
+    private static int join(QueuePairEndpoint target, String token) throws IOException {
+        try (RawLinkPeer peer = new RawLinkPeer(target.lid())) {
+            assertEquals(0, peer.helloVerdict(), "the link hello is accepted: a link alone grants nothing");
+            int verdict = peer.attach(4242, target.qpNumber(), token);
+            assertThrows(EOFException.class, peer::readHeader, "a link whose first join is refused is closed");
             return verdict;
         }
     }

@@ -26,17 +26,6 @@ final class SoftwarePair implements AutoCloseable {
     final QueuePair requester = requesterPd.createQueuePair(QueuePairConfig.of(requesterCq, 64, 64, 4));
     final QueuePair responder = responderPd.createQueuePair(QueuePairConfig.of(responderCq, 64, 64, 4));
 
-    /** Writes the data-connection hello by hand, as a peer (or an attacker) would. */
-    static void writeHello(java.io.DataOutputStream out, int srcQpn, int dstQpn, String token) throws java.io.IOException {
-        byte[] t = token.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-        out.writeInt(Frame.HELLO_MAGIC);
-        out.writeInt(srcQpn);
-        out.writeInt(dstQpn);
-        out.writeInt(t.length);
-        out.write(t);
-        out.flush();
-    }
-
     SoftwarePair connect(ConnectOptions options) {
         requester.connect(responder.localEndpoint(options), options);
         responder.connect(requester.localEndpoint(options), options);

@@ -2,11 +2,7 @@ package org.rdmashuffle.verbs.software;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.Socket;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
@@ -50,17 +46,14 @@ class SoftwarePeerFailureTest {
         try (SoftwarePair pair = new SoftwarePair()) {
             QueuePairEndpoint target = pair.responder.localEndpoint(SoftwarePair.OPTIONS);
             pair.responder.modifyToInit(SoftwarePair.OPTIONS);
-            try (Socket s = new Socket(InetAddress.getLoopbackAddress(), target.lid())) {
-                s.setSoTimeout(10_000);
-                DataOutputStream out = new DataOutputStream(s.getOutputStream());
-                SoftwarePair.writeHello(out, 1, target.qpNumber(), target.admissionToken());
-                DataInputStream in = new DataInputStream(s.getInputStream());
-                assertEquals(0, in.readInt(), "admitted with the issued token");
-                byte[] frame = new byte[48];
-                frame[0] = 99; // no such frame type
-                out.write(frame);
-                out.flush();
-                assertEquals(-1, in.read(), "the QP hangs up on a malformed frame");
+            try (RawLinkPeer peer = new RawLinkPeer(target.lid())) {
+                assertEquals(0, peer.helloVerdict());
+                assertEquals(0, peer.attach(1, target.qpNumber(), target.admissionToken()), "joined with the issued token");
+                Frame garbage = Frame.request((byte) 99, 0); // no such frame type
+                garbage.srcQpn = 1;
+                garbage.dstQpn = target.qpNumber();
+                peer.write(garbage);
+                assertEquals(-1, peer.in.read(), "the link hangs up on a malformed frame");
             }
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (pair.responder.query().state() != QueuePairState.ERR && System.nanoTime() < deadline) {
@@ -79,21 +72,19 @@ class SoftwarePeerFailureTest {
             // A peer with a higher port than ours dials us (we wait): the test is that peer.
             QueuePairEndpoint fake = new QueuePairEndpoint(7, 0, mine.gid(), 65535, mine.mtu(), "any");
             pair.requester.connect(fake, SoftwarePair.OPTIONS);
-            try (Socket s = new Socket(InetAddress.getLoopbackAddress(), mine.lid())) {
-                s.setSoTimeout(10_000);
-                DataOutputStream out = new DataOutputStream(s.getOutputStream());
-                SoftwarePair.writeHello(out, 7, mine.qpNumber(), mine.admissionToken());
-                DataInputStream in = new DataInputStream(s.getInputStream());
-                assertEquals(0, in.readInt(), "admitted");
+            try (RawLinkPeer peer = new RawLinkPeer(mine.lid())) {
+                assertEquals(0, peer.helloVerdict());
+                assertEquals(0, peer.attach(7, mine.qpNumber(), mine.admissionToken()), "joined");
                 local.segment().fill((byte) 0x5a);
                 chain.get(0).rdmaRead(41, SendFlags.SIGNALED, local, 0, 64, 0x1000, 5);
                 pair.requester.postSend(chain, 1);
-                byte[] request = in.readNBytes(Frame.HEADER);
-                assertEquals(Frame.READ, request[0]);
-                long sequence = java.nio.ByteBuffer.wrap(request).getLong(8);
+                Frame request = peer.readHeader();
+                assertEquals(Frame.READ, request.type);
                 // Answer the READ with an ACK: a response that carries no data.
-                out.write(Frame.response(Frame.ACK, sequence, 0).encode().array());
-                out.flush();
+                Frame ack = Frame.response(Frame.ACK, request.sequence, 0);
+                ack.srcQpn = 7;
+                ack.dstQpn = mine.qpNumber();
+                peer.write(ack);
                 VerbsTestSupport.Completion c = VerbsTestSupport.awaitCompletions(pair.requesterCq, 1).getFirst();
                 assertEquals(41, c.wrId());
                 assertEquals(WorkCompletionStatus.BAD_RESP_ERR, c.status(), "an ACK completed a READ: " + c);

@@ -1,0 +1,226 @@
+package org.rdmashuffle.verbs.software;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.util.concurrent.LinkedBlockingDeque;
+
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.PostException;
+import org.rdmashuffle.verbs.QueuePairState;
+import org.rdmashuffle.verbs.ReceiveWorkRequests;
+import org.rdmashuffle.verbs.WorkCompletionOpcode;
+import org.rdmashuffle.verbs.WorkCompletionStatus;
+import org.rdmashuffle.verbs.WorkCompletions;
+
+/**
+ * A QP's receive side: serves the peer's reads, writes, sends and atomics against this device's
+ * registered memory, checking key, bounds and access for every one, and matches SENDs to posted
+ * receives (the SRQ's or the QP's own). It never waits: a SEND with no receive posted, or a request
+ * before the QP is ready to receive, is answered with an RNR NAK, and the QP's later requests are
+ * dropped until the requester sends that one again (go-back-N, as hardware does with PSNs).
+ *
+ * <p>Runs on the link's reader; receives are posted from any thread.
+ */
+final class Responder {
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private final SoftQueuePair qp;
+    private final SoftSharedReceiveQueue srq;
+    private final LinkedBlockingDeque<Receive> receives = new LinkedBlockingDeque<>();
+    /** After an RNR NAK: requests are dropped until the NAK'd one ({@link #awaitedSequence}) comes again. */
+    private boolean awaitingResend;
+    private long awaitedSequence;
+
+    Responder(SoftQueuePair qp, SoftSharedReceiveQueue srq) {
+        this.qp = qp;
+        this.srq = srq;
+    }
+
+    void onRequest(PeerLink link, FrameReader in, Frame f) throws IOException {
+        if (awaitingResend) {
+            if (f.sequence != awaitedSequence) {
+                in.discard(f.payloadLength()); // sent before the requester learnt of the NAK: it comes again
+                return;
+            }
+            awaitingResend = false;
+        }
+        QueuePairState state = qp.state;
+        if (state == QueuePairState.RESET || state == QueuePairState.INIT) {
+            refuseForNow(in, f, Frame.NAK_NOT_READY);
+            return;
+        }
+        switch (f.type) {
+            case Frame.READ -> {
+                MemorySegment source = remoteSlice(f.rkey, f.address, f.length, Access.REMOTE_READ);
+                if (source == null) {
+                    qp.send(Frame.response(Frame.READ_RESPONSE, f.sequence, WorkCompletionStatus.REM_ACCESS_ERR.code()));
+                } else {
+                    Frame r = Frame.response(Frame.READ_RESPONSE, f.sequence, 0);
+                    r.length = f.length;
+                    r.payload = new ByteBuffer[] {readPayload(f.rkey, source)};
+                    qp.send(r);
+                }
+            }
+            case Frame.WRITE -> onWrite(link, in, f);
+            case Frame.SEND -> onSend(link, in, f);
+            case Frame.COMPARE_SWAP, Frame.FETCH_ADD -> {
+                Frame r;
+                MemorySegment target = (f.address & 7) == 0 ? remoteSlice(f.rkey, f.address, 8, Access.REMOTE_ATOMIC) : null;
+                if (target == null) {
+                    r = Frame.response(Frame.ATOMIC_RESPONSE, f.sequence, (f.address & 7) == 0
+                            ? WorkCompletionStatus.REM_ACCESS_ERR.code() : WorkCompletionStatus.REM_INV_REQ_ERR.code());
+                } else {
+                    r = Frame.response(Frame.ATOMIC_RESPONSE, f.sequence, 0);
+                    r.a = f.type == Frame.COMPARE_SWAP
+                            ? (long) LONG.compareAndExchange(target, 0L, f.a, f.b)
+                            : (long) LONG.getAndAdd(target, 0L, f.a);
+                }
+                qp.send(r);
+            }
+            case Frame.NOP -> qp.send(Frame.response(Frame.ACK, f.sequence, 0));
+            default -> throw new IOException("malformed frame: unknown request type " + f.type);
+        }
+    }
+
+    private void onWrite(PeerLink link, FrameReader in, Frame f) throws IOException {
+        boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
+        MemorySegment target = remoteSlice(f.rkey, f.address, f.length, Access.REMOTE_WRITE);
+        if (target == null) {
+            in.discard(f.length);
+            qp.send(Frame.response(Frame.ACK, f.sequence, WorkCompletionStatus.REM_ACCESS_ERR.code()));
+            return;
+        }
+        Receive r = null;
+        if (immediate && (r = nextReceive()) == null) {
+            refuseForNow(in, f, Frame.NAK_NO_RECEIVE);
+            return;
+        }
+        Receive taken = r;
+        boolean landed = link.landUnless(qp, () -> {
+            in.readInto(target.asByteBuffer());
+            if (taken != null) {
+                qp.recvCq.push(taken.wrId(), 0, WorkCompletionOpcode.RECV_RDMA_WITH_IMM.code(), f.length, (int) f.a,
+                        qp.qpNumber(), WorkCompletions.WITH_IMMEDIATE, (f.flags & Frame.FLAG_SOLICITED) != 0);
+            }
+        });
+        if (!landed) {
+            skipForFailedQp(in, f, taken);
+            return;
+        }
+        qp.send(Frame.response(Frame.ACK, f.sequence, 0));
+    }
+
+    private void onSend(PeerLink link, FrameReader in, Frame f) throws IOException {
+        Receive r = nextReceive();
+        if (r == null) {
+            refuseForNow(in, f, Frame.NAK_NO_RECEIVE);
+            return;
+        }
+        if (f.length > r.capacity()) {
+            in.discard(f.length);
+            qp.recvCq.push(r.wrId(), WorkCompletionStatus.LOC_LEN_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
+                    qp.qpNumber(), 0, true);
+            qp.send(Frame.response(Frame.ACK, f.sequence, WorkCompletionStatus.REM_OP_ERR.code()));
+            return;
+        }
+        boolean landed = link.landUnless(qp, () -> {
+            in.readInto(r.buffers(f.length), f.length);
+            boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
+            qp.recvCq.push(r.wrId(), 0, WorkCompletionOpcode.RECV.code(), f.length, immediate ? (int) f.a : 0, qp.qpNumber(),
+                    immediate ? WorkCompletions.WITH_IMMEDIATE : 0, (f.flags & Frame.FLAG_SOLICITED) != 0);
+        });
+        if (!landed) {
+            skipForFailedQp(in, f, r);
+            return;
+        }
+        qp.send(Frame.response(Frame.ACK, f.sequence, 0));
+    }
+
+    /** The QP failed while this request came: its bytes are skipped and the receive it took flushes. */
+    private void skipForFailedQp(FrameReader in, Frame f, Receive taken) throws IOException {
+        in.discard(f.length);
+        if (taken != null) {
+            qp.recvCq.push(taken.wrId(), WorkCompletionStatus.WR_FLUSH_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
+                    qp.qpNumber(), 0, true);
+        }
+    }
+
+    /** Drops {@code f} and everything the QP sends after it, and says so (the requester sends them again). */
+    private void refuseForNow(FrameReader in, Frame f, int reason) throws IOException {
+        in.discard(f.payloadLength());
+        awaitingResend = true;
+        awaitedSequence = f.sequence;
+        qp.send(Frame.response(Frame.RNR_NAK, f.sequence, reason));
+    }
+
+    /**
+     * The bytes of a read response. From a region peers cannot write (map outputs: REMOTE_READ
+     * only), straight from the registered memory -- a file mapping -- with no copy. From a region
+     * peers may write, a copy taken now: the response waits in the writer's queue, and a WRITE or
+     * atomic that arrives after the READ must not change what the READ returns (RC ordering).
+     */
+    private ByteBuffer readPayload(int rkey, MemorySegment source) {
+        SoftMemoryRegion mr = qp.pd.context.region(rkey, qp.pd);
+        if (mr != null && (mr.access() & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) == 0) {
+            return source.asByteBuffer();
+        }
+        return ByteBuffer.wrap(source.toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /** The registered memory a remote access names, if its key, bounds and access allow it; else null. */
+    private MemorySegment remoteSlice(int rkey, long address, long length, int needed) {
+        if ((qp.accessFlags() & needed) == 0) {
+            return null;
+        }
+        SoftMemoryRegion mr = qp.pd.context.region(rkey, qp.pd);
+        if (mr == null || (mr.access() & needed) == 0) {
+            return null;
+        }
+        return mr.slice(address, length);
+    }
+
+    /** The next posted receive (SRQ or own queue), or null when none is posted. */
+    private Receive nextReceive() {
+        try {
+            return srq != null ? srq.take(0) : receives.poll();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+    }
+
+    void postReceive(ReceiveWorkRequests requests, int count) {
+        if (srq != null) {
+            throw new IllegalStateException("QP " + qp.qpNumber() + " takes its receives from an SRQ: post them there");
+        }
+        if (count < 1 || count > requests.capacity()) {
+            throw new IllegalArgumentException("cannot post " + count + " receives from a chain of " + requests.capacity());
+        }
+        synchronized (qp.lock) {
+            for (int i = 0; i < count; i++) {
+                if (receives.size() >= qp.capabilities.maxRecvWr()) {
+                    throw new PostException("ibv_post_recv", Errno.ENOMEM, i, requests.wrIdAt(i), count);
+                }
+                Receive r = qp.pd.context.receive(requests, i, qp.capabilities.maxRecvSge(), "ibv_post_recv", count);
+                if (qp.state == QueuePairState.ERR) {
+                    qp.recvCq.push(r.wrId(), WorkCompletionStatus.WR_FLUSH_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
+                            qp.qpNumber(), 0, true);
+                } else {
+                    receives.add(r);
+                }
+            }
+        }
+    }
+
+    /** Flushes every receive on the QP's own queue (under the QP's lock, once the link no longer fills them). */
+    void flush() {
+        for (Receive r; (r = receives.pollFirst()) != null; ) {
+            qp.recvCq.push(r.wrId(), WorkCompletionStatus.WR_FLUSH_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
+                    qp.qpNumber(), 0, true);
+        }
+    }
+}
