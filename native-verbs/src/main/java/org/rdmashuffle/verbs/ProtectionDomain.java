@@ -26,6 +26,20 @@ public interface ProtectionDomain extends AutoCloseable {
      */
     MemoryRegion registerFile(FileChannel file, long offset, long length, int access);
 
+    /**
+     * As {@link #registerFile}, and the region takes {@code file}: a provider that answers remote reads
+     * itself keeps it to send them from the file (the software provider: {@code sendfile}, no copy
+     * through the mapping) and closes it with the region; one whose NIC reads the memory closes it now.
+     * Either way the caller no longer closes it (closed here as well when registering fails).
+     */
+    default MemoryRegion registerOwnedFile(FileChannel file, long offset, long length, int access) {
+        try (file) {
+            return registerFile(file, offset, length, access);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("closing the registered file failed", e);
+        }
+    }
+
     SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit);
 
     /** Creates a reliable-connected queue pair in the RESET state. */

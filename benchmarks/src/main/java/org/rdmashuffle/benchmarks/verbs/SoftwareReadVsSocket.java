@@ -40,7 +40,9 @@ import org.rdmashuffle.verbs.software.SoftwareProvider;
  *       request each, 16 in flight) and the child writes them from the same native memory.
  * </ul>
  * Prints MB/s (10^6 bytes) per round, the ratio rdma/socket, and heap bytes allocated per read in
- * this JVM. {@code java -cp benchmarks.jar ...SoftwareReadVsSocket [SIZE...]}.
+ * this JVM. {@code java -cp benchmarks.jar ...SoftwareReadVsSocket [--file | --file-mapped] [SIZE...]}: from a
+ * file registered with {@code registerOwnedFile} (sendfile) or {@code registerFile} (the mapping), the socket
+ * side then sending from the file with {@code transferTo}; by default from anonymous memory.
  */
 public final class SoftwareReadVsSocket {
     private static final long VOLUME = 1L << 30;
@@ -54,13 +56,26 @@ public final class SoftwareReadVsSocket {
 
     public static void main(String[] args) throws Exception {
         if (args.length > 0 && args[0].equals("serve")) {
-            serve();
+            serve(args[1]);
             return;
         }
-        int[] sizes = args.length > 0 ? java.util.Arrays.stream(args).mapToInt(Integer::parseInt).toArray() : new int[] {65536, 1 << 20};
+        // --file: a file registered with registerOwnedFile (read answers sent with sendfile); --file-mapped: the
+        // same file registered with registerFile (answers written from the mapping); else anonymous memory.
+        String mode = java.util.Arrays.stream(args).filter(a -> a.startsWith("--")).findFirst().orElse("--memory");
+        int[] sizes = java.util.Arrays.stream(args).filter(a -> !a.startsWith("--")).mapToInt(Integer::parseInt).toArray();
+        if (sizes.length == 0) {
+            sizes = new int[] {65536, 1 << 20};
+        }
+        System.out.println(switch (mode) {
+            case "--file" -> "served from a file registered with registerOwnedFile (answers sent with sendfile); the socket side with transferTo";
+            case "--file-mapped" -> "served from a file registered with registerFile (answers written from the mapping); the socket side with transferTo";
+            default -> "served from anonymous memory";
+        });
+        boolean fromFile = !mode.equals("--memory");
         Process child = new ProcessBuilder(ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-cp", System.getProperty("java.class.path"),
-                SoftwareReadVsSocket.class.getName(), "serve").redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                SoftwareReadVsSocket.class.getName(), "serve", mode)
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
         try (BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.US_ASCII));
              PrintStream toChild = new PrintStream(child.getOutputStream(), true, StandardCharsets.US_ASCII);
              SoftwareProvider provider = new SoftwareProvider(SoftwareProvider.Config.loopback());
@@ -195,33 +210,72 @@ public final class SoftwareReadVsSocket {
         return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getTotalThreadAllocatedBytes();
     }
 
-    /** Child: registers REGION bytes, serves RDMA reads through its provider and plain-socket requests by hand. */
-    private static void serve() throws Exception {
+    /**
+     * Child: registers REGION bytes (anonymous memory, or with {@code fromFile} a file registered with
+     * {@code registerOwnedFile}), serves RDMA reads through its provider and plain-socket requests by hand
+     * (from the same memory, or from the file with {@code transferTo}: the same advantage both ways).
+     */
+    private static void serve(String mode) throws Exception {
+        boolean fromFile = !mode.equals("--memory");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
-        try (SoftwareProvider provider = new SoftwareProvider(SoftwareProvider.Config.loopback());
+        java.nio.file.Path file = fromFile ? java.nio.file.Files.createTempFile("rdma-shuffle-read", ".data") : null;
+        try (SoftwareProvider provider = new SoftwareProvider(SoftwareProvider.Config.loopback().withSendfile(mode.equals("--file")));
              VerbsContext ctx = provider.devices().getFirst().open();
              ProtectionDomain pd = ctx.allocateProtectionDomain();
              CompletionQueue cq = ctx.createCompletionQueue(4, null, 0);
              QueuePair qp = pd.createQueuePair(QueuePairConfig.of(cq, 4, 1, 1));
-             MemoryRegion region = pd.allocateAndRegister(REGION, Access.LOCAL_WRITE | Access.REMOTE_READ);
+             MemoryRegion region = fromFile ? registerFile(pd, file, mode.equals("--file")) : pd.allocateAndRegister(REGION, Access.LOCAL_WRITE | Access.REMOTE_READ);
+             java.nio.channels.FileChannel socketSource = fromFile ? java.nio.channels.FileChannel.open(file) : null;
              ServerSocketChannel server = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            for (long i = 0; i < REGION; i += 8) {
-                region.segment().set(java.lang.foreign.ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L);
+            if (!fromFile) {
+                for (long i = 0; i < REGION; i += 8) {
+                    region.segment().set(java.lang.foreign.ValueLayout.JAVA_LONG, i, pattern(i));
+                }
             }
             int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
             System.out.println(line(qp.localEndpoint(OPTIONS)) + " " + region.address() + " " + region.rkey() + " " + port);
             qp.connect(endpoint(in.readLine().split(" ")), OPTIONS);
-            Thread socketServer = Thread.ofPlatform().daemon().start(() -> serveSocket(server, region));
+            Thread socketServer = Thread.ofPlatform().daemon().start(() -> serveSocket(server, region, socketSource));
             System.out.println("connected");
             while (in.readLine() != null) {
                 // parent keeps stdin open until it is done
             }
             server.close();
             socketServer.join(2000);
+        } finally {
+            if (file != null) {
+                java.nio.file.Files.deleteIfExists(file);
+            }
         }
     }
 
-    private static void serveSocket(ServerSocketChannel server, MemoryRegion region) {
+    private static long pattern(long offset) {
+        return offset * 0x9E3779B97F4A7C15L;
+    }
+
+    /** Writes the pattern into {@code file} and registers it read-only; {@code owned}: the region takes the channel (sendfile). */
+    private static MemoryRegion registerFile(ProtectionDomain pd, java.nio.file.Path file, boolean owned) throws IOException {
+        try (java.nio.channels.FileChannel out = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+            ByteBuffer b = ByteBuffer.allocateDirect(1 << 20).order(java.nio.ByteOrder.nativeOrder());
+            for (long at = 0; at < REGION; at += b.capacity()) {
+                b.clear();
+                for (int i = 0; i < b.capacity(); i += 8) {
+                    b.putLong(i, pattern(at + i));
+                }
+                while (b.hasRemaining()) {
+                    out.write(b);
+                }
+            }
+        }
+        if (owned) {
+            return pd.registerOwnedFile(java.nio.channels.FileChannel.open(file), 0, REGION, Access.REMOTE_READ);
+        }
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
+            return pd.registerFile(ch, 0, REGION, Access.REMOTE_READ);
+        }
+    }
+
+    private static void serveSocket(ServerSocketChannel server, MemoryRegion region, java.nio.channels.FileChannel file) {
         try (SocketChannel s = server.accept()) {
             s.socket().setTcpNoDelay(true);
             ByteBuffer request = ByteBuffer.allocateDirect(8);
@@ -235,6 +289,12 @@ public final class SoftwareReadVsSocket {
                 long word = request.getLong(0);
                 int size = (int) (word >>> 32);
                 long offset = word & 0xFFFFFFFFL;
+                if (file != null) {
+                    for (long sent = 0; sent < size; ) {
+                        sent += file.transferTo(offset + sent, size - sent, s);
+                    }
+                    continue;
+                }
                 ByteBuffer out = region.segment().asSlice(offset, size).asByteBuffer();
                 while (out.hasRemaining()) {
                     s.write(out);

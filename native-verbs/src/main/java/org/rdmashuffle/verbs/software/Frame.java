@@ -69,6 +69,13 @@ final class Frame {
     int srcQpn;
     /** What follows the header on the wire (requests and responses that carry data); null for none. */
     ByteBuffer[] payload;
+    /**
+     * For a read answer from a file-backed region: the file and where the payload starts in it. The
+     * writer sends from it with {@code sendfile} as far as the socket takes at once, the rest from
+     * {@link #payload} (the same bytes through the mapping).
+     */
+    java.nio.channels.FileChannel file;
+    long filePosition;
 
     Frame() {
     }
@@ -87,6 +94,7 @@ final class Frame {
         dstQpn = 0;
         srcQpn = 0;
         payload = null;
+        file = null;
         return this;
     }
 

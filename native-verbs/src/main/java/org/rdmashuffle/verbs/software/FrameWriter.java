@@ -131,6 +131,19 @@ final class FrameWriter {
                     f.encode(h);
                     gather[buffers++] = h;
                     left += Frame.HEADER;
+                    if (f.file != null) {
+                        // What is gathered goes first, then the file's bytes straight from the page cache.
+                        writeFully(ch, buffers, left);
+                        Arrays.fill(gather, 0, buffers, null);
+                        buffers = 0;
+                        left = 0;
+                        long sent = sendFromFile(f, ch);
+                        if (sent < f.length) { // the socket was full: the rest through the mapping, which waits for room
+                            gather[buffers++] = f.payload[0].position((int) sent);
+                            left += f.length - sent;
+                        }
+                        continue;
+                    }
                     if (f.payload != null) {
                         for (ByteBuffer p : f.payload) {
                             gather[buffers++] = p;
@@ -139,9 +152,7 @@ final class FrameWriter {
                     }
                 }
                 Arrays.fill(batch, null);
-                while (left > 0) {
-                    left -= ch.write(gather, 0, buffers);
-                }
+                writeFully(ch, buffers, left);
             } finally {
                 writing.unlock();
                 Arrays.fill(gather, 0, buffers, null); // payloads are not kept past their write
@@ -150,5 +161,32 @@ final class FrameWriter {
                 return;
             }
         }
+    }
+
+    private void writeFully(SocketChannel ch, int buffers, long bytes) throws IOException {
+        long left = bytes;
+        while (left > 0) {
+            left -= ch.write(gather, 0, buffers);
+        }
+    }
+
+    /**
+     * Sends as much of {@code f}'s payload from its file as the socket takes without waiting
+     * ({@code sendfile}; the writer's socket is non-blocking underneath, as a virtual thread's is):
+     * returns the bytes sent. A file shorter than its region breaks the link (its bytes cannot be made up).
+     */
+    private static long sendFromFile(Frame f, SocketChannel ch) throws IOException {
+        long sent = 0;
+        while (sent < f.length) {
+            long n = f.file.transferTo(f.filePosition + sent, f.length - sent, ch);
+            if (n <= 0) {
+                if (f.file.size() < f.filePosition + f.length) {
+                    throw new IOException("a registered file is shorter than its region: its answer cannot be sent");
+                }
+                break;
+            }
+            sent += n;
+        }
+        return sent;
     }
 }

@@ -61,7 +61,12 @@ final class Responder {
                 } else {
                     Frame r = Frame.response(Frame.READ_RESPONSE, f.sequence, 0);
                     r.length = f.length;
-                    r.payload = new ByteBuffer[] {readPayload(f.rkey, source)};
+                    SoftMemoryRegion mr = qp.pd.context.region(f.rkey, qp.pd);
+                    r.payload = new ByteBuffer[] {readPayload(mr, source)};
+                    if (mr != null && mr.file() != null) {
+                        r.file = mr.file();
+                        r.filePosition = mr.filePositionOf(f.address);
+                    }
                     qp.send(r);
                 }
             }
@@ -163,8 +168,7 @@ final class Responder {
      * peers may write, a copy taken now: the response waits in the writer's queue, and a WRITE or
      * atomic that arrives after the READ must not change what the READ returns (RC ordering).
      */
-    private ByteBuffer readPayload(int rkey, MemorySegment source) {
-        SoftMemoryRegion mr = qp.pd.context.region(rkey, qp.pd);
+    private static ByteBuffer readPayload(SoftMemoryRegion mr, MemorySegment source) {
         if (mr != null && (mr.access() & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) == 0) {
             return source.asByteBuffer();
         }

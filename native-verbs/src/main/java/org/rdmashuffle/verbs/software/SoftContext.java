@@ -117,8 +117,9 @@ final class SoftContext implements VerbsContext {
         events.add(event);
     }
 
-    SoftMemoryRegion register(SoftProtectionDomain pd, MemorySegment memory, int access, java.lang.foreign.Arena owned) {
-        SoftMemoryRegion mr = regions.add(key -> new SoftMemoryRegion(pd, memory, key, access, owned));
+    SoftMemoryRegion register(SoftProtectionDomain pd, MemorySegment memory, int access, java.lang.foreign.Arena owned,
+                              java.nio.channels.FileChannel file, long fileOffset) {
+        SoftMemoryRegion mr = regions.add(key -> new SoftMemoryRegion(pd, memory, key, access, owned, file, fileOffset));
         if (mr == null) {
             throw new VerbsException("ibv_reg_mr", Errno.ENOMEM, device.name() + " holds " + RegionKeys.MAX_REGIONS
                     + " memory regions already");

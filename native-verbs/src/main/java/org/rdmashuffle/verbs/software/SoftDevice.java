@@ -130,6 +130,11 @@ final class SoftDevice implements VerbsDevice {
         links.remove(link);
     }
 
+    /** Whether read answers from files the regions own go out with sendfile ({@link SoftwareProvider#SENDFILE_PROPERTY}). */
+    boolean sendsFiles() {
+        return config.sendfile();
+    }
+
     boolean admits(int qpn, String presented, String issued) {
         return config.admission().admit(qpn, presented, issued);
     }

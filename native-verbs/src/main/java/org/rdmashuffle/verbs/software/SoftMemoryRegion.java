@@ -1,26 +1,48 @@
 package org.rdmashuffle.verbs.software;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.rdmashuffle.verbs.MemoryRegion;
 
-/** Registered memory of the software provider: a segment, its keys, and the PD it belongs to. */
+/**
+ * Registered memory of the software provider: a segment, its keys, and the PD it belongs to; for a
+ * file registered read-only ({@link SoftProtectionDomain#registerOwnedFile}), also the file, which
+ * reads are answered from.
+ */
 final class SoftMemoryRegion implements MemoryRegion {
     final SoftProtectionDomain pd;
     private final MemorySegment memory;
     private final int key;
     private final int access;
     private final Arena owned;
+    /** The file the memory maps, from {@code fileOffset}, when the region owns it; else null. */
+    private final FileChannel file;
+    private final long fileOffset;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    SoftMemoryRegion(SoftProtectionDomain pd, MemorySegment memory, int key, int access, Arena owned) {
+    SoftMemoryRegion(SoftProtectionDomain pd, MemorySegment memory, int key, int access, Arena owned, FileChannel file,
+                     long fileOffset) {
         this.pd = pd;
         this.memory = memory;
         this.key = key;
         this.access = access;
         this.owned = owned;
+        this.file = file;
+        this.fileOffset = fileOffset;
+    }
+
+    /** The file behind this memory, or null (not a file, or one the region does not own). */
+    FileChannel file() {
+        return file;
+    }
+
+    /** Where in {@link #file()} the byte at {@code address} (inside this region) is. */
+    long filePositionOf(long address) {
+        return fileOffset + (address - memory.address());
     }
 
     @Override
@@ -67,8 +89,18 @@ final class SoftMemoryRegion implements MemoryRegion {
     public void close() {
         if (closed.compareAndSet(false, true)) {
             pd.context.deregister(this);
-            if (owned != null) {
-                closeWhenIdle(owned);
+            try {
+                if (owned != null) {
+                    closeWhenIdle(owned);
+                }
+            } finally {
+                if (file != null) {
+                    try {
+                        file.close(); // an answer still queued fails its link, as one from the unmapped memory would
+                    } catch (IOException ignored) {
+                        // closing anyway
+                    }
+                }
             }
         }
     }

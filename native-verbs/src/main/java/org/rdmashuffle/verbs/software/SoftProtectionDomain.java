@@ -34,6 +34,10 @@ final class SoftProtectionDomain implements ProtectionDomain {
     }
 
     private MemoryRegion register(MemorySegment memory, int access, Arena owned) {
+        return register(memory, access, owned, null, 0);
+    }
+
+    private MemoryRegion register(MemorySegment memory, int access, Arena owned, FileChannel file, long fileOffset) {
         context.ensureOpen();
         ProviderSupport.checkRegistrable(memory);
         if ((access & Access.ON_DEMAND) != 0) {
@@ -43,7 +47,7 @@ final class SoftProtectionDomain implements ProtectionDomain {
         if ((access & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0 && (access & Access.LOCAL_WRITE) == 0) {
             throw new VerbsException("ibv_reg_mr", Errno.EINVAL, "remote write or atomic access needs LOCAL_WRITE too");
         }
-        return context.register(this, memory, access, owned);
+        return context.register(this, memory, access, owned, file, fileOffset);
     }
 
     @Override
@@ -56,6 +60,30 @@ final class SoftProtectionDomain implements ProtectionDomain {
     public MemoryRegion registerFile(FileChannel file, long offset, long length, int access) {
         return ProviderSupport.mapAndRegister(file, ProviderSupport.mapModeFor(access), offset, length,
                 (memory, owner) -> register(memory, access, owner));
+    }
+
+    /**
+     * With sendfile on ({@link SoftwareProvider.Config#sendfile()}), a region peers only read keeps the
+     * file: reads of it are answered with {@code sendfile} from the page cache, not written from the
+     * mapping. Otherwise, and for a writable region, the file is closed and reads are served from the
+     * mapping, as any memory.
+     */
+    @Override
+    public MemoryRegion registerOwnedFile(FileChannel file, long offset, long length, int access) {
+        if (!context.device.sendsFiles() || (access & (Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0) {
+            return ProtectionDomain.super.registerOwnedFile(file, offset, length, access);
+        }
+        try {
+            return ProviderSupport.mapAndRegister(file, ProviderSupport.mapModeFor(access), offset, length,
+                    (memory, owner) -> register(memory, access, owner, file, offset));
+        } catch (RuntimeException e) {
+            try {
+                file.close();
+            } catch (java.io.IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
     }
 
     @Override

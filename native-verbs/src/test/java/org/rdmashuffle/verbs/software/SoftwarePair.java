@@ -15,16 +15,33 @@ import org.rdmashuffle.verbs.VerbsContext;
 final class SoftwarePair implements AutoCloseable {
     static final ConnectOptions OPTIONS = ConnectOptions.defaults(1, 0, Mtu.MTU_4096);
 
-    final SoftwareProvider requesterHost = new SoftwareProvider(SoftwareProvider.Config.loopback());
-    final SoftwareProvider responderHost = new SoftwareProvider(SoftwareProvider.Config.loopback());
-    final VerbsContext requesterContext = requesterHost.devices().getFirst().open();
-    final VerbsContext responderContext = responderHost.devices().getFirst().open();
-    final ProtectionDomain requesterPd = requesterContext.allocateProtectionDomain();
-    final ProtectionDomain responderPd = responderContext.allocateProtectionDomain();
-    final CompletionQueue requesterCq = requesterContext.createCompletionQueue(256, null, 0);
-    final CompletionQueue responderCq = responderContext.createCompletionQueue(256, null, 0);
-    final QueuePair requester = requesterPd.createQueuePair(QueuePairConfig.of(requesterCq, 64, 64, 4));
-    final QueuePair responder = responderPd.createQueuePair(QueuePairConfig.of(responderCq, 64, 64, 4));
+    final SoftwareProvider requesterHost;
+    final SoftwareProvider responderHost;
+    final VerbsContext requesterContext;
+    final VerbsContext responderContext;
+    final ProtectionDomain requesterPd;
+    final ProtectionDomain responderPd;
+    final CompletionQueue requesterCq;
+    final CompletionQueue responderCq;
+    final QueuePair requester;
+    final QueuePair responder;
+
+    SoftwarePair() {
+        this(SoftwareProvider.Config.loopback());
+    }
+
+    SoftwarePair(SoftwareProvider.Config config) {
+        requesterHost = new SoftwareProvider(config);
+        responderHost = new SoftwareProvider(config);
+        requesterContext = requesterHost.devices().getFirst().open();
+        responderContext = responderHost.devices().getFirst().open();
+        requesterPd = requesterContext.allocateProtectionDomain();
+        responderPd = responderContext.allocateProtectionDomain();
+        requesterCq = requesterContext.createCompletionQueue(256, null, 0);
+        responderCq = responderContext.createCompletionQueue(256, null, 0);
+        requester = requesterPd.createQueuePair(QueuePairConfig.of(requesterCq, 64, 64, 4));
+        responder = responderPd.createQueuePair(QueuePairConfig.of(responderCq, 64, 64, 4));
+    }
 
     SoftwarePair connect(ConnectOptions options) {
         requester.connect(responder.localEndpoint(options), options);

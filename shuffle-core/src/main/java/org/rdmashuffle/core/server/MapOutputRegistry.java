@@ -392,12 +392,20 @@ public final class MapOutputRegistry implements AutoCloseable {
         MemoryRegion region = null;
         RuntimeException failure = null;
         // Opened again here, not trusted from when it was found: its owner could have replaced it since.
-        try (FileChannel ch = out.dataFile.open(true)) {
-            if (ch.size() != out.size()) {
-                throw new RefusedFileException(out.dataFile + " has " + ch.size() + " bytes now, but its index ends at "
-                        + out.size());
+        try {
+            FileChannel ch = out.dataFile.open(true);
+            try {
+                if (ch.size() != out.size()) {
+                    throw new RefusedFileException(out.dataFile + " has " + ch.size() + " bytes now, but its index ends at "
+                            + out.size());
+                }
+            } catch (IOException | RuntimeException e) {
+                ch.close();
+                throw e;
             }
-            region = pd.registerFile(ch, 0, out.size(), Access.REMOTE_READ); // peers only read, however it was opened
+            // Peers only read, however it was opened. The region takes the channel (the software provider
+            // answers reads from it with sendfile; a NIC's provider closes it at once).
+            region = pd.registerOwnedFile(ch, 0, out.size(), Access.REMOTE_READ);
         } catch (IOException e) {
             failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration: " + e.getMessage(), e);
         } catch (RuntimeException e) {
