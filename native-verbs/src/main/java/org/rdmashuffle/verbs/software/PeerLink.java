@@ -203,19 +203,20 @@ final class PeerLink {
      * stuck that long is cut).
      */
     void leave(SoftQueuePair qp, int peerQpn, boolean tellPeer) {
-        if (!joined.remove(qp.qpNumber(), qp)) {
-            return;
+        if (joined.remove(qp.qpNumber(), qp)) {
+            if (joined.isEmpty()) {
+                emptySince = System.nanoTime();
+            }
+            writer.removeFrom(qp.qpNumber());
+            if (tellPeer && !closed) {
+                Frame d = Frame.request(Frame.DETACH, 0);
+                d.srcQpn = qp.qpNumber();
+                d.dstQpn = peerQpn;
+                writer.add(d);
+            }
         }
-        if (joined.isEmpty()) {
-            emptySince = System.nanoTime();
-        }
-        writer.removeFrom(qp.qpNumber());
-        if (tellPeer && !closed) {
-            Frame d = Frame.request(Frame.DETACH, 0);
-            d.srcQpn = qp.qpNumber();
-            d.dstQpn = peerQpn;
-            writer.add(d);
-        }
+        // Also when the link closed first (the QP was taken off it then): its reader may still be
+        // copying an answer into this QP's memory, which must be over before its completions go out.
         quiesce();
     }
 
@@ -233,8 +234,10 @@ final class PeerLink {
         closeChannel();
         reading.lock();
         reading.unlock();
-        Thread.ofVirtual().start(() -> close(new IOException("the link stalled for " + TimeUnit.NANOSECONDS.toSeconds(QUIESCE_NANOS)
-                + " s while a QP left it")));
+        if (!closed) {
+            Thread.ofVirtual().start(() -> close(new IOException("the link stalled for "
+                    + TimeUnit.NANOSECONDS.toSeconds(QUIESCE_NANOS) + " s while a QP left it")));
+        }
     }
 
     /** Queues a frame (from a QP joined here); dropped once the link is closed (its QPs fail anyway). */
