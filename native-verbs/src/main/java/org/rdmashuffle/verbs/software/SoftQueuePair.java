@@ -7,13 +7,10 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HexFormat;
 
-import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.Errno;
-import org.rdmashuffle.verbs.Gid;
 import org.rdmashuffle.verbs.Mtu;
-import org.rdmashuffle.verbs.PostException;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairAttributes;
 import org.rdmashuffle.verbs.QueuePairCapabilities;
@@ -21,17 +18,12 @@ import org.rdmashuffle.verbs.QueuePairConfig;
 import org.rdmashuffle.verbs.QueuePairEndpoint;
 import org.rdmashuffle.verbs.QueuePairState;
 import org.rdmashuffle.verbs.ReceiveWorkRequests;
-import org.rdmashuffle.verbs.SendFlags;
 import org.rdmashuffle.verbs.SendOps;
 import org.rdmashuffle.verbs.WorkRequestBuilder;
-import org.rdmashuffle.verbs.SendWorkRequest;
 import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.VerbsException;
-import org.rdmashuffle.verbs.WorkCompletionOpcode;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
-import org.rdmashuffle.verbs.WorkCompletions;
-import org.rdmashuffle.verbs.WorkRequestOpcode;
 
 /**
  * An RC queue pair of the software provider: the verbs object (state machine, endpoint and token,
