@@ -54,7 +54,7 @@ final class PeerLink {
     /** Run once: when the first QP joins an inbound link, or when it closes before any did. */
     private final Runnable admitted;
     private final AtomicBoolean admittedOnce = new AtomicBoolean();
-    private final long openedAt = System.nanoTime();
+    /** Since when no QP is on the link (at first: since it opened). */
     private volatile long emptySince = System.nanoTime();
     private volatile boolean closed;
     private Thread readerThread;
@@ -123,14 +123,6 @@ final class PeerLink {
                 Thread.currentThread().interrupt();
             }
         });
-    }
-
-    InetSocketAddress peer() {
-        return peer;
-    }
-
-    boolean isInbound() {
-        return inbound;
     }
 
     boolean isClosed() {
@@ -209,10 +201,7 @@ final class PeerLink {
             }
             writer.removeFrom(qp.qpNumber());
             if (tellPeer && !closed) {
-                Frame d = Frame.request(Frame.DETACH, 0);
-                d.srcQpn = qp.qpNumber();
-                d.dstQpn = peerQpn;
-                writer.add(d);
+                sendDetach(qp.qpNumber(), peerQpn);
             }
         }
         // Also when the link closed first (the QP was taken off it then): its reader may still be
@@ -240,6 +229,14 @@ final class PeerLink {
         }
     }
 
+    /** Tells QP {@code dstQpn} of the peer that our QP {@code srcQpn} left it. */
+    private void sendDetach(int srcQpn, int dstQpn) {
+        Frame d = Frame.request(Frame.DETACH, 0);
+        d.srcQpn = srcQpn;
+        d.dstQpn = dstQpn;
+        writer.add(d);
+    }
+
     /** Queues a frame (from a QP joined here); dropped once the link is closed (its QPs fail anyway). */
     void send(Frame f) {
         if (!closed) {
@@ -252,15 +249,11 @@ final class PeerLink {
         if (!joined.isEmpty() || !attaching.isEmpty()) {
             return false;
         }
-        return now - Math.max(emptySince, openedAt) > nanos;
+        return now - emptySince > nanos;
     }
 
     boolean everJoined() {
         return admittedOnce.get();
-    }
-
-    long age(long now) {
-        return now - openedAt;
     }
 
     // ---------------------------------------------------------------- reading
@@ -311,10 +304,7 @@ final class PeerLink {
                         join(a.qp());
                     } else if (verdict == 0) {
                         verdict = FAILED_MEANWHILE; // our QP failed or closed while joining: the peer's leaves too
-                        Frame d = Frame.request(Frame.DETACH, 0);
-                        d.srcQpn = f.dstQpn;
-                        d.dstQpn = f.srcQpn;
-                        writer.add(d);
+                        sendDetach(f.dstQpn, f.srcQpn);
                     }
                     a.verdict().complete(verdict);
                 }

@@ -16,7 +16,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.rdmashuffle.verbs.Gid;
@@ -265,19 +264,14 @@ final class SoftDevice implements VerbsDevice {
                 }
                 // The hello is read off the accept thread, so a peer that never sends one cannot stall others;
                 // that thread then reads the link. The connection counts as waiting until a QP joins over it.
+                // (The link runs that leave once, at its first join or its close.)
                 Thread.ofVirtual().name("rdma-soft-link-reader").start(() -> {
-                    AtomicBoolean left = new AtomicBoolean();
-                    Runnable leave = () -> {
-                        if (left.compareAndSet(false, true)) {
-                            waitingHellos.leave(from);
-                        }
-                    };
                     PeerLink link = null;
                     try {
-                        link = admit(channel, leave);
+                        link = admit(channel, () -> waitingHellos.leave(from));
                     } finally {
                         if (link == null) {
-                            leave.run();
+                            waitingHellos.leave(from);
                         }
                     }
                     if (link != null) {

@@ -299,11 +299,6 @@ final class SoftQueuePair implements QueuePair {
         return state != QueuePairState.ERR && !closing;
     }
 
-    boolean isConnected() {
-        PeerLink l = link;
-        return l != null && !l.isClosed();
-    }
-
     /** Sends a frame of this QP to its peer QP (queued until the QP joins its link). */
     void send(Frame f) {
         f.srcQpn = qpNumber;
