@@ -87,9 +87,8 @@ class MainJobOnYarnAcrossHostsTest {
         Files.delete(go);
         String[] victim = new String[1];
         try {
-            // The ResourceManager declares a silent node lost after 30 s instead of 10 minutes. Not less:
-            // on a loaded 2-core machine a live NodeManager's heartbeats can stall for seconds while the
-            // containers start, and a live node declared lost kills the job before it has begun.
+            // The ResourceManager declares a silent node lost after 30 s instead of 10 minutes (not less, as a
+            // precaution: a live NodeManager's heartbeats can stall for seconds on a loaded 2-core machine).
             Job job = run("nodemanager-killed", true, Map.of("yarn.nm.liveness-monitor.expiry-interval-ms", "30000"),
                     DYNAMIC_ALLOCATION, List.of("--executors", "2", "--release-executors-after-maps",
                             "--pause-rdma-reduce-until", go.toString()),
@@ -153,8 +152,11 @@ class MainJobOnYarnAcrossHostsTest {
         String service = sparkService ? StandInSparkService.jar(run) + ":" + spark.dir().resolve("jars") + "/*" : null;
         HadoopHome hadoop = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar(), service);
         Path appJar = ClusterRun.appJar(run.resolve("rdma-shuffle-benchmarks-app.jar"));
+        // No web UI: in client mode the application master's registration adds YARN's AmIpFilter to the UI
+        // while SparkContext is still starting its handlers, and Jetty's handler start can then fail with a
+        // ConcurrentModificationException that ends the driver before the job begins (seen in CI and here).
         List<String> sparkConfs = new ArrayList<>(List.of("spark.executor.cores=1", "spark.executor.memory=640m",
-                "spark.executor.memoryOverhead=512m", "spark.yarn.am.memory=256m"));
+                "spark.executor.memoryOverhead=512m", "spark.yarn.am.memory=256m", "spark.ui.enabled=false"));
         sparkConfs.addAll(confs);
         List<String> args = new ArrayList<>(List.of("--rows", "200000", "--compare", "1"));
         args.addAll(jobArgs);
