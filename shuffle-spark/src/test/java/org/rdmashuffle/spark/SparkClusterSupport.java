@@ -63,19 +63,24 @@ final class SparkClusterSupport {
 
     /** Blocks fetched by all executors: {@code [over RDMA, over Spark's transport]}. */
     static long[] fetchCounts(JavaSparkContext sc) {
-        // collect(), not distinct(): a shuffle here would itself go over RDMA and count in the next call.
-        List<String> seen = sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
-                .map(i -> {
-                    long[] c = RdmaShuffleManager.fetchCounts();
-                    return org.apache.spark.SparkEnv.get().executorId() + " " + c[0] + " " + c[1];
-                }).collect();
+        // Every live executor must be asked: 40 tasks may all land on one, and the blocks another fetched
+        // would go uncounted. So ask again (a few times) until each has answered once.
+        int live = sc.sc().getExecutorIds().size();
         long[] total = new long[2];
         java.util.Set<String> executors = new java.util.HashSet<>();
-        for (String s : seen) {
-            String[] p = s.split(" ");
-            if (executors.add(p[0])) {
-                total[0] += Long.parseLong(p[1]);
-                total[1] += Long.parseLong(p[2]);
+        for (int round = 0; round < 10 && (round == 0 || executors.size() < live); round++) {
+            // collect(), not distinct(): a shuffle here would itself go over RDMA and count in the next call.
+            List<String> seen = sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
+                    .map(i -> {
+                        long[] c = RdmaShuffleManager.fetchCounts();
+                        return org.apache.spark.SparkEnv.get().executorId() + " " + c[0] + " " + c[1];
+                    }).collect();
+            for (String s : seen) {
+                String[] p = s.split(" ");
+                if (executors.add(p[0])) {
+                    total[0] += Long.parseLong(p[1]);
+                    total[1] += Long.parseLong(p[2]);
+                }
             }
         }
         return total;

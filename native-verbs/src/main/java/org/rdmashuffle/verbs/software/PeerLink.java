@@ -5,6 +5,7 @@ import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -27,13 +28,21 @@ import org.rdmashuffle.verbs.VerbsException;
  * joined that way send or receive on the link: a link is not an authorization. Frames name both
  * QPs; one for a QP not joined here (or from another source QP) is dropped.
  *
- * <p>Threads: a reader and a writer, virtual, for the link's life. The reader never waits for
- * anything but the socket (a SEND with no receive posted is refused with an RNR NAK, not held), so
+ * <p>Threads: none of its own. The socket is non-blocking and served by a {@link LinkLoop} shared
+ * with other links: the loop reads and dispatches frames, and writes what posting threads could not
+ * write at once (a posting thread writes its frame itself when the writer is idle). Nothing waits
+ * but the loop's selector (a SEND with no receive posted is refused with an RNR NAK, not held), so
  * one slow QP cannot stall the others. A lost link fails every QP on it, as a cut cable would.
  */
-final class PeerLink {
+final class PeerLink implements LinkLoop.Handler {
     private static final System.Logger LOG = System.getLogger(PeerLink.class.getName());
-    /** How long a failing QP waits for the reader or writer to be done with its memory before the link is cut. */
+    /**
+     * Frames waiting to be written beyond which a request from the peer closes the link: a peer that
+     * keeps asking without reading the answers would otherwise grow this queue without end. The
+     * peer's QPs ask for at most their send queue's depth each, far below this.
+     */
+    static final int MAX_QUEUED_FRAMES = 16_384;
+    /** How long a failing QP waits for the loop to be done copying into its memory before the link is cut. */
     private static final long QUIESCE_NANOS = TimeUnit.SECONDS.toNanos(5);
 
     private final SoftDevice device;
@@ -41,12 +50,17 @@ final class PeerLink {
     private final boolean inbound;
     /** The address dialled (outbound) or the peer's socket address (inbound). */
     private final InetSocketAddress peer;
-    private final FrameWriter writer = new FrameWriter();
+    private final LinkLoop loop;
+    private final FrameWriter writer;
     /**
-     * Held by the reader while it writes into a QP's memory. A failing QP takes it once after it left
-     * the link: after its error completions, the reader no longer touches its memory.
+     * Held by the loop while it copies into a QP's memory. A failing QP takes it once after it left
+     * the link: after its error completions, the loop no longer touches its memory.
      */
-    private final ReentrantLock reading = new ReentrantLock();
+    private final ReentrantLock landingLock = new ReentrantLock();
+    private final FrameReader reader;
+    /** Where the payload of the frame being read goes (one frame at a time: one per link). */
+    private final Landing landing = new Landing();
+    private volatile SelectionKey key;
     /** The QPs on this link, by local QPN. */
     private final Map<Integer, SoftQueuePair> joined = new ConcurrentHashMap<>();
     /** Dialling QPs waiting for their ATTACH_ACK, by local QPN. */
@@ -57,8 +71,6 @@ final class PeerLink {
     /** Since when no QP is on the link (at first: since it opened). */
     private volatile long emptySince = System.nanoTime();
     private volatile boolean closed;
-    private Thread readerThread;
-    private Thread writerThread;
 
     private record Attaching(SoftQueuePair qp, int peerQpn, CompletableFuture<Integer> verdict) {
     }
@@ -74,6 +86,29 @@ final class PeerLink {
         this.inbound = inbound;
         this.peer = peer;
         this.admitted = admitted;
+        this.loop = device.loops().next();
+        this.writer = new FrameWriter(channel, on -> {
+            SelectionKey k = key;
+            if (k != null) {
+                loop.wantWritable(k, on);
+            }
+        });
+        this.reader = new FrameReader(channel, landingLock);
+    }
+
+    /** Puts the (connected, greeted) channel on its loop; the link is closed if that fails. */
+    PeerLink start() throws IOException {
+        try {
+            channel.configureBlocking(false);
+            key = loop.register(channel, this);
+            if (writer.waitingForRoom()) { // a frame found the socket full before the loop had the link
+                loop.wantWritable(key, true);
+            }
+        } catch (IOException e) {
+            close(e);
+            throw e;
+        }
+        return this;
     }
 
     /** Dials the device listening at {@code address} and says hello; bounded by the dial timeout. */
@@ -96,33 +131,12 @@ final class PeerLink {
             ch.close();
             throw e;
         }
-        PeerLink link = new PeerLink(device, ch, false, address, () -> { });
-        link.readerThread = Thread.ofVirtual().name("rdma-soft-link-reader-" + address).start(link::readLoop);
-        link.startWriter();
-        return link;
+        return new PeerLink(device, ch, false, address, () -> { }).start();
     }
 
-    /** An accepted connection past its hello; the caller's thread becomes its reader ({@link #readLoop}). */
+    /** An accepted connection past its hello; {@link #start} puts it on its loop. */
     static PeerLink accepted(SoftDevice device, SocketChannel ch, InetSocketAddress from, Runnable admitted) {
-        PeerLink link = new PeerLink(device, ch, true, from, admitted);
-        link.readerThread = Thread.currentThread();
-        link.startWriter();
-        return link;
-    }
-
-    private void startWriter() {
-        writerThread = Thread.ofVirtual().name("rdma-soft-link-writer-" + peer).start(() -> {
-            try {
-                writer.run(channel);
-            } catch (IOException e) {
-                close(e);
-            } catch (IllegalStateException e) {
-                // The memory a queued frame points at was freed (a region closed under a pending read).
-                close(new IOException("frame memory no longer available: " + e.getMessage(), e));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        return new PeerLink(device, ch, true, from, admitted);
     }
 
     boolean isClosed() {
@@ -155,7 +169,7 @@ final class PeerLink {
             f.dstQpn = peerQpn;
             f.length = secret.length;
             f.payload = new java.nio.ByteBuffer[] {java.nio.ByteBuffer.wrap(secret)};
-            writer.add(f);
+            send(f);
             int verdict = a.verdict().get(SoftQueuePair.DIAL_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
             if (verdict == LINK_CLOSED) {
                 return false;
@@ -190,42 +204,47 @@ final class PeerLink {
     }
 
     /**
-     * {@code qp} leaves: its frames not yet written are dropped; with {@code tellPeer} its peer QP is
-     * told (DETACH). Returns once neither the reader nor the writer touches its memory (bounded: a link
-     * stuck that long is cut).
+     * {@code qp} leaves: its frames not yet written are dropped (what of them is being written is
+     * copied first); with {@code tellPeer} its peer QP is told (DETACH). Returns once nothing on the
+     * link touches its memory (bounded).
      */
     void leave(SoftQueuePair qp, int peerQpn, boolean tellPeer) {
         if (joined.remove(qp.qpNumber(), qp)) {
             if (joined.isEmpty()) {
                 emptySince = System.nanoTime();
             }
-            writer.removeFrom(qp.qpNumber());
-            if (tellPeer && !closed) {
+            if (!writer.detach(qp.qpNumber())) {
+                closeLater(new IOException("a leaving QP had more than " + (FrameWriter.COPY_ON_LEAVE_MAX >> 20)
+                        + " MiB being written (or its memory was gone): the link is cut"));
+            } else if (tellPeer && !closed) {
                 sendDetach(qp.qpNumber(), peerQpn);
             }
         }
-        // Also when the link closed first (the QP was taken off it then): its reader may still be
+        // Also when the link closed first (the QP was taken off it then): the loop may still be
         // copying an answer into this QP's memory, which must be over before its completions go out.
         quiesce();
     }
 
     private void quiesce() {
         try {
-            boolean idle = writer.awaitIdle(QUIESCE_NANOS);
-            if (idle && reading.tryLock(QUIESCE_NANOS, TimeUnit.NANOSECONDS)) {
-                reading.unlock();
+            if (landingLock.tryLock(QUIESCE_NANOS, TimeUnit.NANOSECONDS)) {
+                landingLock.unlock();
                 return;
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        // Stuck on a peer that neither reads nor writes: cut the socket, which ends any transfer at once.
+        // A copy that does not end: cut the socket, which ends any transfer at once.
         closeChannel();
-        reading.lock();
-        reading.unlock();
+        landingLock.lock();
+        landingLock.unlock();
+        closeLater(new IOException("the link stalled for " + TimeUnit.NANOSECONDS.toSeconds(QUIESCE_NANOS) + " s while a QP left it"));
+    }
+
+    /** Closes the link on its loop, after what the caller holds is let go (a QP's lock, the writer). */
+    private void closeLater(IOException cause) {
         if (!closed) {
-            Thread.ofVirtual().start(() -> close(new IOException("the link stalled for "
-                    + TimeUnit.NANOSECONDS.toSeconds(QUIESCE_NANOS) + " s while a QP left it")));
+            loop.execute(() -> close(cause));
         }
     }
 
@@ -234,13 +253,20 @@ final class PeerLink {
         Frame d = Frame.request(Frame.DETACH, 0);
         d.srcQpn = srcQpn;
         d.dstQpn = dstQpn;
-        writer.add(d);
+        send(d);
     }
 
-    /** Queues a frame (from a QP joined here); dropped once the link is closed (its QPs fail anyway). */
+    /**
+     * Writes a frame (from a QP joined here) now if the writer is idle and the socket takes it, else
+     * queues it; dropped once the link is closed (its QPs fail anyway). Never waits.
+     */
     void send(Frame f) {
         if (!closed) {
-            writer.add(f);
+            try {
+                writer.add(f);
+            } catch (IOException e) {
+                closeLater(e); // the caller may hold a QP's lock: closing fails every QP on the link
+            }
         }
     }
 
@@ -256,45 +282,72 @@ final class PeerLink {
         return admittedOnce.get();
     }
 
-    // ---------------------------------------------------------------- reading
+    // ---------------------------------------------------------------- the loop's calls
 
-    /** Reads frames until the link ends; each goes to the QP it names. */
-    void readLoop() {
-        FrameReader in = new FrameReader(channel);
-        Frame f = new Frame(); // one per link, filled by each header it reads
+    @Override
+    public void readable() {
         try {
-            while (in.next(f)) {
-                dispatch(in, f);
+            if (!reader.readAvailable(this::dispatch)) {
+                close(new EOFException("peer closed the connection"));
             }
-            close(new EOFException("peer closed the connection"));
         } catch (IOException e) {
             close(e);
         } catch (IllegalStateException e) {
             close(new IOException("target memory no longer available: " + e.getMessage(), e));
-        } catch (RuntimeException e) { // a peer's frame this code did not foresee: the link fails, the thread ends cleanly
+        } catch (RuntimeException e) { // a peer's frame this code did not foresee: the link fails, the loop goes on
             close(new IOException("malformed frame from the peer: " + e, e));
         }
     }
 
-    private void dispatch(FrameReader in, Frame f) throws IOException {
+    @Override
+    public void writable() {
+        try {
+            writer.onWritable();
+        } catch (IOException e) {
+            close(e);
+        }
+    }
+
+    @Override
+    public void loopClosed() {
+        close(new IOException("software provider closed"));
+    }
+
+    /** Where the payload of the frame being read goes. */
+    Landing landing() {
+        return landing;
+    }
+
+    /** The next {@code n} payload bytes are skipped (null: none). */
+    Landing skip(long n) {
+        return n == 0 ? null : landing.skip(n);
+    }
+
+    /** Hands a frame's header to what it is for; returns where its payload goes (null: it has none). */
+    private Landing dispatch(Frame f) throws IOException {
         switch (f.type) {
             case Frame.READ, Frame.WRITE, Frame.SEND, Frame.COMPARE_SWAP, Frame.FETCH_ADD, Frame.NOP -> {
-                SoftQueuePair qp = joinedFor(f);
-                if (qp == null) {
-                    in.discard(f.payloadLength());
-                } else {
-                    qp.responder.onRequest(this, in, f);
+                if (writer.queued() >= MAX_QUEUED_FRAMES) {
+                    throw new IOException("the peer keeps sending requests without reading the answers ("
+                            + MAX_QUEUED_FRAMES + " frames wait to be written)");
                 }
+                SoftQueuePair qp = joinedFor(f);
+                return qp == null ? skip(f.payloadLength()) : qp.responder.onRequest(this, f);
             }
             case Frame.READ_RESPONSE, Frame.ACK, Frame.ATOMIC_RESPONSE, Frame.RNR_NAK -> {
                 SoftQueuePair qp = joinedFor(f);
-                if (qp == null) {
-                    in.discard(f.payloadLength());
-                } else {
-                    qp.requester.onResponse(this, in, f);
-                }
+                return qp == null ? skip(f.payloadLength()) : qp.requester.onResponse(this, f);
             }
-            case Frame.ATTACH -> onAttach(in, f);
+            case Frame.ATTACH -> {
+                if (f.length > Frame.MAX_TOKEN) {
+                    throw new IOException("malformed ATTACH: token of " + f.length + " bytes");
+                }
+                byte[] token = new byte[f.length];
+                int srcQpn = f.srcQpn;
+                int dstQpn = f.dstQpn;
+                return landing.into(null, () -> onAttach(srcQpn, dstQpn, new String(token, StandardCharsets.US_ASCII)))
+                        .add(java.lang.foreign.MemorySegment.ofArray(token), 0, token.length);
+            }
             case Frame.ATTACH_ACK -> {
                 Attaching a = attaching.get(f.dstQpn);
                 if (a != null && a.peerQpn() == f.srcQpn) {
@@ -308,12 +361,14 @@ final class PeerLink {
                     }
                     a.verdict().complete(verdict);
                 }
+                return null;
             }
             case Frame.DETACH -> {
                 SoftQueuePair qp = joinedFor(f);
                 if (qp != null) {
                     qp.peerLeft(this);
                 }
+                return null;
             }
             default -> throw new IOException("malformed frame: unknown type " + f.type);
         }
@@ -325,40 +380,35 @@ final class PeerLink {
         return qp != null && qp.peerQpn() == f.srcQpn ? qp : null;
     }
 
-    private void onAttach(FrameReader in, Frame f) throws IOException {
-        if (f.length < 0 || f.length > Frame.MAX_TOKEN) {
-            throw new IOException("malformed ATTACH: token of " + f.length + " bytes");
-        }
-        String token = new String(in.readBytes(f.length), StandardCharsets.US_ASCII);
-        SoftQueuePair qp = device.queuePairs.get(f.dstQpn);
+    private void onAttach(int srcQpn, int dstQpn, String token) throws IOException {
+        SoftQueuePair qp = device.queuePairs.get(dstQpn);
         String refusal = null;
         if (qp == null) {
-            refusal = "no QP " + f.dstQpn;
-        } else if (!device.admits(f.dstQpn, token, qp.issuedToken())) {
-            refusal = "invalid admission token for QP " + f.dstQpn;
-        } else if (!qp.acceptJoin(this, f.srcQpn)) {
-            refusal = "QP " + f.dstQpn + " is not waiting for a connection";
+            refusal = "no QP " + dstQpn;
+        } else if (!device.admits(dstQpn, token, qp.issuedToken())) {
+            refusal = "invalid admission token for QP " + dstQpn;
+        } else if (!qp.acceptJoin(this, srcQpn)) {
+            refusal = "QP " + dstQpn + " is not waiting for a connection";
         }
         Frame ack = Frame.response(Frame.ATTACH_ACK, 0, refusal == null ? 0 : 1);
-        ack.srcQpn = f.dstQpn;
-        ack.dstQpn = f.srcQpn;
+        ack.srcQpn = dstQpn;
+        ack.dstQpn = srcQpn;
         if (refusal == null) {
             join(qp);
-            writer.add(ack);
+            send(ack);
             return;
         }
-        device.refused("refused QP " + f.dstQpn + " to a peer at " + peer + ": " + refusal);
+        device.refused("refused QP " + dstQpn + " to a peer at " + peer + ": " + refusal);
+        send(ack);
         if (!everJoined()) {
             // Nobody uses this link: answer and hang up, as a refused connection always was.
-            writer.writeNow(channel, ack);
             throw new IOException("refused the link's first join: " + refusal);
         }
-        writer.add(ack);
     }
 
     /** Runs {@code landing} (a write into a QP's memory) unless the QP failed; the QP's leave waits for it. */
-    boolean landUnless(SoftQueuePair qp, IoAction landing) throws IOException {
-        reading.lock();
+    boolean landUnless(SoftQueuePair qp, Runnable landing) {
+        landingLock.lock();
         try {
             if (!qp.acceptsData()) {
                 return false;
@@ -366,13 +416,8 @@ final class PeerLink {
             landing.run();
             return true;
         } finally {
-            reading.unlock();
+            landingLock.unlock();
         }
-    }
-
-    @FunctionalInterface
-    interface IoAction {
-        void run() throws IOException;
     }
 
     // ---------------------------------------------------------------- closing
@@ -407,20 +452,7 @@ final class PeerLink {
         } catch (IOException ignored) {
             // closing anyway
         }
-    }
-
-    /** Waits (bounded) for the link's threads after {@link #close}. */
-    void awaitThreads() {
-        for (Thread t : new Thread[] {readerThread, writerThread}) {
-            if (t != null && t != Thread.currentThread()) {
-                try {
-                    t.join(2000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
-            }
-        }
+        loop.execute(() -> { }); // its selector lets go of the socket at its next turn
     }
 
     @Override

@@ -1,9 +1,6 @@
 package org.rdmashuffle.verbs.software;
 
-import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /**
@@ -12,12 +9,6 @@ import java.util.Arrays;
  * answered allocates nothing here.
  */
 final class PendingRequest {
-    /**
-     * Answers up to this size are copied through the reader's buffer (no ByteBuffer views to make);
-     * larger ones are read straight into place, where a copy would cost more than the views.
-     */
-    static final int COPY_AT_MOST = FrameReader.CAPACITY;
-
     final Frame request = new Frame();
     long sequence;
     long wrId;
@@ -61,23 +52,12 @@ final class PendingRequest {
         return lengths[s];
     }
 
-    /**
-     * Reads a read response's {@link #length} bytes from {@code in} into the destination: up to {@link
-     * #COPY_AT_MOST} copied from the reader's buffer (no allocation: small blocks are the common case),
-     * larger ones what is buffered copied and the rest read straight into the registered memory.
-     */
-    void land(FrameReader in) throws IOException {
-        if (length <= COPY_AT_MOST) {
-            for (int s = 0; s < sges; s++) {
-                in.copyTo(regions[s].segment(), offsets[s], lengths[s]);
-            }
-            return;
-        }
-        ByteBuffer[] into = new ByteBuffer[sges];
+    /** Adds the destination's ranges, in order, to where a read response lands. */
+    Landing addDestinationsTo(Landing l) {
         for (int s = 0; s < sges; s++) {
-            into[s] = regions[s].segment().asSlice(offsets[s], lengths[s]).asByteBuffer();
+            l.add(regions[s].segment(), offsets[s], lengths[s]);
         }
-        in.readInto(into, length);
+        return l;
     }
 
     /** Writes an atomic's old value to its (one, 8-byte) destination. */

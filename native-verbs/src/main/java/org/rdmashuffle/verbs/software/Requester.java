@@ -24,7 +24,7 @@ import org.rdmashuffle.verbs.WorkRequestOpcode;
  * responses come back. An RNR NAK sends the refused request and every later one again after a
  * delay, up to the QP's {@code rnr_retry} (7: for as long as the QP lives), as hardware does.
  *
- * <p>State is guarded by the QP's lock; responses arrive on the link's reader.
+ * <p>State is guarded by the QP's lock; responses arrive on the link's loop.
  */
 final class Requester {
     private static final long RNR_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
@@ -41,6 +41,22 @@ final class Requester {
     /** RNR NAKs the oldest request has had, and since when its peer has said it is not ready. */
     private int rnrNaks;
     private long notReadySince;
+    /** The request whose read response is landing (the loop lands one response at a time), and its status. */
+    private PendingRequest landing;
+    private int landingStatus;
+    private final Landing.Done answerLanded = new Landing.Done() {
+        @Override
+        public void landed() {
+            PendingRequest p = landing;
+            landing = null;
+            complete(p, landingStatus);
+        }
+
+        @Override
+        public void dropped() {
+            landing = null; // flushed meanwhile: its memory may already be gone
+        }
+    };
 
     Requester(SoftQueuePair qp) {
         this.qp = qp;
@@ -209,7 +225,8 @@ final class Requester {
 
     // ---------------------------------------------------------------- responses (link reader)
 
-    void onResponse(PeerLink link, FrameReader in, Frame f) throws IOException {
+    /** Takes a response whose header just arrived; returns where its payload goes (null: it has none). */
+    Landing onResponse(PeerLink link, Frame f) throws IOException {
         PendingRequest p;
         boolean flushed;
         synchronized (qp.lock) {
@@ -221,23 +238,21 @@ final class Requester {
             }
             if (!flushed && f.type == Frame.RNR_NAK) {
                 onReceiverNotReady(p, f.status);
-                return;
+                return null;
             }
         }
         if (flushed) {
-            in.discard(f.payloadLength()); // the QP failed and is leaving the link: its answers are skipped
-            return;
+            return link.skip(f.payloadLength()); // the QP failed and is leaving the link: its answers are skipped
         }
         if (f.type != expectedResponse(p)) {
             // A responder answering a READ with an ACK (no data) or a SEND with read data: what an HCA
             // reports as a bad response. The request fails, the QP goes to ERR; nothing is written.
-            in.discard(f.payloadLength());
             synchronized (qp.lock) {
                 if (qp.state != QueuePairState.ERR && pending.peekFirst() == p) {
                     qp.enterError(WorkCompletionStatus.BAD_RESP_ERR, true);
                 }
             }
-            return;
+            return link.skip(f.payloadLength());
         }
         int status = f.status;
         if (status == 0 && p.localError == 0) {
@@ -245,16 +260,22 @@ final class Requester {
                 if (f.length != p.length) {
                     throw new IOException("malformed read response: " + f.length + " bytes for a read of " + p.length);
                 }
-                if (!link.landUnless(qp, () -> p.land(in))) {
-                    in.discard(f.length); // flushed meanwhile: its memory may already be gone
-                    return;
-                }
+                landing = p;
+                landingStatus = status;
+                return p.addDestinationsTo(link.landing().into(qp, answerLanded));
             } else if (f.type == Frame.ATOMIC_RESPONSE) {
-                if (!link.landUnless(qp, () -> p.landAtomic(f.a))) {
-                    return;
+                long old = f.a;
+                if (!link.landUnless(qp, () -> p.landAtomic(old))) {
+                    return null;
                 }
             }
         }
+        complete(p, status);
+        return null;
+    }
+
+    /** Completes the oldest request, answered with {@code status}, unless it was flushed meanwhile. */
+    private void complete(PendingRequest p, int status) {
         synchronized (qp.lock) {
             if (qp.state == QueuePairState.ERR || pending.peekFirst() != p) {
                 return; // flushed meanwhile

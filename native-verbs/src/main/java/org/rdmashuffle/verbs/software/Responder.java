@@ -23,7 +23,8 @@ import org.rdmashuffle.verbs.WorkCompletions;
  * before the QP is ready to receive, is answered with an RNR NAK, and the QP's later requests are
  * dropped until the requester sends that one again (go-back-N, as hardware does with PSNs).
  *
- * <p>Runs on the link's reader; receives are posted from any thread.
+ * <p>Runs on the link's loop (each request's header, then what follows its payload); receives
+ * are posted from any thread.
  */
 final class Responder {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -40,18 +41,17 @@ final class Responder {
         this.srq = srq;
     }
 
-    void onRequest(PeerLink link, FrameReader in, Frame f) throws IOException {
+    /** Serves a request whose header just arrived; returns where its payload goes (null: it has none). */
+    Landing onRequest(PeerLink link, Frame f) throws IOException {
         if (awaitingResend) {
             if (f.sequence != awaitedSequence) {
-                in.discard(f.payloadLength()); // sent before the requester learnt of the NAK: it comes again
-                return;
+                return link.skip(f.payloadLength()); // sent before the requester learnt of the NAK: it comes again
             }
             awaitingResend = false;
         }
         QueuePairState state = qp.state;
         if (state == QueuePairState.RESET || state == QueuePairState.INIT) {
-            refuseForNow(in, f, Frame.NAK_NOT_READY);
-            return;
+            return refuseForNow(link, f, Frame.NAK_NOT_READY);
         }
         switch (f.type) {
             case Frame.READ -> {
@@ -70,8 +70,12 @@ final class Responder {
                     qp.send(r);
                 }
             }
-            case Frame.WRITE -> onWrite(link, in, f);
-            case Frame.SEND -> onSend(link, in, f);
+            case Frame.WRITE -> {
+                return onWrite(link, f);
+            }
+            case Frame.SEND -> {
+                return onSend(link, f);
+            }
             case Frame.COMPARE_SWAP, Frame.FETCH_ADD -> {
                 Frame r;
                 MemorySegment target = (f.address & 7) == 0 ? remoteSlice(f.rkey, f.address, 8, Access.REMOTE_ATOMIC) : null;
@@ -89,65 +93,88 @@ final class Responder {
             case Frame.NOP -> qp.send(Frame.response(Frame.ACK, f.sequence, 0));
             default -> throw new IOException("malformed frame: unknown request type " + f.type);
         }
+        return null;
     }
 
-    private void onWrite(PeerLink link, FrameReader in, Frame f) throws IOException {
+    private Landing onWrite(PeerLink link, Frame f) {
         boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
         MemorySegment target = remoteSlice(f.rkey, f.address, f.length, Access.REMOTE_WRITE);
         if (target == null) {
-            in.discard(f.length);
             qp.send(Frame.response(Frame.ACK, f.sequence, WorkCompletionStatus.REM_ACCESS_ERR.code()));
-            return;
+            return link.skip(f.length);
         }
         Receive r = null;
         if (immediate && (r = nextReceive()) == null) {
-            refuseForNow(in, f, Frame.NAK_NO_RECEIVE);
-            return;
+            return refuseForNow(link, f, Frame.NAK_NO_RECEIVE);
         }
         Receive taken = r;
-        boolean landed = link.landUnless(qp, () -> {
-            in.readInto(target.asByteBuffer());
-            if (taken != null) {
-                qp.recvCq.push(taken.wrId(), 0, WorkCompletionOpcode.RECV_RDMA_WITH_IMM.code(), f.length, (int) f.a,
-                        qp.qpNumber(), WorkCompletions.WITH_IMMEDIATE, (f.flags & Frame.FLAG_SOLICITED) != 0);
+        long sequence = f.sequence;
+        int length = f.length;
+        int imm = (int) f.a;
+        boolean solicited = (f.flags & Frame.FLAG_SOLICITED) != 0;
+        return link.landing().into(qp, new Landing.Done() {
+            @Override
+            public void landed() {
+                // Completed only if the QP did not fail meanwhile (its leave waits for this).
+                if (taken != null && !link.landUnless(qp, () -> qp.recvCq.push(taken.wrId(), 0,
+                        WorkCompletionOpcode.RECV_RDMA_WITH_IMM.code(), length, imm, qp.qpNumber(), WorkCompletions.WITH_IMMEDIATE,
+                        solicited))) {
+                    flushTaken(taken);
+                    return;
+                }
+                qp.send(Frame.response(Frame.ACK, sequence, 0));
             }
-        });
-        if (!landed) {
-            skipForFailedQp(in, f, taken);
-            return;
-        }
-        qp.send(Frame.response(Frame.ACK, f.sequence, 0));
+
+            @Override
+            public void dropped() {
+                flushTaken(taken);
+            }
+        }).add(target, 0, length);
     }
 
-    private void onSend(PeerLink link, FrameReader in, Frame f) throws IOException {
+    private Landing onSend(PeerLink link, Frame f) {
         Receive r = nextReceive();
         if (r == null) {
-            refuseForNow(in, f, Frame.NAK_NO_RECEIVE);
-            return;
+            return refuseForNow(link, f, Frame.NAK_NO_RECEIVE);
         }
         if (f.length > r.capacity()) {
-            in.discard(f.length);
             qp.recvCq.push(r.wrId(), WorkCompletionStatus.LOC_LEN_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
                     qp.qpNumber(), 0, true);
             qp.send(Frame.response(Frame.ACK, f.sequence, WorkCompletionStatus.REM_OP_ERR.code()));
-            return;
+            return link.skip(f.length);
         }
-        boolean landed = link.landUnless(qp, () -> {
-            in.readInto(r.buffers(f.length), f.length);
-            boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
-            qp.recvCq.push(r.wrId(), 0, WorkCompletionOpcode.RECV.code(), f.length, immediate ? (int) f.a : 0, qp.qpNumber(),
-                    immediate ? WorkCompletions.WITH_IMMEDIATE : 0, (f.flags & Frame.FLAG_SOLICITED) != 0);
+        long sequence = f.sequence;
+        int length = f.length;
+        boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
+        int imm = immediate ? (int) f.a : 0;
+        boolean solicited = (f.flags & Frame.FLAG_SOLICITED) != 0;
+        Landing l = link.landing().into(qp, new Landing.Done() {
+            @Override
+            public void landed() {
+                if (!link.landUnless(qp, () -> qp.recvCq.push(r.wrId(), 0, WorkCompletionOpcode.RECV.code(), length, imm,
+                        qp.qpNumber(), immediate ? WorkCompletions.WITH_IMMEDIATE : 0, solicited))) {
+                    flushTaken(r);
+                    return;
+                }
+                qp.send(Frame.response(Frame.ACK, sequence, 0));
+            }
+
+            @Override
+            public void dropped() {
+                flushTaken(r);
+            }
         });
-        if (!landed) {
-            skipForFailedQp(in, f, r);
-            return;
+        long left = length;
+        for (MemorySegment sge : r.sges()) {
+            long take = Math.min(left, sge.byteSize());
+            l.add(sge, 0, take);
+            left -= take;
         }
-        qp.send(Frame.response(Frame.ACK, f.sequence, 0));
+        return l;
     }
 
-    /** The QP failed while this request came: its bytes are skipped and the receive it took flushes. */
-    private void skipForFailedQp(FrameReader in, Frame f, Receive taken) throws IOException {
-        in.discard(f.length);
+    /** The QP failed while a request's bytes came: they were skipped, and the receive it took flushes. */
+    private void flushTaken(Receive taken) {
         if (taken != null) {
             qp.recvCq.push(taken.wrId(), WorkCompletionStatus.WR_FLUSH_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
                     qp.qpNumber(), 0, true);
@@ -155,11 +182,11 @@ final class Responder {
     }
 
     /** Drops {@code f} and everything the QP sends after it, and says so (the requester sends them again). */
-    private void refuseForNow(FrameReader in, Frame f, int reason) throws IOException {
-        in.discard(f.payloadLength());
+    private Landing refuseForNow(PeerLink link, Frame f, int reason) {
         awaitingResend = true;
         awaitedSequence = f.sequence;
         qp.send(Frame.response(Frame.RNR_NAK, f.sequence, reason));
+        return link.skip(f.payloadLength());
     }
 
     /**

@@ -54,6 +54,8 @@ final class SoftDevice implements VerbsDevice {
     /** Every open link, dialled or accepted. */
     private final Set<PeerLink> links = ConcurrentHashMap.newKeySet();
     private volatile Listener listener;
+    /** The loops serving this device's links (shared with the process's other devices), from the listener's start. */
+    private LinkLoop.Group loops;
     private Thread linkWatch;
     private volatile boolean closed;
 
@@ -171,6 +173,7 @@ final class SoftDevice implements VerbsDevice {
                     throw new IllegalStateException("software provider is closed");
                 }
                 if (listener == null) {
+                    loops = LinkLoop.Group.acquire();
                     listener = new Listener();
                     linkWatch = Thread.ofVirtual().name("rdma-soft-link-watch").start(this::watchLinks);
                 }
@@ -180,9 +183,17 @@ final class SoftDevice implements VerbsDevice {
         return l;
     }
 
+    /** The loops for this device's links. */
+    LinkLoop.Group loops() {
+        listener();
+        return loops;
+    }
+
     void close() {
+        LinkLoop.Group g;
         synchronized (this) {
             closed = true;
+            g = loops;
         }
         for (SoftQueuePair qp : queuePairs.values()) {
             qp.close();
@@ -193,11 +204,13 @@ final class SoftDevice implements VerbsDevice {
         }
         for (PeerLink link : List.copyOf(links)) {
             link.close(new IOException("software provider closed"));
-            link.awaitThreads();
         }
         Thread w = linkWatch;
         if (w != null) {
             w.interrupt();
+        }
+        if (g != null) {
+            LinkLoop.Group.release(g);
         }
     }
 
@@ -263,9 +276,9 @@ final class SoftDevice implements VerbsDevice {
                     continue;
                 }
                 // The hello is read off the accept thread, so a peer that never sends one cannot stall others;
-                // that thread then reads the link. The connection counts as waiting until a QP joins over it.
+                // then the link goes to its loop. The connection counts as waiting until a QP joins over it.
                 // (The link runs that leave once, at its first join or its close.)
-                Thread.ofVirtual().name("rdma-soft-link-reader").start(() -> {
+                Thread.ofVirtual().name("rdma-soft-link-hello").start(() -> {
                     PeerLink link = null;
                     try {
                         link = admit(channel, () -> waitingHellos.leave(from));
@@ -273,9 +286,6 @@ final class SoftDevice implements VerbsDevice {
                         if (link == null) {
                             waitingHellos.leave(from);
                         }
-                    }
-                    if (link != null) {
-                        link.readLoop();
                     }
                 });
             }
@@ -296,16 +306,22 @@ final class SoftDevice implements VerbsDevice {
                     return null;
                 }
                 socket.setSoTimeout(0);
+                PeerLink link;
                 synchronized (SoftDevice.this) {
                     if (closed) {
                         reject(channel, peer, "the provider is closing");
                         return null;
                     }
                     new DataOutputStream(socket.getOutputStream()).writeInt(0);
-                    PeerLink link = PeerLink.accepted(SoftDevice.this, channel, from, joined);
+                    link = PeerLink.accepted(SoftDevice.this, channel, from, joined);
                     links.add(link);
-                    return link;
                 }
+                try {
+                    link.start();
+                } catch (IOException e) { // closed by it (and left the table): refused like a failed hello
+                    refusals.warn("software provider: data connection from " + peer + " failed to start: " + e.getMessage());
+                }
+                return link;
             } catch (IOException e) {
                 reject(channel, peer, "hello failed: " + e.getMessage());
                 return null;

@@ -35,7 +35,7 @@ import org.rdmashuffle.verbs.WorkCompletionStatus;
  *
  * <p>Threads: none of its own. Posting never blocks on the network: frames go to the link's writer.
  */
-final class SoftQueuePair implements QueuePair {
+final class SoftQueuePair implements QueuePair, Landing.Guard {
     private static final System.Logger LOG = System.getLogger(SoftQueuePair.class.getName());
     private static final SecureRandom RANDOM = new SecureRandom();
     /** Connecting to a peer device, and waiting for its answer to a hello or a join, each at most this long. */
@@ -295,7 +295,8 @@ final class SoftQueuePair implements QueuePair {
     }
 
     /** Whether the link may write into this QP's memory (not once it failed or closed). */
-    boolean acceptsData() {
+    @Override
+    public boolean acceptsData() {
         return state != QueuePairState.ERR && !closing;
     }
 

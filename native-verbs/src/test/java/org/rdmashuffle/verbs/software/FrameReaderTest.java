@@ -16,14 +16,19 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.junit.jupiter.api.Test;
 
 /**
- * Frames come out of the reader's buffer whole and in order however the stream is cut: headers split
- * across reads, many frames in one read, payloads smaller and larger than the buffer, partly buffered
- * when their header is parsed; a refused payload is skipped in step; an end in mid-frame is an error.
+ * Frames come out of the reader whole and in order however the stream is cut and however many
+ * turns it takes: headers split across reads, many frames in one read, payloads smaller and larger
+ * than the buffer, partly buffered when their header is parsed; a refused payload is skipped in step;
+ * a QP that fails mid-payload gets none of the rest; an end in mid-frame is an error.
  */
 class FrameReaderTest {
     /** A connected pair of sockets on loopback: {@code out} writes what {@code in} reads. */
@@ -81,6 +86,26 @@ class FrameReaderTest {
         return b;
     }
 
+    /** Reads frames as the loop would (non-blocking, a turn at a time) until {@code dispatch} saw {@code frames} or the stream ended. */
+    private static boolean readUntil(FrameReader in, FrameReader.Dispatch dispatch, int[] seen, int frames) throws Exception {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (seen[0] < frames) {
+            if (!in.readAvailable(dispatch)) {
+                return false;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("only " + seen[0] + " of " + frames + " frames within 10 s");
+            }
+            Thread.sleep(0, 100_000);
+        }
+        return true;
+    }
+
+    private static FrameReader reader(Wire w) throws IOException {
+        w.in.configureBlocking(false);
+        return new FrameReader(w.in, new ReentrantLock());
+    }
+
     @Test
     void framesCutAnywhereComeOutWholeAndInOrder() throws Exception {
         byte[] small = bytes(100, 1);
@@ -89,7 +114,7 @@ class FrameReaderTest {
         byte[] stream = concat(frame(Frame.READ, 1, new byte[0]), frame(Frame.READ_RESPONSE, 2, small),
                 frame(Frame.SEND, 3, large), frame(Frame.WRITE, 4, refused), frame(Frame.ACK, 5, new byte[0]));
         for (int piece : new int[] {stream.length, 7, 48, 1000, 4099}) {
-            try (Wire w = new Wire(); Arena arena = Arena.ofConfined()) {
+            try (Wire w = new Wire(); Arena arena = Arena.ofShared()) {
                 Thread writer = Thread.ofPlatform().start(() -> {
                     try {
                         w.write(stream, piece);
@@ -97,41 +122,80 @@ class FrameReaderTest {
                         throw new java.io.UncheckedIOException(e);
                     }
                 });
-                FrameReader in = new FrameReader(w.in);
-                Frame f = new Frame();
-
-                assertTrue(in.next(f));
-                assertEquals(Frame.READ, f.type);
-                assertEquals(1, f.sequence);
-                assertEquals(0, f.length);
-
-                assertTrue(in.next(f));
-                assertEquals(Frame.READ_RESPONSE, f.type);
-                assertEquals(2, f.sequence);
-                assertEquals(-2, f.a);
+                FrameReader in = reader(w);
                 MemorySegment landed = arena.allocate(200);
-                in.copyTo(landed, 50, f.length); // copied from the buffer to an offset
-                assertArrayEquals(small, landed.asSlice(50, 100).toArray(ValueLayout.JAVA_BYTE), "piece " + piece);
-
-                assertTrue(in.next(f));
-                assertEquals(Frame.SEND, f.type);
                 MemorySegment first = arena.allocate(1000);
                 MemorySegment rest = arena.allocate(large.length - 1000);
-                in.readInto(new ByteBuffer[] {first.asByteBuffer(), rest.asByteBuffer()}, f.length);
+                List<String> frames = new ArrayList<>();
+                List<String> done = new ArrayList<>();
+                Landing landing = new Landing();
+                int[] seen = {0};
+                FrameReader.Dispatch dispatch = f -> {
+                    seen[0]++;
+                    frames.add(f.type + ":" + f.sequence + ":" + f.length + ":" + f.a);
+                    String name = "landed " + f.sequence;
+                    return switch (f.type) {
+                        case Frame.READ_RESPONSE -> landing.into(null, () -> done.add(name)).add(landed, 50, f.length);
+                        case Frame.SEND -> landing.into(null, () -> done.add(name)).add(first, 0, 1000)
+                                .add(rest, 0, f.length - 1000);
+                        case Frame.WRITE -> landing.skip(f.length);
+                        default -> null;
+                    };
+                };
+                assertTrue(readUntil(in, dispatch, seen, 5));
+                assertEquals(List.of(Frame.READ + ":1:0:-1", Frame.READ_RESPONSE + ":2:100:-2",
+                        Frame.SEND + ":3:" + large.length + ":-3", Frame.WRITE + ":4:" + refused.length + ":-4",
+                        Frame.ACK + ":5:0:-5"), frames, "piece " + piece);
+                assertEquals(List.of("landed 2", "landed 3"), done, "piece " + piece);
+                assertArrayEquals(small, landed.asSlice(50, 100).toArray(ValueLayout.JAVA_BYTE), "piece " + piece);
                 assertArrayEquals(large, concat(first.toArray(ValueLayout.JAVA_BYTE), rest.toArray(ValueLayout.JAVA_BYTE)),
                         "piece " + piece);
-
-                assertTrue(in.next(f));
-                assertEquals(Frame.WRITE, f.type);
-                in.discard(f.length);
-
-                assertTrue(in.next(f));
-                assertEquals(Frame.ACK, f.type);
-                assertEquals(5, f.sequence);
                 writer.join();
                 w.out.close();
-                assertFalse(in.next(f), "a clean end between frames");
+                assertFalse(readUntil(in, dispatch, seen, 6), "a clean end between frames");
             }
+        }
+    }
+
+    @Test
+    void aQueuePairThatFailsWhileItsPayloadArrives_getsNoMoreOfItsBytes() throws Exception {
+        byte[] payload = bytes(FrameReader.CAPACITY * 4, 5);
+        byte[] whole = concat(frame(Frame.SEND, 1, payload), frame(Frame.ACK, 2, new byte[0]));
+        try (Wire w = new Wire(); Arena arena = Arena.ofShared()) {
+            FrameReader in = reader(w);
+            MemorySegment target = arena.allocate(payload.length);
+            AtomicBoolean accepts = new AtomicBoolean(true);
+            List<String> done = new ArrayList<>();
+            Landing landing = new Landing();
+            int[] seen = {0};
+            FrameReader.Dispatch dispatch = f -> {
+                seen[0]++;
+                if (f.type != Frame.SEND) {
+                    return null;
+                }
+                return landing.into(accepts::get, new Landing.Done() {
+                    @Override
+                    public void landed() {
+                        done.add("landed");
+                    }
+
+                    @Override
+                    public void dropped() {
+                        done.add("dropped");
+                    }
+                }).add(target, 0, f.length);
+            };
+            w.write(java.util.Arrays.copyOf(whole, Frame.HEADER + 1000), Frame.HEADER + 1000);
+            readUntil(in, dispatch, seen, 1);
+            while (in.readAvailable(dispatch) && target.get(ValueLayout.JAVA_BYTE, 999) != payload[999]) {
+                Thread.sleep(1);
+            }
+            accepts.set(false); // the QP fails with 1000 bytes landed
+            w.write(java.util.Arrays.copyOfRange(whole, Frame.HEADER + 1000, whole.length), 5000);
+            assertTrue(readUntil(in, dispatch, seen, 2));
+            assertEquals(List.of("dropped"), done);
+            byte[] after = target.asSlice(1000, payload.length - 1000).toArray(ValueLayout.JAVA_BYTE);
+            assertArrayEquals(new byte[payload.length - 1000], after, "nothing landed after the QP failed");
         }
     }
 
@@ -141,15 +205,17 @@ class FrameReaderTest {
         try (Wire w = new Wire()) {
             w.write(java.util.Arrays.copyOf(whole, 30), 30); // part of the header
             w.out.close();
-            assertThrows(EOFException.class, () -> new FrameReader(w.in).next(new Frame()));
+            FrameReader in = reader(w);
+            assertThrows(EOFException.class, () -> readUntil(in, f -> null, new int[1], 1));
         }
-        try (Wire w = new Wire(); Arena arena = Arena.ofConfined()) {
+        try (Wire w = new Wire(); Arena arena = Arena.ofShared()) {
             w.write(java.util.Arrays.copyOf(whole, Frame.HEADER + 200), 64); // part of the payload
             w.out.close();
-            FrameReader in = new FrameReader(w.in);
-            Frame f = new Frame();
-            assertTrue(in.next(f));
-            assertThrows(EOFException.class, () -> in.copyTo(arena.allocate(500), 0, f.length));
+            FrameReader in = reader(w);
+            Landing landing = new Landing();
+            MemorySegment target = arena.allocate(500);
+            assertThrows(EOFException.class, () -> readUntil(in, f -> landing.into(null, () -> { }).add(target, 0, f.length),
+                    new int[1], 2));
         }
     }
 
@@ -159,7 +225,8 @@ class FrameReaderTest {
         ByteBuffer.wrap(bad).putInt(28, -5);
         try (Wire w = new Wire()) {
             w.write(bad, bad.length);
-            IOException e = assertThrows(IOException.class, () -> new FrameReader(w.in).next(new Frame()));
+            FrameReader in = reader(w);
+            IOException e = assertThrows(IOException.class, () -> readUntil(in, f -> null, new int[1], 1));
             assertTrue(e.getMessage().contains("negative length"), e.getMessage());
         }
     }

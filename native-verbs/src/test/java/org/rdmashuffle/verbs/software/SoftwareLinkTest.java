@@ -216,6 +216,53 @@ class SoftwareLinkTest {
     }
 
     @Test
+    void aPeerThatAsksWithoutReadingTheAnswers_isCutOff_andTheOtherLinksWork() throws Exception {
+        try (TwoDevices d = new TwoDevices()) {
+            QueuePair[] honest = d.connect(OPTIONS); // A's and B's QP over their own link
+            QueuePair own = d.pdB.createQueuePair(QueuePairConfig.of(d.cqB, 64, 64, 4));
+            QueuePairEndpoint ownEndpoint = own.localEndpoint(OPTIONS);
+            own.modifyToInit(OPTIONS);
+            int attackerQpn = 4242;
+            int linksBefore = d.deviceB().openLinks();
+            try (RawLinkPeer attacker = new RawLinkPeer(ownEndpoint.lid())) {
+                attacker.socket.setReceiveBufferSize(4096);
+                assertEquals(0, attacker.helloVerdict());
+                assertEquals(0, attacker.attach(attackerQpn, ownEndpoint.qpNumber(), ownEndpoint.admissionToken()));
+                assertEquals(linksBefore + 1, d.deviceB().openLinks());
+                // The same request again and again, never reading: each is answered (an RNR NAK: the QP is
+                // not ready), and the answers pile up on B's side of the link.
+                Frame nop = Frame.request(Frame.NOP, 0);
+                nop.srcQpn = attackerQpn;
+                nop.dstQpn = ownEndpoint.qpNumber();
+                byte[] one = nop.encode().array();
+                byte[] burst = new byte[one.length * 1024];
+                for (int i = 0; i < 1024; i++) {
+                    System.arraycopy(one, 0, burst, i * one.length, one.length);
+                }
+                boolean cut = false;
+                for (int i = 0; i < 2000 && !cut; i++) { // up to 2 M requests (112 MB)
+                    try {
+                        attacker.out.write(burst);
+                    } catch (java.io.IOException e) {
+                        cut = true; // B closed the link
+                    }
+                }
+                assertTrue(cut, "B kept taking requests whose answers were never read");
+            }
+            awaitUpTo10s(() -> d.deviceB().openLinks() == linksBefore);
+            assertEquals(linksBefore, d.deviceB().openLinks(), "the attacker's link is closed, the others are not");
+            // The honest pair still works over its link.
+            try (SendWorkRequests chain = SendWorkRequests.allocate(1, 1)) {
+                chain.get(0).rdmaRead(1, SendFlags.SIGNALED, d.memoryA, 0, 8, d.memoryB.address(), d.memoryB.rkey());
+                honest[0].postSend(chain, 1);
+                Completion c = VerbsTestSupport.awaitCompletions(d.cqA, 1).getFirst();
+                assertEquals(WorkCompletionStatus.SUCCESS, c.status(), c.toString());
+            }
+            own.close();
+        }
+    }
+
+    @Test
     void aLinkWhoseQueuePairsAllLeft_isClosedAfterItsIdleTime() {
         try (TwoDevices d = new TwoDevices()) {
             QueuePair[] pair = d.connect(OPTIONS);
