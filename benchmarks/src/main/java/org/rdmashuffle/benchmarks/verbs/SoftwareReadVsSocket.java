@@ -40,15 +40,20 @@ import org.rdmashuffle.verbs.software.SoftwareProvider;
  *       request each, 16 in flight) and the child writes them from the same native memory.
  * </ul>
  * Prints MB/s (10^6 bytes) per round, the ratio rdma/socket, and heap bytes allocated per read in
- * this JVM. {@code java -cp benchmarks.jar ...SoftwareReadVsSocket [--file | --file-mapped] [SIZE...]}: from a
+ * this JVM. {@code java -cp benchmarks.jar ...SoftwareReadVsSocket [--file | --file-mapped] [--spin] [SIZE...]}: from a
  * file registered with {@code registerOwnedFile} (sendfile) or {@code registerFile} (the mapping), the socket
- * side then sending from the file with {@code transferTo}; by default from anonymous memory.
+ * side then sending from the file with {@code transferTo}; by default from anonymous memory. The reading
+ * side polls its CQ as the engine's poller does on the software provider (yielding for 50 us, then
+ * waiting on the completion channel); {@code --spin}: yielding for as long as the CQ is empty.
  */
 public final class SoftwareReadVsSocket {
     private static final long VOLUME = 1L << 30;
     private static final int REGION = 64 << 20;
     private static final int IN_FLIGHT = 16;
     private static final int CHAIN = 4;
+    /** The engine's default {@code busyPoll}. */
+    private static final long BUSY_POLL_NANOS = 50_000;
+    private static boolean spin;
     private static final ConnectOptions OPTIONS = ConnectOptions.defaults(1, 0, Mtu.MTU_4096);
 
     private SoftwareReadVsSocket() {
@@ -61,11 +66,18 @@ public final class SoftwareReadVsSocket {
         }
         // --file: a file registered with registerOwnedFile (read answers sent with sendfile); --file-mapped: the
         // same file registered with registerFile (answers written from the mapping); else anonymous memory.
-        String mode = java.util.Arrays.stream(args).filter(a -> a.startsWith("--")).findFirst().orElse("--memory");
+        // --spin: the reading side polls its CQ yielding forever (what this benchmark did before 2026-11-25);
+        // by default it polls as the engine's poller does on the software provider: yielding for 50 us, then
+        // waiting on the CQ's completion channel.
+        spin = java.util.Arrays.asList(args).contains("--spin");
+        String mode = java.util.Arrays.stream(args).filter(a -> a.startsWith("--") && !a.equals("--spin")).findFirst()
+                .orElse("--memory");
         int[] sizes = java.util.Arrays.stream(args).filter(a -> !a.startsWith("--")).mapToInt(Integer::parseInt).toArray();
         if (sizes.length == 0) {
             sizes = new int[] {65536, 1 << 20};
         }
+        System.out.println(spin ? "poller: yields while the CQ is empty (--spin)"
+                : "poller: as the engine's (yields for 50 us, then waits on the completion channel)");
         System.out.println(switch (mode) {
             case "--file" -> "served from a file registered with registerOwnedFile (answers sent with sendfile); the socket side with transferTo";
             case "--file-mapped" -> "served from a file registered with registerFile (answers written from the mapping); the socket side with transferTo";
@@ -86,7 +98,8 @@ public final class SoftwareReadVsSocket {
             int rkey = Integer.parseInt(served[7]);
             int socketPort = Integer.parseInt(served[8]);
             try (ProtectionDomain pd = ctx.allocateProtectionDomain();
-                 CompletionQueue cq = ctx.createCompletionQueue(IN_FLIGHT * 2, null, 0);
+                 org.rdmashuffle.verbs.CompletionChannel channel = ctx.createCompletionChannel();
+                 CompletionQueue cq = ctx.createCompletionQueue(IN_FLIGHT * 2, channel, 0);
                  QueuePair qp = pd.createQueuePair(QueuePairConfig.of(cq, IN_FLIGHT * 2, 1, 1));
                  MemoryRegion local = pd.allocateAndRegister((long) IN_FLIGHT * (1 << 20), Access.LOCAL_WRITE);
                  SocketChannel socket = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), socketPort))) {
@@ -101,12 +114,12 @@ public final class SoftwareReadVsSocket {
                     double plain = 0;
                     long allocated = 0;
                     long reads = 0;
-                    rdmaRound(qp, cq, local, remoteAddress, rkey, size, 2 * VOLUME); // warm-up: let the JIT compile both paths
+                    rdmaRound(qp, cq, channel, local, remoteAddress, rkey, size, 2 * VOLUME); // warm-up: let the JIT compile both paths
                     socketRound(socket, local, size, 2 * VOLUME);
                     for (int round = 1; round <= 3; round++) {
                         double s = socketRound(socket, local, size, VOLUME);
                         long before = allocatedBytes();
-                        double r = rdmaRound(qp, cq, local, remoteAddress, rkey, size, VOLUME);
+                        double r = rdmaRound(qp, cq, channel, local, remoteAddress, rkey, size, VOLUME);
                         allocated += allocatedBytes() - before;
                         reads += VOLUME / size;
                         System.out.printf(Locale.ROOT, "size %d round %d: socket copy %.0f MB/s, software RDMA_READ %.0f MB/s%n",
@@ -126,7 +139,8 @@ public final class SoftwareReadVsSocket {
     }
 
     /** Keeps IN_FLIGHT reads of {@code size} in flight until {@code volume} bytes were read; MB/s. */
-    private static double rdmaRound(QueuePair qp, CompletionQueue cq, MemoryRegion local, long remote, int rkey, int size,
+    private static double rdmaRound(QueuePair qp, CompletionQueue cq, org.rdmashuffle.verbs.CompletionChannel channel,
+                                    MemoryRegion local, long remote, int rkey, int size,
                                     long volume) {
         int chains = IN_FLIGHT / CHAIN;
         long span = REGION - (long) size * CHAIN;
@@ -142,8 +156,29 @@ public final class SoftwareReadVsSocket {
             for (int c = 0; c < chains && posted < total; c++) {
                 post(qp, chain[c], c, local, remote, rkey, size, (posted++ * size * CHAIN) % span);
             }
+            long idleSince = 0;
             while (done < total) {
                 int n = cq.poll(wc);
+                if (n == 0 && !spin) {
+                    long now = System.nanoTime();
+                    if (idleSince == 0) {
+                        idleSince = now;
+                    } else if (now - idleSince > BUSY_POLL_NANOS) {
+                        cq.requestNotify(false);
+                        n = cq.poll(wc); // one that came before the arm raises no event
+                        if (n == 0) {
+                            CompletionQueue woke = channel.awaitEvent(java.time.Duration.ofMillis(100));
+                            if (woke != null) {
+                                woke.acknowledgeEvents(1);
+                            }
+                            idleSince = 0;
+                            continue;
+                        }
+                    }
+                }
+                if (n > 0) {
+                    idleSince = 0;
+                }
                 for (int i = 0; i < n; i++) {
                     if (!wc.isSuccess(i)) {
                         throw wc.failure(i);
