@@ -112,24 +112,9 @@ final class Responder {
         int length = f.length;
         int imm = (int) f.a;
         boolean solicited = (f.flags & Frame.FLAG_SOLICITED) != 0;
-        return link.landing().into(qp, new Landing.Done() {
-            @Override
-            public void landed() {
-                // Completed only if the QP did not fail meanwhile (its leave waits for this).
-                if (taken != null && !link.landUnless(qp, () -> qp.recvCq.push(taken.wrId(), 0,
-                        WorkCompletionOpcode.RECV_RDMA_WITH_IMM.code(), length, imm, qp.qpNumber(), WorkCompletions.WITH_IMMEDIATE,
-                        solicited))) {
-                    flushTaken(taken);
-                    return;
-                }
-                qp.send(Frame.response(Frame.ACK, sequence, 0));
-            }
-
-            @Override
-            public void dropped() {
-                flushTaken(taken);
-            }
-        }).add(target, 0, length);
+        Runnable complete = taken == null ? null : () -> qp.recvCq.push(taken.wrId(), 0,
+                WorkCompletionOpcode.RECV_RDMA_WITH_IMM.code(), length, imm, qp.qpNumber(), WorkCompletions.WITH_IMMEDIATE, solicited);
+        return link.landing().into(qp, thenCompleteAndAck(link, taken, complete, sequence)).add(target, 0, length);
     }
 
     private Landing onSend(PeerLink link, Frame f) {
@@ -148,22 +133,9 @@ final class Responder {
         boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
         int imm = immediate ? (int) f.a : 0;
         boolean solicited = (f.flags & Frame.FLAG_SOLICITED) != 0;
-        Landing l = link.landing().into(qp, new Landing.Done() {
-            @Override
-            public void landed() {
-                if (!link.landUnless(qp, () -> qp.recvCq.push(r.wrId(), 0, WorkCompletionOpcode.RECV.code(), length, imm,
-                        qp.qpNumber(), immediate ? WorkCompletions.WITH_IMMEDIATE : 0, solicited))) {
-                    flushTaken(r);
-                    return;
-                }
-                qp.send(Frame.response(Frame.ACK, sequence, 0));
-            }
-
-            @Override
-            public void dropped() {
-                flushTaken(r);
-            }
-        });
+        Landing l = link.landing().into(qp, thenCompleteAndAck(link, r, () -> qp.recvCq.push(r.wrId(), 0,
+                WorkCompletionOpcode.RECV.code(), length, imm, qp.qpNumber(), immediate ? WorkCompletions.WITH_IMMEDIATE : 0,
+                solicited), sequence));
         long left = length;
         for (MemorySegment sge : r.sges()) {
             long take = Math.min(left, sge.byteSize());
@@ -171,6 +143,29 @@ final class Responder {
             left -= take;
         }
         return l;
+    }
+
+    /**
+     * What follows a WRITE's or SEND's payload: {@code complete} pushes the receive completion of
+     * {@code taken} (none for a WRITE without immediate), unless the QP failed meanwhile (its leave
+     * waits for this), in which case {@code taken} flushes; then the ACK.
+     */
+    private Landing.Done thenCompleteAndAck(PeerLink link, Receive taken, Runnable complete, long sequence) {
+        return new Landing.Done() {
+            @Override
+            public void landed() {
+                if (taken != null && !link.landUnless(qp, complete)) {
+                    flushTaken(taken);
+                    return;
+                }
+                qp.send(Frame.response(Frame.ACK, sequence, 0));
+            }
+
+            @Override
+            public void dropped() {
+                flushTaken(taken);
+            }
+        };
     }
 
     /** The QP failed while a request's bytes came: they were skipped, and the receive it took flushes. */

@@ -11,11 +11,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -31,36 +27,6 @@ import org.junit.jupiter.api.Test;
  * a QP that fails mid-payload gets none of the rest; an end in mid-frame is an error.
  */
 class FrameReaderTest {
-    /** A connected pair of sockets on loopback: {@code out} writes what {@code in} reads. */
-    private static final class Wire implements AutoCloseable {
-        final SocketChannel out;
-        final SocketChannel in;
-
-        Wire() throws IOException {
-            try (ServerSocketChannel server = ServerSocketChannel.open()) {
-                server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-                out = SocketChannel.open(server.getLocalAddress());
-                in = server.accept();
-            }
-        }
-
-        /** Writes {@code bytes} in pieces of {@code piece} bytes, each flushed on its own. */
-        void write(byte[] bytes, int piece) throws IOException {
-            for (int i = 0; i < bytes.length; i += piece) {
-                ByteBuffer b = ByteBuffer.wrap(bytes, i, Math.min(piece, bytes.length - i));
-                while (b.hasRemaining()) {
-                    out.write(b);
-                }
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            out.close();
-            in.close();
-        }
-    }
-
     private static byte[] frame(byte type, long sequence, byte[] payload) {
         Frame f = Frame.request(type, sequence);
         f.length = payload.length;
@@ -101,7 +67,7 @@ class FrameReaderTest {
         return true;
     }
 
-    private static FrameReader reader(Wire w) throws IOException {
+    private static FrameReader reader(LoopbackWire w) throws IOException {
         w.in.configureBlocking(false);
         return new FrameReader(w.in, new ReentrantLock());
     }
@@ -114,7 +80,7 @@ class FrameReaderTest {
         byte[] stream = concat(frame(Frame.READ, 1, new byte[0]), frame(Frame.READ_RESPONSE, 2, small),
                 frame(Frame.SEND, 3, large), frame(Frame.WRITE, 4, refused), frame(Frame.ACK, 5, new byte[0]));
         for (int piece : new int[] {stream.length, 7, 48, 1000, 4099}) {
-            try (Wire w = new Wire(); Arena arena = Arena.ofShared()) {
+            try (LoopbackWire w = new LoopbackWire(); Arena arena = Arena.ofShared()) {
                 Thread writer = Thread.ofPlatform().start(() -> {
                     try {
                         w.write(stream, piece);
@@ -161,7 +127,7 @@ class FrameReaderTest {
     void aQueuePairThatFailsWhileItsPayloadArrives_getsNoMoreOfItsBytes() throws Exception {
         byte[] payload = bytes(FrameReader.CAPACITY * 4, 5);
         byte[] whole = concat(frame(Frame.SEND, 1, payload), frame(Frame.ACK, 2, new byte[0]));
-        try (Wire w = new Wire(); Arena arena = Arena.ofShared()) {
+        try (LoopbackWire w = new LoopbackWire(); Arena arena = Arena.ofShared()) {
             FrameReader in = reader(w);
             MemorySegment target = arena.allocate(payload.length);
             AtomicBoolean accepts = new AtomicBoolean(true);
@@ -202,13 +168,13 @@ class FrameReaderTest {
     @Test
     void anEndInTheMiddleOfAFrameIsAnError() throws Exception {
         byte[] whole = frame(Frame.SEND, 9, bytes(500, 4));
-        try (Wire w = new Wire()) {
+        try (LoopbackWire w = new LoopbackWire()) {
             w.write(java.util.Arrays.copyOf(whole, 30), 30); // part of the header
             w.out.close();
             FrameReader in = reader(w);
             assertThrows(EOFException.class, () -> readUntil(in, f -> null, new int[1], 1));
         }
-        try (Wire w = new Wire(); Arena arena = Arena.ofShared()) {
+        try (LoopbackWire w = new LoopbackWire(); Arena arena = Arena.ofShared()) {
             w.write(java.util.Arrays.copyOf(whole, Frame.HEADER + 200), 64); // part of the payload
             w.out.close();
             FrameReader in = reader(w);
@@ -223,7 +189,7 @@ class FrameReaderTest {
     void aNegativeLengthIsMalformed() throws Exception {
         byte[] bad = frame(Frame.SEND, 1, new byte[0]);
         ByteBuffer.wrap(bad).putInt(28, -5);
-        try (Wire w = new Wire()) {
+        try (LoopbackWire w = new LoopbackWire()) {
             w.write(bad, bad.length);
             FrameReader in = reader(w);
             IOException e = assertThrows(IOException.class, () -> readUntil(in, f -> null, new int[1], 1));

@@ -6,11 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -25,35 +21,11 @@ import org.junit.jupiter.api.Test;
  * holds after it left.
  */
 class FrameWriterTest {
-    /** A connected pair on loopback: the writer's end non-blocking, as a link's is. */
-    private static final class Wire implements AutoCloseable {
-        final SocketChannel out;
-        final SocketChannel in;
-
-        Wire() throws IOException {
-            try (ServerSocketChannel server = ServerSocketChannel.open()) {
-                server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-                out = SocketChannel.open(server.getLocalAddress());
-                in = server.accept();
-            }
-            out.configureBlocking(false);
-        }
-
-        byte[] read(int n) throws IOException {
-            ByteBuffer b = ByteBuffer.allocate(n);
-            while (b.hasRemaining()) {
-                if (in.read(b) < 0) {
-                    throw new java.io.EOFException("after " + b.position() + " bytes");
-                }
-            }
-            return b.array();
-        }
-
-        @Override
-        public void close() throws IOException {
-            out.close();
-            in.close();
-        }
+    /** A wire whose writing end is non-blocking, as a link's is. */
+    private static LoopbackWire wire() throws IOException {
+        LoopbackWire w = new LoopbackWire();
+        w.out.configureBlocking(false);
+        return w;
     }
 
     @FunctionalInterface
@@ -92,7 +64,7 @@ class FrameWriterTest {
 
     @Test
     void aFramePostedWhileTheWriterIsIdle_isOnTheWireWhenAddReturns() throws Exception {
-        try (Wire w = new Wire()) {
+        try (LoopbackWire w = wire()) {
             AtomicInteger roomAsked = new AtomicInteger();
             FrameWriter writer = new FrameWriter(w.out, on -> roomAsked.incrementAndGet());
             writer.add(send(7, 1, ByteBuffer.wrap(new byte[] {1, 2, 3})));
@@ -109,7 +81,7 @@ class FrameWriterTest {
 
     @Test
     void aPeerThatStopsReading_neverBlocksAPostingThread() throws Exception {
-        try (Wire w = new Wire()) {
+        try (LoopbackWire w = wire()) {
             AtomicInteger roomAsked = new AtomicInteger();
             FrameWriter writer = new FrameWriter(w.out, on -> roomAsked.addAndGet(on ? 1 : -1));
             byte[] block = new byte[1 << 20];
@@ -133,7 +105,7 @@ class FrameWriterTest {
 
     @Test
     void aQueuePairLeavingWhileItsFrameIsHalfWritten_hasItsBytesCopied_andItsQueuedFramesDropped() throws Exception {
-        try (Wire w = new Wire()) {
+        try (LoopbackWire w = wire()) {
             FrameWriter writer = new FrameWriter(w.out, on -> { });
             byte[] memory = new byte[16 << 20]; // more than loopback's socket buffers take, less than the copy bound
             Arrays.fill(memory, (byte) 1);
