@@ -219,10 +219,5 @@ final class LinkLoop implements Runnable {
         LinkLoop next() {
             return loops[Math.floorMod(next.getAndIncrement(), loops.length)];
         }
-
-        /** How many loop threads there are (tests count threads). */
-        int size() {
-            return loops.length;
-        }
     }
 }

@@ -41,15 +41,14 @@ final class Requester {
     /** RNR NAKs the oldest request has had, and since when its peer has said it is not ready. */
     private int rnrNaks;
     private long notReadySince;
-    /** The request whose read response is landing (the loop lands one response at a time), and its status. */
+    /** The request whose (successful) read response is landing: the loop lands one response at a time. */
     private PendingRequest landing;
-    private int landingStatus;
     private final Landing.Done answerLanded = new Landing.Done() {
         @Override
         public void landed() {
             PendingRequest p = landing;
             landing = null;
-            complete(p, landingStatus);
+            complete(p, 0);
         }
 
         @Override
@@ -223,7 +222,7 @@ final class Requester {
         };
     }
 
-    // ---------------------------------------------------------------- responses (link reader)
+    // ---------------------------------------------------------------- responses (link loop)
 
     /** Takes a response whose header just arrived; returns where its payload goes (null: it has none). */
     Landing onResponse(PeerLink link, Frame f) throws IOException {
@@ -261,7 +260,6 @@ final class Requester {
                     throw new IOException("malformed read response: " + f.length + " bytes for a read of " + p.length);
                 }
                 landing = p;
-                landingStatus = status;
                 return p.addDestinationsTo(link.landing().into(qp, answerLanded));
             } else if (f.type == Frame.ATOMIC_RESPONSE) {
                 long old = f.a;
