@@ -39,15 +39,18 @@ import org.rdmashuffle.verbs.software.SoftwareProvider;
  *   <li>socket: this JVM asks the child for the same blocks over a plain SocketChannel (an 8-byte
  *       request each, 16 in flight) and the child writes them from the same native memory.
  * </ul>
- * Prints MB/s (10^6 bytes) per round, the ratio rdma/socket, and heap bytes allocated per read in
- * this JVM. {@code java -cp benchmarks.jar ...SoftwareReadVsSocket [--file | --file-mapped] [--spin] [SIZE...]}: from a
+ * Six timed rounds of 2 GiB each way per size, after an untimed one; who goes first alternates by
+ * round. Prints MB/s (10^6 bytes) per round, the ratio rdma/socket (of the sums), and heap bytes
+ * allocated per read in this JVM. {@code java -cp benchmarks.jar ...SoftwareReadVsSocket [--file | --file-mapped] [--spin] [SIZE...]}: from a
  * file registered with {@code registerOwnedFile} (sendfile) or {@code registerFile} (the mapping), the socket
  * side then sending from the file with {@code transferTo}; by default from anonymous memory. The reading
  * side polls its CQ as the engine's poller does on the software provider (yielding for 50 us, then
  * waiting on the completion channel); {@code --spin}: yielding for as long as the CQ is empty.
  */
 public final class SoftwareReadVsSocket {
-    private static final long VOLUME = 1L << 30;
+    /** Bytes per timed round: 2 GiB, ~1 s at these rates, so a scheduling hiccup weighs little. */
+    private static final long VOLUME = 2L << 30;
+    private static final int ROUNDS = 6;
     private static final int REGION = 64 << 20;
     private static final int IN_FLIGHT = 16;
     private static final int CHAIN = 4;
@@ -114,16 +117,21 @@ public final class SoftwareReadVsSocket {
                     double plain = 0;
                     long allocated = 0;
                     long reads = 0;
-                    rdmaRound(qp, cq, channel, local, remoteAddress, rkey, size, 2 * VOLUME); // warm-up: let the JIT compile both paths
-                    socketRound(socket, local, size, 2 * VOLUME);
-                    for (int round = 1; round <= 3; round++) {
-                        double s = socketRound(socket, local, size, VOLUME);
+                    rdmaRound(qp, cq, channel, local, remoteAddress, rkey, size, VOLUME); // warm-up: let the JIT compile both paths
+                    socketRound(socket, local, size, VOLUME);
+                    for (int round = 1; round <= ROUNDS; round++) {
+                        // Who goes first alternates: a round's first half may find the machine in another state (JIT, caches, the other JVM).
+                        boolean socketFirst = round % 2 == 1;
+                        double s = socketFirst ? socketRound(socket, local, size, VOLUME) : 0;
                         long before = allocatedBytes();
                         double r = rdmaRound(qp, cq, channel, local, remoteAddress, rkey, size, VOLUME);
                         allocated += allocatedBytes() - before;
                         reads += VOLUME / size;
-                        System.out.printf(Locale.ROOT, "size %d round %d: socket copy %.0f MB/s, software RDMA_READ %.0f MB/s%n",
-                                size, round, s, r);
+                        if (!socketFirst) {
+                            s = socketRound(socket, local, size, VOLUME);
+                        }
+                        System.out.printf(Locale.ROOT, "size %d round %d (%s first): socket copy %.0f MB/s, software RDMA_READ %.0f MB/s%n",
+                                size, round, socketFirst ? "socket" : "rdma", s, r);
                         rdma += r;
                         plain += s;
                     }
