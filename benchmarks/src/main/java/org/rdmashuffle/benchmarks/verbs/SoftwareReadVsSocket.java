@@ -54,8 +54,8 @@ public final class SoftwareReadVsSocket {
     private static final int REGION = 64 << 20;
     private static final int IN_FLIGHT = 16;
     private static final int CHAIN = 4;
-    /** The engine's default {@code busyPoll}. */
-    private static final long BUSY_POLL_NANOS = 50_000;
+    /** How long the poller polls an empty CQ before it sleeps: {@code --busy-poll MICROS}, by default the engine's {@code busyPoll}. */
+    private static long busyPollNanos = 50_000;
     private static boolean spin;
     private static final ConnectOptions OPTIONS = ConnectOptions.defaults(1, 0, Mtu.MTU_4096);
 
@@ -73,6 +73,13 @@ public final class SoftwareReadVsSocket {
         // by default it polls as the engine's poller does on the software provider: yielding for 50 us, then
         // waiting on the CQ's completion channel.
         spin = java.util.Arrays.asList(args).contains("--spin");
+        java.util.List<String> rest = new java.util.ArrayList<>(java.util.Arrays.asList(args));
+        int bp = rest.indexOf("--busy-poll");
+        if (bp >= 0) {
+            busyPollNanos = Long.parseLong(rest.get(bp + 1)) * 1000;
+            rest.subList(bp, bp + 2).clear();
+            args = rest.toArray(String[]::new);
+        }
         String mode = java.util.Arrays.stream(args).filter(a -> a.startsWith("--") && !a.equals("--spin")).findFirst()
                 .orElse("--memory");
         int[] sizes = java.util.Arrays.stream(args).filter(a -> !a.startsWith("--")).mapToInt(Integer::parseInt).toArray();
@@ -80,7 +87,7 @@ public final class SoftwareReadVsSocket {
             sizes = new int[] {65536, 1 << 20};
         }
         System.out.println(spin ? "poller: yields while the CQ is empty (--spin)"
-                : "poller: as the engine's (yields for 50 us, then waits on the completion channel)");
+                : "poller: as the engine's (yields for " + busyPollNanos / 1000 + " us, then waits on the completion channel)");
         System.out.println(switch (mode) {
             case "--file" -> "served from a file registered with registerOwnedFile (answers sent with sendfile); the socket side with transferTo";
             case "--file-mapped" -> "served from a file registered with registerFile (answers written from the mapping); the socket side with transferTo";
@@ -171,7 +178,8 @@ public final class SoftwareReadVsSocket {
                     long now = System.nanoTime();
                     if (idleSince == 0) {
                         idleSince = now;
-                    } else if (now - idleSince > BUSY_POLL_NANOS) {
+                    }
+                    if (now - idleSince >= busyPollNanos) {
                         cq.requestNotify(false);
                         n = cq.poll(wc); // one that came before the arm raises no event
                         if (n == 0) {

@@ -41,6 +41,9 @@ final class Landing {
     Guard guard;
     private Done done;
     private boolean dropped;
+    /** The last segment read into straight from the socket, and a view of all of it (reused while it is the target). */
+    private MemorySegment viewed;
+    private ByteBuffer view;
 
     /** The next {@code n} bytes are skipped. */
     Landing skip(long n) {
@@ -108,6 +111,17 @@ final class Landing {
 
     /** Reads what the socket has of the payload (at most what is left) straight into place; -1 at its end. */
     long readFrom(SocketChannel channel) throws IOException {
+        if (count - index == 1 && segments[index].byteSize() <= Integer.MAX_VALUE) {
+            // The usual case (one target, e.g. a read answer into one buffer): a view of the whole
+            // segment, kept across frames, instead of new views for each of a large payload's reads.
+            ByteBuffer v = viewOf(segments[index]);
+            v.clear().position((int) (offsets[index] + within)).limit((int) (offsets[index] + lengths[index]));
+            int n = channel.read(v);
+            if (n > 0) {
+                advance(n);
+            }
+            return n;
+        }
         ByteBuffer[] views = new ByteBuffer[count - index];
         for (int i = index; i < count; i++) {
             long skip = i == index ? within : 0;
@@ -118,6 +132,14 @@ final class Landing {
             advance(n);
         }
         return n;
+    }
+
+    private ByteBuffer viewOf(MemorySegment segment) {
+        if (segment != viewed) {
+            view = segment.asByteBuffer();
+            viewed = segment;
+        }
+        return view;
     }
 
     private void advance(long n) {
