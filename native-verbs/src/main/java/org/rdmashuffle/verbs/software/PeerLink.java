@@ -10,22 +10,17 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
-import org.rdmashuffle.verbs.Errno;
-import org.rdmashuffle.verbs.VerbsException;
 
 /**
  * One TCP connection between two software devices, carrying the frames of every QP pair between
  * them (as one wire carries every QP between two HCAs). The device with the larger (address, port)
- * dials; a QP joins with an ATTACH that carries the token from its peer QP's endpoint, and only QPs
- * joined that way send or receive on the link: a link is not an authorization. Frames name both
+ * dials; a QP joins with an ATTACH that carries the token from its peer QP's endpoint ({@link LinkJoins}),
+ * and only QPs joined that way send or receive on the link: a link is not an authorization. Frames name both
  * QPs; one for a QP not joined here (or from another source QP) is dropped.
  *
  * <p>Threads: none of its own. The socket is non-blocking and served by a {@link LinkLoop} shared
@@ -63,8 +58,7 @@ final class PeerLink implements LinkLoop.Handler {
     private volatile SelectionKey key;
     /** The QPs on this link, by local QPN. */
     private final Map<Integer, SoftQueuePair> joined = new ConcurrentHashMap<>();
-    /** Dialling QPs waiting for their ATTACH_ACK, by local QPN. */
-    private final Map<Integer, Attaching> attaching = new ConcurrentHashMap<>();
+    private final LinkJoins joins = new LinkJoins(this);
     /** Run once: when the first QP joins an inbound link, or when it closes before any did. */
     private final Runnable admitted;
     private final AtomicBoolean admittedOnce = new AtomicBoolean();
@@ -72,13 +66,6 @@ final class PeerLink implements LinkLoop.Handler {
     private volatile long emptySince = System.nanoTime();
     private volatile boolean closed;
 
-    private record Attaching(SoftQueuePair qp, int peerQpn, CompletableFuture<Integer> verdict) {
-    }
-
-    /** Verdicts of a join besides 0 (joined): the link closed first, the peer refused, our QP failed meanwhile. */
-    private static final int LINK_CLOSED = -1;
-    private static final int REFUSED = 1;
-    private static final int FAILED_MEANWHILE = 2;
 
     private PeerLink(SoftDevice device, SocketChannel channel, boolean inbound, InetSocketAddress peer, Runnable admitted) {
         this.device = device;
@@ -143,6 +130,15 @@ final class PeerLink implements LinkLoop.Handler {
         return closed;
     }
 
+    SoftDevice device() {
+        return device;
+    }
+
+    /** The address dialled, or the peer's. */
+    InetSocketAddress peer() {
+        return peer;
+    }
+
     /** QPs joined here. */
     int queuePairs() {
         return joined.size();
@@ -150,53 +146,13 @@ final class PeerLink implements LinkLoop.Handler {
 
     // ---------------------------------------------------------------- joining and leaving
 
-    /**
-     * Joins {@code qp} to its peer QP {@code peerQpn} with the peer's {@code token}, waiting (bounded)
-     * for the answer. False if the link closed first (the caller dials a new one).
-     */
+    /** Joins {@code qp} to its peer QP {@code peerQpn}, bounded; false if the link closed first (see {@link LinkJoins#attach}). */
     boolean attach(SoftQueuePair qp, int peerQpn, String token, String call) {
-        Attaching a = new Attaching(qp, peerQpn, new CompletableFuture<>());
-        synchronized (this) {
-            if (closed) {
-                return false;
-            }
-            attaching.put(qp.qpNumber(), a);
-        }
-        try {
-            byte[] secret = token.getBytes(StandardCharsets.US_ASCII);
-            Frame f = Frame.request(Frame.ATTACH, 0);
-            f.srcQpn = qp.qpNumber();
-            f.dstQpn = peerQpn;
-            f.length = secret.length;
-            f.payload = new java.nio.ByteBuffer[] {java.nio.ByteBuffer.wrap(secret)};
-            send(f);
-            int verdict = a.verdict().get(SoftQueuePair.DIAL_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
-            if (verdict == LINK_CLOSED) {
-                return false;
-            }
-            if (verdict == FAILED_MEANWHILE) {
-                throw new VerbsException(call, Errno.EINVAL, "QP " + qp.qpNumber() + " failed or closed while joining");
-            }
-            if (verdict != 0) {
-                throw new VerbsException(call, Errno.ECONNREFUSED, "peer " + peer + " refused the data connection for QP "
-                        + peerQpn + " (wrong or expired admission token?)");
-            }
-            return true;
-        } catch (TimeoutException e) {
-            throw new VerbsException(call, Errno.ETIMEDOUT, "peer " + peer + " did not answer the join of QP " + peerQpn
-                    + " within " + SoftQueuePair.DIAL_TIMEOUT_MILLIS + " ms");
-        } catch (ExecutionException e) {
-            throw new VerbsException(call, Errno.ECONNREFUSED, "cannot reach peer " + peer + ": " + e.getCause().getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new VerbsException(call, Errno.EINTR, "interrupted while joining QP " + peerQpn + " at " + peer);
-        } finally {
-            attaching.remove(qp.qpNumber(), a);
-        }
+        return joins.attach(qp, peerQpn, token, call);
     }
 
-    /** Joins a QP that an ATTACH admitted (reader thread). */
-    private void join(SoftQueuePair qp) {
+    /** Joins a QP that an ATTACH admitted (the loop). */
+    void join(SoftQueuePair qp) {
         joined.put(qp.qpNumber(), qp);
         if (admittedOnce.compareAndSet(false, true)) {
             admitted.run();
@@ -249,7 +205,7 @@ final class PeerLink implements LinkLoop.Handler {
     }
 
     /** Tells QP {@code dstQpn} of the peer that our QP {@code srcQpn} left it. */
-    private void sendDetach(int srcQpn, int dstQpn) {
+    void sendDetach(int srcQpn, int dstQpn) {
         Frame d = Frame.request(Frame.DETACH, 0);
         d.srcQpn = srcQpn;
         d.dstQpn = dstQpn;
@@ -272,7 +228,7 @@ final class PeerLink implements LinkLoop.Handler {
 
     /** Whether the link has been without QPs (or, inbound, without its first join) for longer than {@code nanos}. */
     boolean unusedFor(long nanos, long now) {
-        if (!joined.isEmpty() || !attaching.isEmpty()) {
+        if (!joined.isEmpty() || !joins.nonePending()) {
             return false;
         }
         return now - emptySince > nanos;
@@ -345,22 +301,11 @@ final class PeerLink implements LinkLoop.Handler {
                 byte[] token = new byte[f.length];
                 int srcQpn = f.srcQpn;
                 int dstQpn = f.dstQpn;
-                return landing.into(null, () -> onAttach(srcQpn, dstQpn, new String(token, StandardCharsets.US_ASCII)))
+                return landing.into(null, () -> joins.onAttach(srcQpn, dstQpn, new String(token, StandardCharsets.US_ASCII)))
                         .add(java.lang.foreign.MemorySegment.ofArray(token), 0, token.length);
             }
             case Frame.ATTACH_ACK -> {
-                Attaching a = attaching.get(f.dstQpn);
-                if (a != null && a.peerQpn() == f.srcQpn) {
-                    int verdict = f.status == 0 ? 0 : REFUSED;
-                    // Joined before the dialling thread wakes: the peer's first frames may follow at once.
-                    if (verdict == 0 && a.qp().joined(this, f.srcQpn)) {
-                        join(a.qp());
-                    } else if (verdict == 0) {
-                        verdict = FAILED_MEANWHILE; // our QP failed or closed while joining: the peer's leaves too
-                        sendDetach(f.dstQpn, f.srcQpn);
-                    }
-                    a.verdict().complete(verdict);
-                }
+                joins.onAttachAck(f);
                 return null;
             }
             case Frame.DETACH -> {
@@ -378,32 +323,6 @@ final class PeerLink implements LinkLoop.Handler {
     private SoftQueuePair joinedFor(Frame f) {
         SoftQueuePair qp = joined.get(f.dstQpn);
         return qp != null && qp.peerQpn() == f.srcQpn ? qp : null;
-    }
-
-    private void onAttach(int srcQpn, int dstQpn, String token) throws IOException {
-        SoftQueuePair qp = device.queuePairs.get(dstQpn);
-        String refusal = null;
-        if (qp == null) {
-            refusal = "no QP " + dstQpn;
-        } else if (!device.admits(dstQpn, token, qp.issuedToken())) {
-            refusal = "invalid admission token for QP " + dstQpn;
-        } else if (!qp.acceptJoin(this, srcQpn)) {
-            refusal = "QP " + dstQpn + " is not waiting for a connection";
-        }
-        Frame ack = Frame.response(Frame.ATTACH_ACK, 0, refusal == null ? 0 : 1);
-        ack.srcQpn = dstQpn;
-        ack.dstQpn = srcQpn;
-        if (refusal == null) {
-            join(qp);
-            send(ack);
-            return;
-        }
-        device.refused("refused QP " + dstQpn + " to a peer at " + peer + ": " + refusal);
-        send(ack);
-        if (!everJoined()) {
-            // Nobody uses this link: answer and hang up, as a refused connection always was.
-            throw new IOException("refused the link's first join: " + refusal);
-        }
     }
 
     /** Runs {@code landing} (a write into a QP's memory) unless the QP failed; the QP's leave waits for it. */
@@ -437,9 +356,7 @@ final class PeerLink implements LinkLoop.Handler {
         if (admittedOnce.compareAndSet(false, true)) {
             admitted.run();
         }
-        for (Attaching a : List.copyOf(attaching.values())) {
-            a.verdict().complete(LINK_CLOSED);
-        }
+        joins.linkClosed();
         for (SoftQueuePair qp : List.copyOf(joined.values())) {
             joined.remove(qp.qpNumber(), qp);
             qp.linkLost(this, cause);

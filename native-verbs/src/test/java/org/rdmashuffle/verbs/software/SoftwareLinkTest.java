@@ -1,18 +1,32 @@
 package org.rdmashuffle.verbs.software;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
 import java.lang.foreign.ValueLayout;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Test;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
+import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.Gid;
 import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
@@ -22,6 +36,7 @@ import org.rdmashuffle.verbs.ReceiveWorkRequests;
 import org.rdmashuffle.verbs.SendFlags;
 import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.VerbsContext;
+import org.rdmashuffle.verbs.VerbsException;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 import org.rdmashuffle.verbs.WorkRequestOpcode;
 import org.rdmashuffle.verbs.conformance.VerbsTestSupport;
@@ -246,7 +261,7 @@ class SoftwareLinkTest {
                         for (int i = 0; i < 2000; i++) { // up to 2 M requests (112 MB)
                             attacker.out.write(burst);
                         }
-                    } catch (java.io.IOException e) {
+                    } catch (IOException e) {
                         // B closed the link
                     }
                 });
@@ -265,6 +280,58 @@ class SoftwareLinkTest {
             }
             own.close();
         }
+    }
+
+    @Test
+    void aJoinThePeerNeverAnswers_failsWithEtimedout_andTellsThePeerToLeave() throws Exception {
+        // Our device at 127.0.0.2 and a silent peer at 127.0.0.1: the larger address dials, so ours does.
+        try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"));
+             SoftwareProvider host = new SoftwareProvider(new SoftwareProvider.Config(InetAddress.getByName("127.0.0.2"), 0,
+                     SoftwareProvider.Admission.ISSUED_TOKEN));
+             VerbsContext context = host.devices().getFirst().open();
+             ProtectionDomain pd = context.allocateProtectionDomain();
+             CompletionQueue cq = context.createCompletionQueue(16, null, 0);
+             QueuePair qp = pd.createQueuePair(QueuePairConfig.of(cq, 4, 4, 1))) {
+            int peerQpn = 777;
+            CompletableFuture<Frame> afterAttach = new CompletableFuture<>();
+            Thread peer = Thread.ofPlatform().daemon().start(() -> {
+                try (Socket s = silent.accept()) {
+                    s.setSoTimeout(30_000);
+                    DataInputStream in = new DataInputStream(s.getInputStream());
+                    assertEquals(Frame.HELLO_MAGIC, in.readInt());
+                    new DataOutputStream(s.getOutputStream()).writeInt(0);
+                    Frame attach = header(in);
+                    assertEquals(Frame.ATTACH, attach.type);
+                    in.readNBytes(attach.length); // the token; never answered
+                    afterAttach.complete(header(in));
+                } catch (Throwable e) {
+                    afterAttach.completeExceptionally(e);
+                }
+            });
+            QueuePairEndpoint silentEndpoint = new QueuePairEndpoint(peerQpn, 0,
+                    Gid.ipv4Mapped((Inet4Address) silent.getInetAddress()), silent.getLocalPort(),
+                    Mtu.MTU_4096, "t");
+            VerbsException e = assertThrows(
+                    VerbsException.class, () -> qp.connect(silentEndpoint, OPTIONS));
+            assertEquals(Errno.ETIMEDOUT, e.errno(), e.getMessage());
+            Frame next = afterAttach.get(30, TimeUnit.SECONDS);
+            assertEquals(Frame.DETACH, next.type, "what followed the unanswered ATTACH");
+            assertEquals(qp.qpNumber(), next.srcQpn);
+            assertEquals(peerQpn, next.dstQpn);
+            peer.join(5_000);
+        }
+    }
+
+    private static Frame header(DataInputStream in) throws IOException {
+        ByteBuffer h = ByteBuffer.wrap(in.readNBytes(Frame.HEADER));
+        if (h.remaining() < Frame.HEADER) {
+            throw new java.io.EOFException("the link closed with no further frame");
+        }
+        Frame f = Frame.request(h.get(0), h.getLong(8));
+        f.length = h.getInt(28);
+        f.dstQpn = h.getInt(48);
+        f.srcQpn = h.getInt(52);
+        return f;
     }
 
     @Test
