@@ -133,12 +133,13 @@ public final class ControlClient implements AutoCloseable {
         ControlClient c = new ControlClient(peer, maxFrameBytes, timeout, local, group);
         try {
             if (secret == null) {
-                c.send(ControlFrame.HELLO_UNAUTHENTICATED, (byte) 0, appId.getBytes(StandardCharsets.UTF_8));
+                c.send(ControlFrame.HELLO_UNAUTHENTICATED, ControlFrame.PROTOCOL_VERSION, appId.getBytes(StandardCharsets.UTF_8));
             } else {
                 ChallengeResponse.Client auth = new ChallengeResponse.Client(secret, appId);
-                c.send(ControlFrame.HELLO, (byte) 0, auth.hello());
+                c.send(ControlFrame.HELLO, ControlFrame.PROTOCOL_VERSION, auth.hello());
                 Frame challenge = c.await(timeout, "the challenge");
                 requireNotBusy(challenge, peer);
+                requireOurVersion(challenge, peer);
                 if (challenge.kind() != ControlFrame.CHALLENGE) {
                     throw new AuthenticationException(peer + " refused the handshake for application " + appId);
                 }
@@ -146,6 +147,7 @@ public final class ControlClient implements AutoCloseable {
             }
             Frame ok = c.await(timeout, "the handshake's result");
             requireNotBusy(ok, peer);
+            requireOurVersion(ok, peer);
             if (ok.kind() != ControlFrame.AUTH_OK) {
                 throw new AuthenticationException(peer + " refused authentication for application " + appId);
             }
@@ -156,11 +158,34 @@ public final class ControlClient implements AutoCloseable {
             if (!(e instanceof ServerBusyException) && first != null && isBusy(first)) {
                 throw new ServerBusyException(String.valueOf(peer));
             }
+            if (!(e instanceof ProtocolVersionException) && first != null && first.kind() == ControlFrame.ERROR
+                    && new String(first.payload(), StandardCharsets.UTF_8).startsWith("rdma-shuffle control protocol version")) {
+                // it refused our version and closed, maybe before our await saw the frame
+                throw new ProtocolVersionException(peer + " refused the connection: " + new String(first.payload(), StandardCharsets.UTF_8));
+            }
             if (e instanceof PeerClosedException) {
                 throw new AuthenticationException(peer + " closed the connection during the handshake for application "
                         + appId + " (wrong secret, unknown application, or authentication mode mismatch)");
             }
             throw e;
+        }
+    }
+
+    /**
+     * A server of another release: refused by it (its ERROR names both versions), or answering with
+     * another version in its CHALLENGE or AUTH_OK.
+     */
+    private static void requireOurVersion(Frame f, InetSocketAddress peer) throws ProtocolVersionException {
+        if (f.kind() == ControlFrame.ERROR) {
+            String why = new String(f.payload(), StandardCharsets.UTF_8);
+            if (why.startsWith("rdma-shuffle control protocol version")) {
+                throw new ProtocolVersionException(peer + " refused the connection: " + why);
+            }
+            return;
+        }
+        if ((f.kind() == ControlFrame.CHALLENGE || f.kind() == ControlFrame.AUTH_OK) && f.type() != ControlFrame.PROTOCOL_VERSION) {
+            throw new ProtocolVersionException(peer + " speaks rdma-shuffle control protocol version " + f.type()
+                    + " (this side speaks version " + ControlFrame.PROTOCOL_VERSION + "): run the same rdma-shuffle release on both sides");
         }
     }
 

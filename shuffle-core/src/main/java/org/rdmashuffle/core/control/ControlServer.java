@@ -210,6 +210,10 @@ public final class ControlServer implements AutoCloseable {
             try {
                 switch (kind) {
                     case ControlFrame.HELLO -> {
+                        if (type != ControlFrame.PROTOCOL_VERSION) {
+                            refuseTelling(ctx, ControlFrame.versionRefusal(type));
+                            return;
+                        }
                         if (secrets == null || auth != null || appId != null) {
                             refuse(ctx, secrets == null ? "authentication is off here" : "second hello");
                             return;
@@ -221,7 +225,7 @@ public final class ControlServer implements AutoCloseable {
                             return;
                         }
                         auth = new ChallengeResponse.Server(secret);
-                        send(ctx, ControlFrame.CHALLENGE, (byte) 0, auth.challenge(payload));
+                        send(ctx, ControlFrame.CHALLENGE, ControlFrame.PROTOCOL_VERSION, auth.challenge(payload));
                     }
                     case ControlFrame.RESPONSE -> {
                         if (auth == null) {
@@ -231,16 +235,20 @@ public final class ControlServer implements AutoCloseable {
                         auth.verify(payload);
                         appId = auth.appId();
                         leaveUnauthenticated();
-                        send(ctx, ControlFrame.AUTH_OK, (byte) 0, new byte[0]);
+                        send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, new byte[0]);
                     }
                     case ControlFrame.HELLO_UNAUTHENTICATED -> {
+                        if (type != ControlFrame.PROTOCOL_VERSION) {
+                            refuseTelling(ctx, ControlFrame.versionRefusal(type));
+                            return;
+                        }
                         if (secrets != null || appId != null) {
                             refuse(ctx, "authentication is required");
                             return;
                         }
                         appId = new String(payload, StandardCharsets.UTF_8);
                         leaveUnauthenticated();
-                        send(ctx, ControlFrame.AUTH_OK, (byte) 0, new byte[0]);
+                        send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, new byte[0]);
                     }
                     case ControlFrame.REQUEST -> {
                         if (appId == null) {
@@ -301,6 +309,13 @@ public final class ControlServer implements AutoCloseable {
         private void refuse(ChannelHandlerContext ctx, String why) {
             closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
             ctx.close();
+        }
+
+        /** As {@link #refuse}, telling the peer why first (an ERROR frame): for what an honest peer of another release does. */
+        private void refuseTelling(ChannelHandlerContext ctx, String why) {
+            closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
+            ctx.writeAndFlush(Unpooled.buffer(2 + why.length()).writeByte(ControlFrame.ERROR).writeByte(0)
+                    .writeBytes(why.getBytes(StandardCharsets.UTF_8))).addListener(ChannelFutureListener.CLOSE);
         }
 
         @Override

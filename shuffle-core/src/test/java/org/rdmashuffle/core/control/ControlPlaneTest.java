@@ -100,6 +100,55 @@ class ControlPlaneTest {
     }
 
     @Test
+    void aClientOfAnotherProtocolVersion_isToldBothVersions_andClosed() throws IOException {
+        try (ControlServer s = server(null);
+             Socket raw = new Socket(s.address().getAddress(), s.address().getPort())) {
+            raw.setSoTimeout(10_000);
+            DataOutputStream out = new DataOutputStream(raw.getOutputStream());
+            byte[] app = "app-1".getBytes(StandardCharsets.UTF_8);
+            out.writeInt(2 + app.length);
+            out.writeByte(ControlFrame.HELLO_UNAUTHENTICATED);
+            out.writeByte(0); // a release from before the version was sent
+            out.write(app);
+            out.flush();
+            DataInputStream in = new DataInputStream(raw.getInputStream());
+            byte[] frame = new byte[in.readInt()];
+            in.readFully(frame);
+            assertEquals(ControlFrame.ERROR, frame[0]);
+            String why = new String(frame, 2, frame.length - 2, StandardCharsets.UTF_8);
+            assertTrue(why.contains("version 0") && why.contains("version " + ControlFrame.PROTOCOL_VERSION), why);
+            assertEquals(-1, in.read(), "closed after saying why");
+            assertEquals(0, handled.get());
+        }
+    }
+
+    @Test
+    void aServerOfAnotherProtocolVersion_failsTheConnectNamingBothVersions() throws Exception {
+        try (java.net.ServerSocket other = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread server = Thread.ofPlatform().daemon().start(() -> {
+                try (Socket peer = other.accept()) {
+                    DataInputStream in = new DataInputStream(peer.getInputStream());
+                    in.readFully(new byte[in.readInt()]); // the hello
+                    DataOutputStream out = new DataOutputStream(peer.getOutputStream());
+                    out.writeInt(2);
+                    out.writeByte(ControlFrame.AUTH_OK);
+                    out.writeByte(ControlFrame.PROTOCOL_VERSION + 1); // a newer release
+                    out.flush();
+                    in.read(); // until the client hangs up
+                } catch (IOException ignored) {
+                    // the client hung up
+                }
+            });
+            InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(), other.getLocalPort());
+            ProtocolVersionException e = assertThrows(ProtocolVersionException.class,
+                    () -> ControlClient.connect(at, null, "app-1", MAX_FRAME, TIMEOUT));
+            assertTrue(e.getMessage().contains("version " + (ControlFrame.PROTOCOL_VERSION + 1))
+                    && e.getMessage().contains("version " + ControlFrame.PROTOCOL_VERSION), e.getMessage());
+            server.join(10_000);
+        }
+    }
+
+    @Test
     void anOversizedFrameClosesTheConnection() throws IOException {
         try (ControlServer s = server(Map.of("app-1", SECRET));
              Socket raw = new Socket(s.address().getAddress(), s.address().getPort())) {
