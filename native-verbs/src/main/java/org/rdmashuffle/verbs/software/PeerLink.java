@@ -15,7 +15,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
-
 /**
  * One TCP connection between two software devices, carrying the frames of every QP pair between
  * them (as one wire carries every QP between two HCAs). The device with the larger (address, port)
@@ -65,7 +64,6 @@ final class PeerLink implements LinkLoop.Handler {
     /** Since when no QP is on the link (at first: since it opened). */
     private volatile long emptySince = System.nanoTime();
     private volatile boolean closed;
-
 
     private PeerLink(SoftDevice device, SocketChannel channel, boolean inbound, InetSocketAddress peer, Runnable admitted) {
         this.device = device;
