@@ -64,13 +64,21 @@ final class FrameWriter {
 
     /** Queues a frame (its payload, if any, goes right after its header) and writes what the socket takes now. */
     void add(Frame f) throws IOException {
-        synchronized (queue) {
-            if (stopped) {
-                return;
-            }
-            queue.add(f);
-        }
+        queue(f);
         flush();
+    }
+
+    /**
+     * Queues a frame without writing it: its caller {@link #flush}es once it has queued the frames that
+     * go together (a chain of requests, the answers to what one read brought), so they leave in one
+     * gathering write instead of one system call each.
+     */
+    void queue(Frame f) {
+        synchronized (queue) {
+            if (!stopped) {
+                queue.add(f);
+            }
+        }
     }
 
     /**

@@ -122,7 +122,7 @@ final class LinkJoins {
             return;
         }
         device.refused("refused QP " + dstQpn + " to a peer at " + link.peer() + ": " + refusal);
-        link.send(ack);
+        link.send(ack, true); // now, not at the end of the loop's turn: the link may hang up below
         if (!link.everJoined()) {
             // Nobody uses this link: answer and hang up, as a refused connection always was.
             throw new IOException("refused the link's first join: " + refusal);

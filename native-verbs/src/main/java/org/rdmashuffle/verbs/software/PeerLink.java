@@ -64,6 +64,8 @@ final class PeerLink implements LinkLoop.Handler {
     /** Since when no QP is on the link (at first: since it opened). */
     private volatile long emptySince = System.nanoTime();
     private volatile boolean closed;
+    /** The loop is dispatching what it read (read and written on the loop's thread only). */
+    private boolean corked;
 
     private PeerLink(SoftDevice device, SocketChannel channel, boolean inbound, InetSocketAddress peer, Runnable admitted) {
         this.device = device;
@@ -212,12 +214,29 @@ final class PeerLink implements LinkLoop.Handler {
 
     /**
      * Writes a frame (from a QP joined here) now if the writer is idle and the socket takes it, else
-     * queues it; dropped once the link is closed (its QPs fail anyway). Never waits.
+     * queues it; dropped once the link is closed (its QPs fail anyway). Never waits. On the loop,
+     * while it dispatches what it read, the frame waits for the end of that turn instead: the answers
+     * to a burst of requests go out in one gathering write.
      */
     void send(Frame f) {
+        send(f, !(corked && loop.inLoop()));
+    }
+
+    /** {@link #send(Frame)}, or with {@code now} false only queued: the caller {@link #flush}es after its last. */
+    void send(Frame f, boolean now) {
+        if (!closed) {
+            writer.queue(f);
+            if (now) {
+                flush();
+            }
+        }
+    }
+
+    /** Writes what is queued, as far as the socket takes it now. */
+    void flush() {
         if (!closed) {
             try {
-                writer.add(f);
+                writer.flush();
             } catch (IOException e) {
                 closeLater(e); // the caller may hold a QP's lock: closing fails every QP on the link
             }
@@ -240,6 +259,7 @@ final class PeerLink implements LinkLoop.Handler {
 
     @Override
     public void readable() {
+        corked = true;
         try {
             if (!reader.readAvailable(this::dispatch)) {
                 close(new EOFException("peer closed the connection"));
@@ -250,6 +270,9 @@ final class PeerLink implements LinkLoop.Handler {
             close(new IOException("target memory no longer available: " + e.getMessage(), e));
         } catch (RuntimeException e) { // a peer's frame this code did not foresee: the link fails, the loop goes on
             close(new IOException("malformed frame from the peer: " + e, e));
+        } finally {
+            corked = false;
+            flush(); // the answers this turn queued
         }
     }
 

@@ -65,15 +65,19 @@ final class Requester {
         if (count < 1 || count > requests.capacity()) {
             throw new IllegalArgumentException("cannot post " + count + " requests from a chain of " + requests.capacity());
         }
-        synchronized (qp.lock) {
-            for (int i = 0; i < count; i++) {
-                SendWorkRequest wr = requests.get(i);
-                int errno = refusal(wr, pending.size());
-                if (errno != 0) {
-                    throw new PostException("ibv_post_send", errno, i, wr.wrId(), count);
+        try {
+            synchronized (qp.lock) {
+                for (int i = 0; i < count; i++) {
+                    SendWorkRequest wr = requests.get(i);
+                    int errno = refusal(wr, pending.size());
+                    if (errno != 0) {
+                        throw new PostException("ibv_post_send", errno, i, wr.wrId(), count);
+                    }
+                    post(wr);
                 }
-                post(wr);
             }
+        } finally {
+            qp.flushLink(); // the chain's frames in one write (those posted before a refusal too)
         }
     }
 
@@ -89,8 +93,9 @@ final class Requester {
             for (int i = 0; i < count; i++) {
                 post(requests.get(i));
             }
-            return 0;
         }
+        qp.flushLink();
+        return 0;
     }
 
     /** Why a post of {@code wr} would be refused, as an errno; 0 when it is accepted. */
@@ -209,7 +214,7 @@ final class Requester {
             }
         }
         pending.add(p);
-        qp.send(f);
+        qp.send(f, false); // written with the rest of its chain
     }
 
     private static int opcodeOf(WorkRequestOpcode op) {
@@ -352,9 +357,10 @@ final class Requester {
                 return;
             }
             for (PendingRequest p : pending) {
-                qp.send(p.request.copyForResend());
+                qp.send(p.request.copyForResend(), false);
             }
         }
+        qp.flushLink();
     }
 
     /**

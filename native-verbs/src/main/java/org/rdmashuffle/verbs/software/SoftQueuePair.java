@@ -302,6 +302,14 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
 
     /** Sends a frame of this QP to its peer QP (queued until the QP joins its link). */
     void send(Frame f) {
+        send(f, true);
+    }
+
+    /**
+     * {@link #send(Frame)}; with {@code now} false the frame is only queued on the link, and the
+     * caller calls {@link #flushLink} after the last frame of its chain.
+     */
+    void send(Frame f, boolean now) {
         f.srcQpn = qpNumber;
         PeerLink l = link;
         if (l == null) {
@@ -316,7 +324,19 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
             }
         }
         f.dstQpn = peerQpn;
-        l.send(f);
+        if (now) {
+            l.send(f);
+        } else {
+            l.send(f, false);
+        }
+    }
+
+    /** Writes what this QP's link has queued (after a chain sent with {@code now} false). */
+    void flushLink() {
+        PeerLink l = link;
+        if (l != null) {
+            l.flush();
+        }
     }
 
     /** The peer QP failed or closed (DETACH). */

@@ -63,6 +63,29 @@ class FrameWriterTest {
     }
 
     @Test
+    void aChainOfFramesQueued_staysOffTheWireUntilFlushed_thenGoesOutWholeAndInOrder() throws Exception {
+        try (LoopbackWire w = wire()) {
+            FrameWriter writer = new FrameWriter(w.out, on -> { });
+            for (int i = 0; i < 4; i++) {
+                writer.queue(send(7, i, ByteBuffer.wrap(new byte[] {(byte) i})));
+            }
+            w.in.configureBlocking(false);
+            ByteBuffer got = ByteBuffer.allocate(4 * (Frame.HEADER + 1));
+            assertEquals(0, w.in.read(got), "queued frames were written before the chain's flush");
+            writer.flush();
+            while (got.hasRemaining() && w.in.read(got) > 0) {
+                // one gathering write on the sending side; loopback may still hand it over in parts
+            }
+            assertEquals(4 * (Frame.HEADER + 1), got.position(), "the chain's four frames after one flush");
+            for (int i = 0; i < 4; i++) {
+                int at = i * (Frame.HEADER + 1);
+                assertEquals(i, got.getLong(at + 8), "frame " + i + " in posting order");
+                assertEquals(i, got.get(at + Frame.HEADER));
+            }
+        }
+    }
+
+    @Test
     void aFramePostedWhileTheWriterIsIdle_isOnTheWireWhenAddReturns() throws Exception {
         try (LoopbackWire w = wire()) {
             AtomicInteger roomAsked = new AtomicInteger();
