@@ -6,9 +6,6 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -42,19 +39,17 @@ import org.rdmashuffle.core.server.ServingConnections;
 import org.rdmashuffle.core.transport.AsyncEventWatcher;
 import org.rdmashuffle.core.transport.CompletionDispatcher;
 import org.rdmashuffle.core.transport.CompletionPoller;
+import org.rdmashuffle.core.transport.ConnectionTable;
 import org.rdmashuffle.core.transport.DataConnection;
+import org.rdmashuffle.core.transport.DeviceProfile;
 import org.rdmashuffle.core.transport.DeviceSetup;
 import org.rdmashuffle.core.transport.MessageTamper;
 import org.rdmashuffle.core.transport.MetadataSender;
 import org.rdmashuffle.core.transport.QueuePairFactory;
 import org.rdmashuffle.core.transport.TenantDomain;
 import org.rdmashuffle.core.transport.Tenants;
-import org.rdmashuffle.core.transport.ProviderQuirks;
 import org.rdmashuffle.core.transport.ReceivePool;
 import org.rdmashuffle.verbs.AsyncEvent;
-import org.rdmashuffle.verbs.ConnectOptions;
-import org.rdmashuffle.verbs.DeviceAttributes;
-import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.Verbs;
 import org.rdmashuffle.verbs.VerbsContext;
@@ -87,12 +82,6 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private static final int MAX_CONTROL_FRAME = 64 << 10;
     private static final int FETCH_BUFFER_SLAB = 4 << 20;
     /**
-     * RNR NAK timer our QPs ask a sender to wait (IB encoding 28: 163.84 ms): with {@link
-     * #SERVING_RNR_RETRY} retries a server waits about a second for a reducer to post a receive.
-     */
-    private static final int MIN_RNR_TIMER = 28;
-    private static final int SERVING_RNR_RETRY = 6;
-    /**
      * Threads running control requests (CONNECT sets up queue pairs, dialling the peer on the software
      * provider), taken fairly across applications, at most CONNECTS_RUNNING_PER_APPLICATION of one
      * application at a time: one whose dials hang leaves threads for the others. CONNECTs of one
@@ -111,19 +100,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final EngineConfig config;
     private final VerbsProvider provider;
     private final VerbsContext context;
-    /** Fetching QPs: RNR retried for as long as the QP lives (the server answers only what we asked for). */
-    private final ConnectOptions options;
-    /** The GID our queue pairs send from, and why it was chosen (logged: the first thing to check across hosts). */
-    private final org.rdmashuffle.verbs.GidChoice gid;
-    /**
-     * Serving QPs: a finite RNR retry, so a reducer that never posts receives fails its own connection
-     * instead of holding the server's send slots for ever.
-     */
-    private final ConnectOptions servingOptions;
-    private final boolean sgeListBroken;
-    private final int maxReadSge;
-    private final int maxSendWr;
-    private final int cqEntries;
+    /** GID, connect options and queue sizes, probed once. */
+    private final DeviceProfile profile;
     private final CompletionPoller[] pollers;
     /** An executor's engine: its own application's resources; null in a shuffle service. */
     private final TenantDomain own;
@@ -159,10 +137,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final AtomicLong lowWaterEvents = new AtomicLong();
     private final java.util.concurrent.atomic.AtomicBoolean wakeScheduled = new java.util.concurrent.atomic.AtomicBoolean();
     private final AsyncEventWatcher asyncEvents;
-    private final Map<Integer, DataConnection> byQpNumber = new ConcurrentHashMap<>();
+    private final ConnectionTable connections = new ConnectionTable();
     /** The fetching side's connections: an executor's engine only. */
     private final FetchingConnections fetching;
-    private final Set<DataConnection> serving = ConcurrentHashMap.newKeySet();
     private final FetchTransport transport = new Transport();
     /** Test hook: while set, registering a fetch-buffer slab fails with it (as ibv_reg_mr does out of pinnable memory). */
     private volatile RuntimeException fetchBufferFault;
@@ -185,25 +162,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         this.context = DeviceSetup.open(provider, config.device(), config.bindAddress());
         List<AutoCloseable> made = new ArrayList<>();
         try {
-            DeviceAttributes device = context.queryDevice();
-            PortAttributes port = context.queryPort(config.port());
-            if (!port.isActive()) {
-                throw new IllegalStateException("port " + config.port() + " of " + context.device().name() + " is "
-                        + port.state() + ", not ACTIVE: is its link up (ip link; for rxe, the network interface it "
-                        + "was added on)? Or choose another port or device (port, device)");
-            }
-            this.gid = DeviceSetup.gid(config, context, port);
-            this.options = DeviceSetup.connectOptions(config, device, port, gid, MIN_RNR_TIMER);
-            this.servingOptions = options.withRnrRetry(SERVING_RNR_RETRY);
-            this.sgeListBroken = ProviderQuirks.builderSgeListBroken(context);
-            this.maxReadSge = Math.max(1, Math.min(16, device.maxSgeRd() > 0 ? device.maxSgeRd() : device.maxSge()));
-            this.maxSendWr = Math.min(device.maxQpWr() > 0 ? device.maxQpWr() : Integer.MAX_VALUE,
-                    config.maxChainsInFlightPerPeer() * config.chainLength() + config.sendBuffers());
-            this.cqEntries = Math.min(device.maxCqe() > 0 ? device.maxCqe() : 1 << 16, 1 << 15);
-            // A queue pair entering ERR flushes every outstanding request, signaled or not, so the
-            // process-wide chain bound keeps a flush of everything inside one completion queue.
-            int maxChains = Math.max(1, (cqEntries - config.receiveBuffers() - config.sendBuffers()) / config.chainLength());
-            this.budget = new FetchBudget(config.maxBytesInFlight(), maxChains);
+            this.profile = DeviceProfile.probe(config, context);
+            int cqEntries = profile.cqEntries();
+            this.budget = new FetchBudget(config.maxBytesInFlight(), profile.maxChains());
             CompletionDispatcher dispatcher = new CompletionDispatcher(this::onReceive, this::onSendCompleted,
                     this::onReadCompleted);
             this.pollers = new CompletionPoller[config.pollerThreads()];
@@ -219,19 +180,19 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             if (own != null) {
                 made.add(own);
             }
-            this.queuePairs = new QueuePairFactory(pollers, maxSendWr,
-                    Math.min(maxSendWr, config.sendBuffers()), maxReadSge, config.postPath());
-            this.servingConnections = new ServingConnections(config, this::tenant, queuePairs, servingOptions, sgeListBroken,
+            this.queuePairs = new QueuePairFactory(pollers, profile.maxSendWr(),
+                    Math.min(profile.maxSendWr(), config.sendBuffers()), profile.maxReadSge(), config.postPath());
+            this.servingConnections = new ServingConnections(config, this::tenant, queuePairs, profile.servingOptions(),
+                    profile.sgeListBroken(),
                     new ServingConnections.Table() {
                         @Override
                         public int servingCount() {
-                            return serving.size();
+                            return connections.servingCount();
                         }
 
                         @Override
                         public void add(DataConnection c) {
-                            serving.add(c);
-                            track(c);
+                            connections.trackServing(c);
                         }
 
                         @Override
@@ -297,10 +258,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 }
             });
             this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout(),
-                    DeviceSetup.softwareDataAddress(provider, context, options), config.controlClientThreads());
+                    DeviceSetup.softwareDataAddress(provider, context, profile.options()), config.controlClientThreads());
             made.add(controlClients);
-            this.fetching = own == null ? null : new FetchingConnections(config, own, queuePairs, options, maxReadSge,
-                    sgeListBroken, controlClients, transport, lifecycle.readLock(), () -> closed, this::track);
+            this.fetching = own == null ? null : new FetchingConnections(config, own, queuePairs, profile.options(),
+                    profile.maxReadSge(), profile.sgeListBroken(), controlClients, transport, lifecycle.readLock(), () -> closed, connections::track);
             byte[] appSecret = secret == null ? null : secret.clone();
             Function<String, byte[]> secrets = service ? services
                     : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
@@ -344,9 +305,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             throw e;
         }
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle engine on " + provider.name() + " device " + context.device().name()
-                + (gid.index() >= 0 ? ", GID[" + gid.index() + "] " + gid.gid() + " (" + gid.reason() + ")" : "")
+                + (gid().index() >= 0 ? ", GID[" + gid().index() + "] " + gid().gid() + " (" + gid().reason() + ")" : "")
                 + ", control plane " + controlServer.address() + ", post path " + config.postPath()
-                + (sgeListBroken ? " (multi-SGE reads via ibv_post_send: rxe sge_list bug)" : ""));
+                + (profile.sgeListBroken() ? " (multi-SGE reads via ibv_post_send: rxe sge_list bug)" : ""));
     }
 
     /** Starts an engine on the provider {@code config} names ({@code auto} picks libibverbs if usable, else software). */
@@ -387,7 +348,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     /** The GID our queue pairs send from, and why (-1 on InfiniBand). */
     public org.rdmashuffle.verbs.GidChoice gid() {
-        return gid;
+        return profile.gid();
     }
 
     public String providerName() {
@@ -582,10 +543,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         int queued = 0;
         int chains = 0;
         int wrs = 0;
-        int qps = 0;
-        for (DataConnection c : serving) {
-            qps += c.queuePairs();
-        }
+        int qps = connections.servingQueuePairs();
         for (PeerFetcher f : fetchers()) {
             qps += f.connection().queuePairs();
             awaiting += f.awaitingRequests();
@@ -608,7 +566,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             }
             registered += t.registry().registeredBytes();
         }
-        return new EngineCounters(fetching == null ? 0 : fetching.size(), serving.size(), controlClients.openConnections(), awaiting, queued, chains,
+        return new EngineCounters(fetching == null ? 0 : fetching.size(), connections.servingCount(), controlClients.openConnections(), awaiting, queued, chains,
                 wrs, sender.outstanding(all), fetchBuffers == null ? 0 : fetchBuffers.outstanding(), budget.bytesInFlight(),
                 budget.peakBytesInFlight(), budget.readRequestsPosted(), budget.blocksRead(),
                 registered, posted, lowWaterEvents.get(), completions, sleeps, qps);
@@ -648,20 +606,14 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }
     }
 
-    /** Routes the completions of {@code c}'s queue pairs to it (by QP number) until it is retired. */
-    private void track(DataConnection c) {
-        for (int i = 0; i < c.queuePairs(); i++) {
-            byQpNumber.put(c.qpNumber(i), c);
-        }
-    }
-
-    /** Destroys a connection's queue pairs and forgets it; sends it still had in flight give their buffers back. */
+    /**
+     * Destroys a connection's queue pairs and forgets it, in this order: no more completions routed to
+     * it, its QPs destroyed, out of its tenant and its fetcher's peer slot, then the sends it still had
+     * in flight give their buffers back.
+     */
     private void retire(DataConnection c) {
-        for (int i = 0; i < c.queuePairs(); i++) {
-            byQpNumber.remove(c.qpNumber(i), c);
-        }
+        connections.untrack(c);
         c.close();
-        serving.remove(c);
         c.tenant().connections().remove(c);
         if (c.attachment() instanceof PeerFetcher f) {
             fetching.forget(f);
@@ -690,7 +642,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             receivePool.consumed();
         }
         try {
-            DataConnection c = byQpNumber.get(wcs.qpNumber(i));
+            DataConnection c = connections.byQpNumber(wcs.qpNumber(i));
             if (!wcs.isSuccess(i)) {
                 if (c != null && wcs.status(i) != WorkCompletionStatus.WR_FLUSH_ERR) {
                     connectionFailed(c, new IOException("a receive failed with " + wcs.status(i) + " (a message over the "
@@ -759,7 +711,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     }
 
     private void onReadCompleted(WorkCompletions wcs, int i, long chainId) {
-        DataConnection c = byQpNumber.get(wcs.qpNumber(i));
+        DataConnection c = connections.byQpNumber(wcs.qpNumber(i));
         if (c != null && c.attachment() instanceof PeerFetcher f) {
             f.onChainCompleted(chainId, wcs.isSuccess(i) ? null
                     : new IOException("RDMA_READ failed with " + wcs.status(i) + describeReadFailure(wcs.status(i), c),
@@ -771,9 +723,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return switch (status) {
             case REM_ACCESS_ERR -> " (the peer refused the rkey or the range: block descriptor wrong or region gone)";
             // Across hosts the usual cause is the path, not the peer: say which GIDs and what to check.
-            case RETRY_EXC_ERR -> " (the peer does not answer" + (c.peerGid() == null || gid.index() < 0 ? ""
-                    : " at GID " + c.peerGid() + " from our GID[" + gid.index() + "] " + gid.gid() + " on "
-                    + context.device().name() + " port " + options.portNumber()) + ": it died, or this path cannot "
+            case RETRY_EXC_ERR -> " (the peer does not answer" + (c.peerGid() == null || gid().index() < 0 ? ""
+                    : " at GID " + c.peerGid() + " from our GID[" + gid().index() + "] " + gid().gid() + " on "
+                    + context.device().name() + " port " + profile.options().portNumber()) + ": it died, or this path cannot "
                     + "reach it -- check `ip route get` and `ip neigh` for its address and the MTU on the way)";
             default -> "";
         };
@@ -820,7 +772,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     /** The device put a queue pair in error: its connection fails like any other. */
     private void onQueuePairFailed(int qpNumber, AsyncEvent.Type type) {
-        DataConnection c = byQpNumber.get(qpNumber);
+        DataConnection c = connections.byQpNumber(qpNumber);
         if (c != null) {
             connectionFailed(c, new IOException("the device reported " + type + " on queue pair " + qpNumber));
         }
@@ -892,7 +844,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             if (fetching != null) {
                 fetching.failAll(new IOException("the engine is closing"));
             }
-            for (DataConnection c : new ArrayList<>(serving)) {
+            for (DataConnection c : connections.serving()) {
                 retire(c);
             }
             for (CompletionPoller p : pollers) {

@@ -1,0 +1,54 @@
+package org.rdmashuffle.core.transport;
+
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.verbs.ConnectOptions;
+import org.rdmashuffle.verbs.DeviceAttributes;
+import org.rdmashuffle.verbs.GidChoice;
+import org.rdmashuffle.verbs.PortAttributes;
+import org.rdmashuffle.verbs.VerbsContext;
+
+/**
+ * What an engine knows of its device, probed once at start (as Netty's {@code Epoll} probes its
+ * features once): which GID its queue pairs send from, how they connect, and how large its queues may be.
+ *
+ * @param gid            the GID our queue pairs send from, and why it was chosen (logged: the first thing to check across hosts)
+ * @param options        fetching QPs: RNR retried for as long as the QP lives (the server answers only what we asked for)
+ * @param servingOptions serving QPs: a finite RNR retry, so a reducer that never posts receives fails its own
+ *                       connection instead of holding the server's send slots for ever
+ * @param sgeListBroken  the provider's builder loses SGE lists (rxe): multi-SGE reads go through {@code ibv_post_send}
+ * @param maxReadSge     scatter entries per RDMA_READ (at most 16)
+ * @param maxSendWr      a fetching QP's send queue: every chain in flight plus the metadata sends
+ * @param cqEntries      entries per completion queue
+ * @param maxChains      chains in flight in the whole process, so a queue pair's flush of everything fits one CQ
+ */
+public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOptions servingOptions, boolean sgeListBroken,
+                            int maxReadSge, int maxSendWr, int cqEntries, int maxChains) {
+    /**
+     * RNR NAK timer our QPs ask a sender to wait (IB encoding 28: 163.84 ms): with {@link
+     * #SERVING_RNR_RETRY} retries a server waits about a second for a reducer to post a receive.
+     */
+    static final int MIN_RNR_TIMER = 28;
+    static final int SERVING_RNR_RETRY = 6;
+
+    /** Probes the device: its port must be ACTIVE. */
+    public static DeviceProfile probe(EngineConfig config, VerbsContext context) {
+        DeviceAttributes device = context.queryDevice();
+        PortAttributes port = context.queryPort(config.port());
+        if (!port.isActive()) {
+            throw new IllegalStateException("port " + config.port() + " of " + context.device().name() + " is "
+                    + port.state() + ", not ACTIVE: is its link up (ip link; for rxe, the network interface it "
+                    + "was added on)? Or choose another port or device (port, device)");
+        }
+        GidChoice gid = DeviceSetup.gid(config, context, port);
+        ConnectOptions options = DeviceSetup.connectOptions(config, device, port, gid, MIN_RNR_TIMER);
+        int maxReadSge = Math.max(1, Math.min(16, device.maxSgeRd() > 0 ? device.maxSgeRd() : device.maxSge()));
+        int maxSendWr = Math.min(device.maxQpWr() > 0 ? device.maxQpWr() : Integer.MAX_VALUE,
+                config.maxChainsInFlightPerPeer() * config.chainLength() + config.sendBuffers());
+        int cqEntries = Math.min(device.maxCqe() > 0 ? device.maxCqe() : 1 << 16, 1 << 15);
+        // A queue pair entering ERR flushes every outstanding request, signaled or not, so the
+        // process-wide chain bound keeps a flush of everything inside one completion queue.
+        int maxChains = Math.max(1, (cqEntries - config.receiveBuffers() - config.sendBuffers()) / config.chainLength());
+        return new DeviceProfile(gid, options, options.withRnrRetry(SERVING_RNR_RETRY),
+                ProviderQuirks.builderSgeListBroken(context), maxReadSge, maxSendWr, cqEntries, maxChains);
+    }
+}
