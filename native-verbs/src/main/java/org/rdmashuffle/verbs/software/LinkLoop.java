@@ -7,7 +7,6 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
-import java.util.Iterator;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
@@ -41,6 +40,7 @@ final class LinkLoop implements Runnable {
     private final Selector selector;
     private final Thread thread;
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final java.util.function.Consumer<SelectionKey> handle = LinkLoop::handle;
     private volatile boolean closed;
 
     private LinkLoop(String name) {
@@ -109,33 +109,14 @@ final class LinkLoop implements Runnable {
                 runSafely(t);
             }
             try {
+                // Ready keys go straight to handle (no selected-key set, no iterator per turn).
                 if (tasks.isEmpty()) {
-                    selector.select(); // a task added from another thread from now on wakes it
+                    selector.select(handle); // a task added from another thread from now on wakes it
                 } else {
-                    selector.selectNow(); // added by a task or handler of this turn
+                    selector.selectNow(handle); // added by a task or handler of this turn
                 }
             } catch (IOException e) {
                 LOG.log(System.Logger.Level.WARNING, "software provider: select failed", e);
-                continue;
-            }
-            Iterator<SelectionKey> it = selector.selectedKeys().iterator();
-            while (it.hasNext()) {
-                SelectionKey key = it.next();
-                it.remove();
-                Handler h = (Handler) key.attachment();
-                try {
-                    int ready = key.readyOps();
-                    if ((ready & SelectionKey.OP_WRITE) != 0) {
-                        h.writable();
-                    }
-                    if ((ready & SelectionKey.OP_READ) != 0 && key.isValid()) {
-                        h.readable();
-                    }
-                } catch (CancelledKeyException e) {
-                    // closed meanwhile by another thread
-                } catch (RuntimeException e) {
-                    LOG.log(System.Logger.Level.WARNING, "software provider: a link's handler failed", e);
-                }
             }
         }
         for (SelectionKey key : selector.keys()) {
@@ -148,6 +129,24 @@ final class LinkLoop implements Runnable {
             selector.close();
         } catch (IOException ignored) {
             // ending anyway
+        }
+    }
+
+    /** Calls a ready link's handler: writes first (room frees what waits), then reads. */
+    private static void handle(SelectionKey key) {
+        Handler h = (Handler) key.attachment();
+        try {
+            int ready = key.readyOps();
+            if ((ready & SelectionKey.OP_WRITE) != 0) {
+                h.writable();
+            }
+            if ((ready & SelectionKey.OP_READ) != 0 && key.isValid()) {
+                h.readable();
+            }
+        } catch (CancelledKeyException e) {
+            // closed meanwhile by another thread
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "software provider: a link's handler failed", e);
         }
     }
 

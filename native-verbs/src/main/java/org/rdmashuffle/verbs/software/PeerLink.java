@@ -66,6 +66,8 @@ final class PeerLink implements LinkLoop.Handler {
     private volatile boolean closed;
     /** The loop is dispatching what it read (read and written on the loop's thread only). */
     private boolean corked;
+    /** The QP the last frame read was for (the loop's only): most frames on a link are for the QP the one before was. */
+    private SoftQueuePair lastFor;
 
     private PeerLink(SoftDevice device, SocketChannel channel, boolean inbound, InetSocketAddress peer, Runnable admitted) {
         this.device = device;
@@ -153,6 +155,7 @@ final class PeerLink implements LinkLoop.Handler {
 
     /** Joins a QP that an ATTACH admitted (the loop). */
     void join(SoftQueuePair qp) {
+        qp.joinedTo = this;
         joined.put(qp.qpNumber(), qp);
         if (admittedOnce.compareAndSet(false, true)) {
             admitted.run();
@@ -165,6 +168,7 @@ final class PeerLink implements LinkLoop.Handler {
      * link touches its memory (bounded).
      */
     void leave(SoftQueuePair qp, int peerQpn, boolean tellPeer) {
+        qp.joinedTo = null; // first: the loop stops finding it before it is out of the table
         if (joined.remove(qp.qpNumber(), qp)) {
             if (joined.isEmpty()) {
                 emptySince = System.nanoTime();
@@ -342,7 +346,11 @@ final class PeerLink implements LinkLoop.Handler {
 
     /** The QP a frame is for, if it joined this link with the frame's source as its peer; else null. */
     private SoftQueuePair joinedFor(Frame f) {
-        SoftQueuePair qp = joined.get(f.dstQpn);
+        SoftQueuePair qp = lastFor;
+        if (qp == null || qp.qpNumber() != f.dstQpn || qp.joinedTo != this) {
+            qp = joined.get(f.dstQpn); // boxes the number: only for a frame to another QP than the last one's
+            lastFor = qp;
+        }
         return qp != null && qp.peerQpn() == f.srcQpn ? qp : null;
     }
 
@@ -379,6 +387,7 @@ final class PeerLink implements LinkLoop.Handler {
         }
         joins.linkClosed();
         for (SoftQueuePair qp : List.copyOf(joined.values())) {
+            qp.joinedTo = null;
             joined.remove(qp.qpNumber(), qp);
             qp.linkLost(this, cause);
         }

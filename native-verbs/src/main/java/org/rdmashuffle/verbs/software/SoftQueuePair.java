@@ -68,6 +68,12 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
     /** The link this QP is joined over, once joined (set last, after {@link #peerQpn}). */
     private volatile PeerLink link;
     private volatile int peerQpn = -1;
+    /**
+     * The link this QP is in the joined table of, null before it joins and from the moment it starts
+     * to leave: lets the link's loop find the QP of a frame without a boxed table look-up (see
+     * {@link PeerLink}'s {@code joinedFor}).
+     */
+    volatile PeerLink joinedTo;
     /** Frames posted before the QP joined its link (a dialled QP in RTS before the dialler's ATTACH came). */
     private final ArrayDeque<Frame> beforeJoin = new ArrayDeque<>();
 
