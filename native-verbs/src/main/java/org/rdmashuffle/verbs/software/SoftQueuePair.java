@@ -313,7 +313,8 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
 
     /**
      * {@link #send(Frame)}; with {@code now} false the frame is only queued on the link, and the
-     * caller calls {@link #flushLink} after the last frame of its chain.
+     * caller calls {@link #flushLink} after the last frame of its chain. With {@code now} true the link
+     * decides ({@link PeerLink#send(Frame)}: at once, or on its loop at the end of the turn).
      */
     void send(Frame f, boolean now) {
         f.srcQpn = qpNumber;
