@@ -18,7 +18,10 @@ import org.rdmashuffle.verbs.MemoryRegion;
  * as it was. Given a {@code grower}, the pool registers new slabs there, never on the allocating
  * thread (an engine's completion poller: registering zeroes and pins 4 MiB, and every completion
  * behind it would wait): {@link #allocate} returns null meanwhile, {@code onRelease} runs when the
- * slab is ready, and a registration that failed is thrown by the next {@link #allocate}.
+ * slab is ready, and a registration that failed is thrown by the next {@link #allocate} that still
+ * finds no room. Only by that one: once room comes free (a buffer released, or handed out from the
+ * slabs there are), the failure is forgotten, and the next allocation that needs a slab registers
+ * again. Kept longer, a transient ENOMEM would fail some later, unrelated fetch.
  */
 public final class RegisteredBufferPool implements AutoCloseable {
     static final int UNIT_SHIFT = 12;
@@ -38,6 +41,7 @@ public final class RegisteredBufferPool implements AutoCloseable {
     private final java.util.concurrent.Executor grower;
     /** A slab is being registered by the grower (its bytes counted in registeredBytes already). */
     private boolean growing;
+    /** The grower's failed registration, for the next allocation that finds no room; cleared when room comes free. */
     private RuntimeException growthFailure;
     private long registeredBytes;
     private long bytesOut;
@@ -94,6 +98,7 @@ public final class RegisteredBufferPool implements AutoCloseable {
             for (int i = 0; i < slabs.size(); i++) { // indexed: no iterator per allocation
                 RegisteredBuffer b = take(slabs.get(i), order);
                 if (b != null) {
+                    growthFailure = null; // the slabs there are served: whoever waited for a new one is served too, or asks again
                     return b;
                 }
             }
@@ -194,6 +199,7 @@ public final class RegisteredBufferPool implements AutoCloseable {
             if (!closed) {
                 b.slab.buddies.free(b.unit, b.order);
             }
+            growthFailure = null; // room came free: a failed registration is no reason to fail the next allocation
         }
         if (onRelease != null) {
             onRelease.run();

@@ -350,8 +350,11 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     Read head = queued.peek();
                     try {
                         head.buffer = transport.buffers().allocate(head.length);
-                    } catch (RuntimeException e) {
-                        head.buffer = null; // thrown again, and handled, by the next attempt
+                    } catch (RuntimeException e) { // the slab it waited for failed to register: it fails, as above
+                        allocationFailure = e;
+                        queued.remove(head);
+                        (noBuffer == null ? noBuffer = new ArrayList<>() : noBuffer).add(head);
+                        continue;
                     }
                     if (head.buffer == null) {
                         break;

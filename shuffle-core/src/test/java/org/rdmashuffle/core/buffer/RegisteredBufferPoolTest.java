@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.Test;
@@ -70,6 +71,56 @@ class RegisteredBufferPoolTest {
                 b.release();
                 assertEquals(0, pool.outstanding());
                 assertEquals(0, pool.bytesOut());
+            }
+        }
+    }
+
+    /**
+     * A slab failed to register on the grower while a read waited; then room came free and the read was
+     * served. A pool that kept the failure threw it at the next allocation that needed a slab, long after
+     * registration worked again, and failed a fetch that had nothing to do with it.
+     */
+    @Test
+    void aFailedRegistrationIsNotThrownAtALaterAllocation() {
+        try (SoftwareProvider sp = new SoftwareProvider(SoftwareProvider.Config.loopback());
+             VerbsContext ctx = sp.devices().getFirst().open();
+             ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+            AtomicBoolean fail = new AtomicBoolean(false);
+            ArrayDeque<Runnable> grower = new ArrayDeque<>(); // run by hand: the test says when a slab registers
+            try (RegisteredBufferPool pool = new RegisteredBufferPool(bytes -> {
+                if (fail.get()) {
+                    throw new IllegalStateException("ibv_reg_mr failed: ENOMEM");
+                }
+                return pd.allocateAndRegister(bytes, Access.LOCAL_WRITE);
+            }, 128 << 10, 64 << 10, null, grower::add)) {
+                pool.grow();
+                RegisteredBuffer whole = pool.allocate(64 << 10);
+                assertNotNull(whole, "the first slab, whole");
+                fail.set(true);
+                assertNull(pool.allocate(4 << 10), "no room: a second slab is registering");
+                grower.remove().run(); // fails
+                assertThrows(IllegalStateException.class, () -> pool.allocate(4 << 10),
+                        "the read that waited, still without room, learns that the slab failed");
+
+                assertNull(pool.allocate(4 << 10), "asked again: registering again");
+                grower.remove().run(); // fails too
+                whole.release(); // room again: the read that waited is served from the first slab
+                RegisteredBuffer served = pool.allocate(4 << 10);
+                assertNotNull(served);
+                served.release();
+
+                fail.set(false);
+                whole = pool.allocate(64 << 10);
+                assertNotNull(whole);
+                assertNull(pool.allocate(4 << 10), "no room: registering a slab, not throwing the old failure");
+                assertEquals(1, grower.size());
+                grower.remove().run();
+                RegisteredBuffer small = pool.allocate(4 << 10);
+                assertNotNull(small, "from the second slab");
+                assertEquals(128 << 10, pool.registeredBytes());
+                small.release();
+                whole.release();
+                assertEquals(0, pool.outstanding());
             }
         }
     }
