@@ -169,8 +169,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                     this::onReadCompleted);
             this.pollers = new CompletionPoller[config.pollerThreads()];
             for (int i = 0; i < pollers.length; i++) {
-                pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, cqEntries, 64, config.busyPoll(),
-                        provider instanceof org.rdmashuffle.verbs.software.SoftwareProvider, dispatcher);
+                boolean software = provider instanceof org.rdmashuffle.verbs.software.SoftwareProvider;
+                pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, cqEntries, 64,
+                        config.busyPollFor(software), software, dispatcher);
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }

@@ -34,28 +34,35 @@ import org.rdmashuffle.verbs.software.SoftwareProvider;
  * The software provider's RDMA_READ throughput between two JVMs on loopback, against a plain Java
  * socket copy of the same bytes, alternated in one run:
  * <ul>
- *   <li>rdma: this JVM reads {@code SIZE}-byte blocks from a region registered in a child JVM, 16
- *       reads in flight (chains of 4, last signaled);
+ *   <li>rdma: this JVM reads {@code SIZE}-byte blocks from a region registered in a child JVM, as
+ *       many reads in flight, in chains as long, as the engine's defaults post to one peer (chains
+ *       of up to {@code chainLength} reads and {@code maxBytesInFlightPerPeer / maxChainsInFlightPerPeer}
+ *       bytes, up to {@code maxChainsInFlightPerPeer} of them, the last read of each signaled): 128
+ *       reads in chains of 16 at 64 KiB, 32 in chains of 4 at 1 MiB;
  *   <li>socket: this JVM asks the child for the same blocks over a plain SocketChannel (an 8-byte
- *       request each, 16 in flight) and the child writes them from the same native memory.
+ *       request each, as many bytes in flight) and the child writes them from the same native memory.
  * </ul>
+ * {@code --depth READS:CHAIN} sets both instead (before 2026-11-25: 16 reads in chains of 4 at every size).
  * Six timed rounds of 2 GiB each way per size, after an untimed one; who goes first alternates by
  * round. Prints MB/s (10^6 bytes) per round, the ratio rdma/socket (of the sums), and heap bytes
  * allocated per read in this JVM. {@code java -cp benchmarks.jar ...SoftwareReadVsSocket [--file | --file-mapped] [--spin] [SIZE...]}: from a
  * file registered with {@code registerOwnedFile} (sendfile) or {@code registerFile} (the mapping), the socket
  * side then sending from the file with {@code transferTo}; by default from anonymous memory. The reading
- * side polls its CQ as the engine's poller does on the software provider (yielding for 50 us, then
- * waiting on the completion channel); {@code --spin}: yielding for as long as the CQ is empty.
+ * side polls its CQ as the engine's poller does on the software provider (by default, since 2026-11-25,
+ * no busy poll: an empty poll arms the CQ and waits on its completion channel; before, it yielded for
+ * 50 us first: {@code --busy-poll 50}); {@code --spin}: yielding for as long as the CQ is empty.
  */
 public final class SoftwareReadVsSocket {
     /** Bytes per timed round: 2 GiB, ~1 s at these rates, so a scheduling hiccup weighs little. */
     private static final long VOLUME = 2L << 30;
     private static final int ROUNDS = 6;
     private static final int REGION = 64 << 20;
-    private static final int IN_FLIGHT = 16;
-    private static final int CHAIN = 4;
-    /** How long the poller polls an empty CQ before it sleeps: {@code --busy-poll MICROS}, by default the engine's {@code busyPoll}. */
-    private static long busyPollNanos = 50_000;
+    /** Reads in flight and reads per chain: per size, the engine's; or {@code --depth READS:CHAIN}. */
+    private static int inFlight;
+    private static int chainReads;
+    private static String depth;
+    /** How long the poller polls an empty CQ before it sleeps: {@code --busy-poll MICROS}, by default the engine's {@code busyPoll} on the software provider. */
+    private static long busyPollNanos = org.rdmashuffle.core.config.EngineConfig.defaults().busyPollFor(true).toNanos();
     private static boolean spin;
     private static final ConnectOptions OPTIONS = ConnectOptions.defaults(1, 0, Mtu.MTU_4096);
 
@@ -70,14 +77,20 @@ public final class SoftwareReadVsSocket {
         // --file: a file registered with registerOwnedFile (read answers sent with sendfile); --file-mapped: the
         // same file registered with registerFile (answers written from the mapping); else anonymous memory.
         // --spin: the reading side polls its CQ yielding forever (what this benchmark did before 2026-11-25);
-        // by default it polls as the engine's poller does on the software provider: yielding for 50 us, then
-        // waiting on the CQ's completion channel.
+        // by default it polls as the engine's poller does on the software provider: for busyPoll (none by
+        // default; --busy-poll MICROS), yielding, then waiting on the CQ's completion channel.
         spin = java.util.Arrays.asList(args).contains("--spin");
         java.util.List<String> rest = new java.util.ArrayList<>(java.util.Arrays.asList(args));
         int bp = rest.indexOf("--busy-poll");
         if (bp >= 0) {
             busyPollNanos = Long.parseLong(rest.get(bp + 1)) * 1000;
             rest.subList(bp, bp + 2).clear();
+            args = rest.toArray(String[]::new);
+        }
+        int dp = rest.indexOf("--depth");
+        if (dp >= 0) {
+            depth = rest.get(dp + 1);
+            rest.subList(dp, dp + 2).clear();
             args = rest.toArray(String[]::new);
         }
         String mode = java.util.Arrays.stream(args).filter(a -> a.startsWith("--") && !a.equals("--spin")).findFirst()
@@ -93,7 +106,14 @@ public final class SoftwareReadVsSocket {
             case "--file-mapped" -> "served from a file registered with registerFile (answers written from the mapping); the socket side with transferTo";
             default -> "served from anonymous memory";
         });
-        boolean fromFile = !mode.equals("--memory");
+        System.out.println(depth == null ? "depth: the engine's defaults for one peer" : "depth: " + depth + " (reads in flight:chain)");
+        int maxInFlight = 0;
+        long landing = 0;
+        for (int size : sizes) {
+            setDepth(size);
+            maxInFlight = Math.max(maxInFlight, inFlight);
+            landing = Math.max(landing, (long) inFlight * size);
+        }
         Process child = new ProcessBuilder(ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-cp", System.getProperty("java.class.path"),
                 SoftwareReadVsSocket.class.getName(), "serve", mode)
@@ -109,9 +129,9 @@ public final class SoftwareReadVsSocket {
             int socketPort = Integer.parseInt(served[8]);
             try (ProtectionDomain pd = ctx.allocateProtectionDomain();
                  org.rdmashuffle.verbs.CompletionChannel channel = ctx.createCompletionChannel();
-                 CompletionQueue cq = ctx.createCompletionQueue(IN_FLIGHT * 2, channel, 0);
-                 QueuePair qp = pd.createQueuePair(QueuePairConfig.of(cq, IN_FLIGHT * 2, 1, 1));
-                 MemoryRegion local = pd.allocateAndRegister((long) IN_FLIGHT * (1 << 20), Access.LOCAL_WRITE);
+                 CompletionQueue cq = ctx.createCompletionQueue(maxInFlight * 2, channel, 0);
+                 QueuePair qp = pd.createQueuePair(QueuePairConfig.of(cq, maxInFlight * 2, 1, 1));
+                 MemoryRegion local = pd.allocateAndRegister(landing, Access.LOCAL_WRITE);
                  SocketChannel socket = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), socketPort))) {
                 socket.socket().setTcpNoDelay(true);
                 toChild.println(line(qp.localEndpoint(OPTIONS)));
@@ -120,6 +140,9 @@ public final class SoftwareReadVsSocket {
                     throw new IllegalStateException("child did not connect");
                 }
                 for (int size : sizes) {
+                    setDepth(size);
+                    System.out.printf(Locale.ROOT, "size %d: %d reads in flight, chains of %d; the socket %d requests in flight%n",
+                            size, inFlight, chainReads, inFlight);
                     double rdma = 0;
                     double plain = 0;
                     long allocated = 0;
@@ -153,23 +176,23 @@ public final class SoftwareReadVsSocket {
         }
     }
 
-    /** Keeps IN_FLIGHT reads of {@code size} in flight until {@code volume} bytes were read; MB/s. */
+    /** Keeps the depth of reads of {@code size} in flight until {@code volume} bytes were read; MB/s. */
     private static double rdmaRound(QueuePair qp, CompletionQueue cq, org.rdmashuffle.verbs.CompletionChannel channel,
                                     MemoryRegion local, long remote, int rkey, int size,
                                     long volume) {
-        int chains = IN_FLIGHT / CHAIN;
-        long span = REGION - (long) size * CHAIN;
+        int chains = inFlight / chainReads;
+        long span = REGION - (long) size * chainReads;
         SendWorkRequests[] chain = new SendWorkRequests[chains];
         for (int c = 0; c < chains; c++) {
-            chain[c] = SendWorkRequests.allocate(CHAIN, 1);
+            chain[c] = SendWorkRequests.allocate(chainReads, 1);
         }
-        long total = volume / ((long) size * CHAIN);
+        long total = volume / ((long) size * chainReads);
         long posted = 0;
         long done = 0;
         long start = System.nanoTime();
         try (WorkCompletions wc = WorkCompletions.allocate(chains)) {
             for (int c = 0; c < chains && posted < total; c++) {
-                post(qp, chain[c], c, local, remote, rkey, size, (posted++ * size * CHAIN) % span);
+                post(qp, chain[c], c, local, remote, rkey, size, (posted++ * size * chainReads) % span);
             }
             long idleSince = 0;
             while (done < total) {
@@ -202,7 +225,7 @@ public final class SoftwareReadVsSocket {
                     done++;
                     if (posted < total) {
                         int c = (int) wc.wrId(i);
-                        post(qp, chain[c], c, local, remote, rkey, size, (posted++ * size * CHAIN) % span);
+                        post(qp, chain[c], c, local, remote, rkey, size, (posted++ * size * chainReads) % span);
                     }
                 }
                 if (n == 0) {
@@ -215,30 +238,30 @@ public final class SoftwareReadVsSocket {
                 c.close();
             }
         }
-        return total * size * CHAIN / ((System.nanoTime() - start) / 1e3);
+        return total * size * chainReads / ((System.nanoTime() - start) / 1e3);
     }
 
     private static void post(QueuePair qp, SendWorkRequests chain, int slot, MemoryRegion local, long remote, int rkey,
                              int size, long offset) {
-        for (int i = 0; i < CHAIN; i++) {
-            long localOffset = ((long) slot * CHAIN + i) * size % local.length();
-            chain.get(i).rdmaRead(slot, i == CHAIN - 1 ? SendFlags.SIGNALED : 0, local, localOffset, size,
+        for (int i = 0; i < chainReads; i++) {
+            long localOffset = ((long) slot * chainReads + i) * size % local.length();
+            chain.get(i).rdmaRead(slot, i == chainReads - 1 ? SendFlags.SIGNALED : 0, local, localOffset, size,
                     remote + offset + (long) i * size, rkey);
         }
-        qp.postSend(chain, CHAIN);
+        qp.postSend(chain, chainReads);
     }
 
-    /** The same blocks over a plain socket: IN_FLIGHT 8-byte requests outstanding, each answered with SIZE bytes. */
+    /** The same blocks over a plain socket: as many 8-byte requests outstanding as reads in flight, each answered with SIZE bytes. */
     private static double socketRound(SocketChannel socket, MemoryRegion local, int size, long volume) throws IOException {
         long total = volume / size;
-        ByteBuffer request = ByteBuffer.allocateDirect(8 * IN_FLIGHT);
+        ByteBuffer request = ByteBuffer.allocateDirect(8 * inFlight);
         ByteBuffer into = local.segment().asSlice(0, size).asByteBuffer();
         long sent = 0;
         long received = 0;
         long start = System.nanoTime();
         while (received < total) {
             request.clear();
-            while (sent < total && sent - received < IN_FLIGHT) {
+            while (sent < total && sent - received < inFlight) {
                 // One word per request: size in the high half, offset in the low half.
                 request.putLong(((long) size << 32) | ((sent++ * size) % (REGION - size)));
             }
@@ -255,6 +278,29 @@ public final class SoftwareReadVsSocket {
             received++;
         }
         return total * (double) size / ((System.nanoTime() - start) / 1e3);
+    }
+
+    /**
+     * What the engine posts to one peer for blocks of {@code size} with its defaults (PeerFetcher's limits:
+     * a chain ends at chainLength reads or at maxBytesInFlightPerPeer / maxChainsInFlightPerPeer bytes,
+     * at least 256 KiB; up to maxChainsInFlightPerPeer chains and maxBytesInFlightPerPeer bytes in flight),
+     * or {@code --depth READS:CHAIN}.
+     */
+    private static void setDepth(int size) {
+        if (depth != null) {
+            String[] d = depth.split(":");
+            inFlight = Integer.parseInt(d[0]);
+            chainReads = Integer.parseInt(d[1]);
+            if (chainReads < 1 || inFlight % chainReads != 0) {
+                throw new IllegalArgumentException("--depth READS:CHAIN, READS a multiple of CHAIN: " + depth);
+            }
+            return;
+        }
+        org.rdmashuffle.core.config.EngineConfig c = org.rdmashuffle.core.config.EngineConfig.defaults();
+        long chainBytes = Math.max(256 << 10, c.maxBytesInFlightPerPeer() / c.maxChainsInFlightPerPeer());
+        chainReads = (int) Math.max(1, Math.min(c.chainLength(), chainBytes / size));
+        int chains = (int) Math.max(1, Math.min(c.maxChainsInFlightPerPeer(), c.maxBytesInFlightPerPeer() / ((long) chainReads * size)));
+        inFlight = chains * chainReads;
     }
 
     private static long allocatedBytes() {

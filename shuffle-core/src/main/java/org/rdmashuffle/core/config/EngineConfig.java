@@ -45,6 +45,8 @@ public final class EngineConfig {
     public static final String KEY_SERVER_THREADS = "serverThreads";
     public static final String KEY_CONTROL_CLIENT_THREADS = "controlClientThreads";
     public static final String KEY_BUSY_POLL = "busyPoll";
+    /** busyPoll's default on a device (a NIC, rxe): a completion within microseconds is taken without a wake-up. */
+    public static final Duration DEVICE_BUSY_POLL = Duration.ofNanos(50_000);
     public static final String KEY_CONNECT_TIMEOUT = "connectTimeout";
     public static final String KEY_FETCH_TIMEOUT = "fetchTimeout";
     public static final String KEY_IDLE_TIMEOUT = "idleTimeout";
@@ -74,7 +76,8 @@ public final class EngineConfig {
     int pollerThreads = 1;
     int serverThreads = 2;
     int controlClientThreads = 2;
-    Duration busyPoll = Duration.ofNanos(50_000);
+    /** Unset (null, "auto"): {@link #DEVICE_BUSY_POLL} on a device, none on the software provider. */
+    Duration busyPoll = null;
     Duration connectTimeout = Duration.ofSeconds(10);
     Duration fetchTimeout = Duration.ofSeconds(120);
     Duration idleTimeout = Duration.ofSeconds(120);
@@ -140,7 +143,7 @@ public final class EngineConfig {
             case KEY_POLLER_THREADS -> pollerThreads = Integer.parseInt(v);
             case KEY_SERVER_THREADS -> serverThreads = Integer.parseInt(v);
             case KEY_CONTROL_CLIENT_THREADS -> controlClientThreads = Integer.parseInt(v);
-            case KEY_BUSY_POLL -> busyPoll = parseDuration(v);
+            case KEY_BUSY_POLL -> busyPoll = v.equalsIgnoreCase("auto") ? null : parseDuration(v);
             case KEY_CONNECT_TIMEOUT -> connectTimeout = parseDuration(v);
             case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
             case KEY_IDLE_TIMEOUT -> idleTimeout = parseDuration(v);
@@ -175,7 +178,7 @@ public final class EngineConfig {
         require(serverThreads >= 1 && serverThreads <= 64, KEY_SERVER_THREADS, "1..64", serverThreads);
         require(controlClientThreads >= 1 && controlClientThreads <= 64, KEY_CONTROL_CLIENT_THREADS, "1..64",
                 controlClientThreads);
-        require(!busyPoll.isNegative(), KEY_BUSY_POLL, "not negative", busyPoll);
+        require(busyPoll == null || !busyPoll.isNegative(), KEY_BUSY_POLL, "not negative, or auto", busyPoll);
         require(connectTimeout.toMillis() > 0, KEY_CONNECT_TIMEOUT, "positive", connectTimeout);
         require(fetchTimeout.toMillis() > 0, KEY_FETCH_TIMEOUT, "positive", fetchTimeout);
         require(idleTimeout.toMillis() > 0, KEY_IDLE_TIMEOUT, "positive", idleTimeout);
@@ -215,7 +218,7 @@ public final class EngineConfig {
         m.put(KEY_POLLER_THREADS, Integer.toString(pollerThreads));
         m.put(KEY_SERVER_THREADS, Integer.toString(serverThreads));
         m.put(KEY_CONTROL_CLIENT_THREADS, Integer.toString(controlClientThreads));
-        m.put(KEY_BUSY_POLL, busyPoll.toNanos() / 1000 + "us");
+        m.put(KEY_BUSY_POLL, busyPoll == null ? "auto" : busyPoll.toNanos() / 1000 + "us");
         m.put(KEY_CONNECT_TIMEOUT, connectTimeout.toMillis() + "ms");
         m.put(KEY_FETCH_TIMEOUT, fetchTimeout.toMillis() + "ms");
         m.put(KEY_IDLE_TIMEOUT, idleTimeout.toMillis() + "ms");
@@ -289,7 +292,17 @@ public final class EngineConfig {
     public int serverThreads() { return serverThreads; }
 
     public int controlClientThreads() { return controlClientThreads; }
+    /** The busy poll set, or null for the default of the provider ({@link #busyPollFor}). */
     public Duration busyPoll() { return busyPoll; }
+
+    /**
+     * How long an idle poller polls before it sleeps: as set, else {@link #DEVICE_BUSY_POLL} on a device
+     * and none on the software provider, whose completions come from its own threads: polling there
+     * takes the core from the thread that makes the completion (measured: docs/benchmarks.md, issue 18).
+     */
+    public Duration busyPollFor(boolean softwareProvider) {
+        return busyPoll != null ? busyPoll : softwareProvider ? Duration.ZERO : DEVICE_BUSY_POLL;
+    }
     public Duration connectTimeout() { return connectTimeout; }
     public Duration fetchTimeout() { return fetchTimeout; }
 

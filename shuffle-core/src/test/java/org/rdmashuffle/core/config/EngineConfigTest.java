@@ -41,4 +41,18 @@ class EngineConfigTest {
                 () -> read(Map.of("rdma.shuffle.fetchBufferMemory", "512k")));
         assertEquals("fetchBufferMemory must be at least 1m, not 524288", e.getMessage());
     }
+
+    /** busyPoll unset is the provider's: none where the provider's own threads make the completions. */
+    @Test
+    void busyPoll_defaultsByProvider_andASetValueHoldsForBoth() {
+        EngineConfig auto = read(Map.of());
+        assertEquals(java.time.Duration.ZERO, auto.busyPollFor(true));
+        assertEquals(java.time.Duration.ofNanos(50_000), auto.busyPollFor(false));
+        assertEquals("auto", auto.describe().get(EngineConfig.KEY_BUSY_POLL));
+        EngineConfig set = read(Map.of("rdma.shuffle.busyPoll", "20us"));
+        assertEquals(java.time.Duration.ofNanos(20_000), set.busyPollFor(true));
+        assertEquals(java.time.Duration.ofNanos(20_000), set.busyPollFor(false));
+        assertEquals("20us", set.describe().get(EngineConfig.KEY_BUSY_POLL));
+        assertEquals(java.time.Duration.ZERO, read(Map.of("rdma.shuffle.busyPoll", "auto")).busyPollFor(true));
+    }
 }
