@@ -282,9 +282,8 @@ public final class SoftwareReadVsSocket {
 
     /**
      * What the engine posts to one peer for blocks of {@code size} with its defaults (PeerFetcher's limits:
-     * a chain ends at chainLength reads or at maxBytesInFlightPerPeer / maxChainsInFlightPerPeer bytes,
-     * at least 256 KiB; up to maxChainsInFlightPerPeer chains and maxBytesInFlightPerPeer bytes in flight),
-     * or {@code --depth READS:CHAIN}.
+     * a chain ends at chainLength reads or maxChainBytes; up to maxChainsInFlightPerPeer chains and
+     * maxBytesInFlightPerPeer bytes in flight), or {@code --depth READS:CHAIN}.
      */
     private static void setDepth(int size) {
         if (depth != null) {
@@ -297,8 +296,7 @@ public final class SoftwareReadVsSocket {
             return;
         }
         org.rdmashuffle.core.config.EngineConfig c = org.rdmashuffle.core.config.EngineConfig.defaults();
-        long chainBytes = Math.max(256 << 10, c.maxBytesInFlightPerPeer() / c.maxChainsInFlightPerPeer());
-        chainReads = (int) Math.max(1, Math.min(c.chainLength(), chainBytes / size));
+        chainReads = (int) Math.max(1, Math.min(c.chainLength(), c.maxChainBytes() / size));
         int chains = (int) Math.max(1, Math.min(c.maxChainsInFlightPerPeer(), c.maxBytesInFlightPerPeer() / ((long) chainReads * size)));
         inFlight = chains * chainReads;
     }

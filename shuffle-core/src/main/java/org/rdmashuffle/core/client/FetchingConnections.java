@@ -272,8 +272,7 @@ public final class FetchingConnections {
                 config.postPath(), config.chainLength(), maxReadSge, sgeListBroken, theirs.endpoints().getFirst().gid());
         int perRequest = Math.max(1, Math.min(MessageCodec.MAX_ITEMS, Math.min(
                 (theirs.receiveBufferSize() - 32) / MAX_REQUESTED_BLOCK_BYTES, (config.receiveBufferSize() - 32) / MAX_DESCRIPTOR_BYTES)));
-        long maxChainBytes = Math.max(256 << 10, config.maxBytesInFlightPerPeer() / config.maxChainsInFlightPerPeer());
-        PeerFetcher f = new PeerFetcher(c, transport, new PeerFetcher.Limits(config.chainLength(), maxReadSge, maxChainBytes,
+        PeerFetcher f = new PeerFetcher(c, transport, new PeerFetcher.Limits(config.chainLength(), maxReadSge, config.maxChainBytes(),
                 config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos()));
         c.attach(f);
         servedBy.put(f, new ServerSide(peer, theirs.endpoints().getFirst().qpNumber()));

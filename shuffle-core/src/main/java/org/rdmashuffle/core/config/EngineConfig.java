@@ -272,6 +272,11 @@ public final class EngineConfig {
     public long maxBytesInFlight() { return maxBytesInFlight; }
     public long maxBytesInFlightPerPeer() { return maxBytesInFlightPerPeer; }
     public int maxChainsInFlightPerPeer() { return maxChainsInFlightPerPeer; }
+
+    /** The most bytes one chain of reads to a peer carries: its share of the peer's bytes in flight, at least 256 KiB. */
+    public long maxChainBytes() {
+        return Math.max(256 << 10, maxBytesInFlightPerPeer / maxChainsInFlightPerPeer);
+    }
     public int receiveBuffers() { return receiveBuffers; }
     public int receiveBufferSize() { return receiveBufferSize; }
     public int receiveLowWater() { return receiveLowWater; }
@@ -292,9 +297,6 @@ public final class EngineConfig {
     public int serverThreads() { return serverThreads; }
 
     public int controlClientThreads() { return controlClientThreads; }
-    /** The busy poll set, or null for the default of the provider ({@link #busyPollFor}). */
-    public Duration busyPoll() { return busyPoll; }
-
     /**
      * How long an idle poller polls before it sleeps: as set, else {@link #DEVICE_BUSY_POLL} on a device
      * and none on the software provider, whose completions come from its own threads: polling there
