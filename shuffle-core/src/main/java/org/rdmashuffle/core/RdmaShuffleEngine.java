@@ -21,6 +21,7 @@ import org.rdmashuffle.core.buffer.RegisteredBufferPool;
 import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchBudget;
+import org.rdmashuffle.core.client.FetchSubmitter;
 import org.rdmashuffle.core.client.FetchTransport;
 import org.rdmashuffle.core.client.FetchingConnections;
 import org.rdmashuffle.core.client.PeerFetcher;
@@ -68,7 +69,8 @@ import org.rdmashuffle.verbs.WorkCompletions;
  *
  * <p>Fetching side: {@link #fetchBlocks} sets up (on a dialer thread, the first time) or reuses the
  * data connection to the peer through the authenticated control plane, then a {@link PeerFetcher} asks for descriptors and pulls the
- * blocks with RDMA_READ chains; {@link CompletionPoller} threads dispatch completions to it.
+ * blocks with RDMA_READ chains (posted from a {@link FetchSubmitter}'s thread on the software provider);
+ * {@link CompletionPoller} threads dispatch completions to it.
  *
  * <p>Device resources are per application ({@link TenantDomain}: protection domain, shared receive
  * queue with its {@link ReceivePool}, send buffers, map-output regions), so a queue pair of one
@@ -140,6 +142,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ConnectionTable connections = new ConnectionTable();
     /** The fetching side's connections: an executor's engine only. */
     private final FetchingConnections fetching;
+    /** Runs fetch calls off the caller's thread (see {@link EngineConfig#handOffFetchesFor}); null: inline. */
+    private final FetchSubmitter submitter;
     private final FetchTransport transport = new Transport();
     /** Test hook: while set, registering a fetch-buffer slab fails with it (as ibv_reg_mr does out of pinnable memory). */
     private volatile RuntimeException fetchBufferFault;
@@ -167,11 +171,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.budget = new FetchBudget(config.maxBytesInFlight(), profile.maxChains());
             CompletionDispatcher dispatcher = new CompletionDispatcher(this::onReceive, this::onSendCompleted,
                     this::onReadCompleted);
+            boolean softwareProvider = provider instanceof org.rdmashuffle.verbs.software.SoftwareProvider;
             this.pollers = new CompletionPoller[config.pollerThreads()];
             for (int i = 0; i < pollers.length; i++) {
-                boolean software = provider instanceof org.rdmashuffle.verbs.software.SoftwareProvider;
                 pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, cqEntries, 64,
-                        config.busyPollFor(software), software, dispatcher);
+                        config.busyPollFor(softwareProvider), softwareProvider, dispatcher);
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }
@@ -263,6 +267,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             made.add(controlClients);
             this.fetching = own == null ? null : new FetchingConnections(config, own, queuePairs, profile.options(),
                     profile.maxReadSge(), profile.sgeListBroken(), controlClients, transport, lifecycle.readLock(), () -> closed, connections::track);
+            this.submitter = own == null || !config.handOffFetchesFor(softwareProvider) ? null
+                    : new FetchSubmitter("rdma-shuffle-fetch-submitter");
             byte[] appSecret = secret == null ? null : secret.clone();
             Function<String, byte[]> secrets = service ? services
                     : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
@@ -470,14 +476,26 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     /**
      * Fetches blocks from the engine at {@code peer}. Returns at once, also the first time: the
-     * connection is then set up on a dialer thread. Every block gets exactly one listener call, from a
-     * poller thread, or from a dialer thread if the connection cannot be set up (from this thread if
-     * the engine is closed or serves only).
+     * connection is then set up on a dialer thread; with {@code handOffFetches} (the software provider's
+     * default) the requests and reads are made on the submitter's thread, not this one. Every block gets
+     * exactly one listener call: from a poller thread; from a dialer thread if the connection cannot be
+     * set up; from the thread that runs the call (the submitter's, or this one) for an empty block of an
+     * output whose layout is known, and for every block if the engine is closed or serves only.
      */
     public void fetchBlocks(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener listener) {
         if (blocks.isEmpty()) {
             return;
         }
+        if (submitter != null) {
+            List<BlockId> wanted = List.copyOf(blocks);
+            submitter.submit(() -> fetchNow(peer, wanted, listener));
+        } else {
+            fetchNow(peer, blocks, listener);
+        }
+    }
+
+    /** {@link #fetchBlocks} on the thread that runs the call: the caller's, or the submitter's. */
+    private void fetchNow(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener listener) {
         PeerFetcher f;
         try {
             requireOwn();
@@ -493,7 +511,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         List<BlockId> wanted = List.copyOf(blocks);
         fetching.whenConnected(peer, c -> {
             if (!c.fetch(wanted, listener)) { // closed for idleness meanwhile: to the next connection
-                fetchBlocks(peer, wanted, listener);
+                fetchNow(peer, wanted, listener);
             }
         }, e -> cannotConnect(peer, wanted, listener, e));
     }
@@ -802,6 +820,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 return;
             }
             closed = true;
+        }
+        if (submitter != null) {
+            submitter.close(); // calls queued run now, and fail: the engine is closed
         }
         timer.shutdownNow();
         servers.shutdownNow();

@@ -3,6 +3,7 @@ package org.rdmashuffle.benchmarks.spark;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
@@ -26,13 +27,16 @@ import scala.Tuple2;
  * <pre>
  *   ShuffleJob [--rows N] [--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E]
  *              [--kill-executor-in-reduce] [--release-executors-after-maps] [--pause-rdma-reduce-until FILE]
+ *              [--variant spark.KEY=VALUE ...]
  * </pre>
  * Run as a plain program it uses local-cluster mode (two executor JVMs on 127.0.0.1); submitted with
  * {@code spark-submit} (as {@code bin/shuffle-job --hosts N} does, see {@code cluster.ClusterJob}) it
  * runs on the master and settings it was given, and waits for {@code E} executors before the clock
  * starts. It prints the result (identical either way), the shuffle metrics, and what carried each
  * executor's blocks, with the executor's address. {@code --compare R} runs the job R times each way,
- * alternated, and prints the median of the per-round ratios.
+ * alternated, and prints the median of the per-round ratios. With {@code --variant} (repeatable) each
+ * round also runs the plugin with those settings: three runs a round, their order rotated round by
+ * round, each rdma system's ratio to the built-in shuffle of the same round.
  */
 public final class ShuffleJob {
     /** What {@code --pause-rdma-reduce-until FILE} prints when the job waits (the file's path follows). */
@@ -103,6 +107,7 @@ public final class ShuffleJob {
         boolean killExecutor = false;
         boolean releaseExecutors = false;
         java.nio.file.Path pauseUntil = null;
+        Map<String, String> variant = new java.util.LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rows" -> rows = Integer.parseInt(args[++i]);
@@ -113,51 +118,77 @@ public final class ShuffleJob {
                 case "--kill-executor-in-reduce" -> killExecutor = true;
                 case "--release-executors-after-maps" -> releaseExecutors = true;
                 case "--pause-rdma-reduce-until" -> pauseUntil = java.nio.file.Path.of(args[++i]);
+                case "--variant" -> {
+                    String kv = args[++i];
+                    int eq = kv.indexOf('=');
+                    if (eq <= 0 || !kv.startsWith("spark.")) {
+                        throw new IllegalArgumentException("--variant spark.KEY=VALUE, not " + kv);
+                    }
+                    variant.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
                 default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (usage: ShuffleJob [--rows N] "
                         + "[--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] "
-                        + "[--release-executors-after-maps] [--pause-rdma-reduce-until FILE])");
+                        + "[--release-executors-after-maps] [--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...])");
             }
         }
         if (compare == 0) {
-            print(run(shuffle, rows, partitions, executors, killExecutor, releaseExecutors, pauseUntil));
+            print(run(shuffle, shuffle, Map.of(), rows, partitions, executors, killExecutor, releaseExecutors, pauseUntil));
             return;
         }
+        String variantName = variant.isEmpty() ? null : "rdma " + variant.entrySet().stream()
+                .map(e -> e.getKey().replaceFirst("^spark\\.shuffle\\.rdma\\.", "") + "=" + e.getValue())
+                .collect(java.util.stream.Collectors.joining(","));
+        List<String> systems = variantName == null ? List.of("builtin", "rdma") : List.of("builtin", "rdma", variantName);
         List<Run> runs = new ArrayList<>();
-        List<Double> wallRatios = new ArrayList<>();
-        List<Double> waitRatios = new ArrayList<>();
+        Map<String, List<Double>> wallRatios = new java.util.LinkedHashMap<>();
+        Map<String, List<Double>> waitRatios = new java.util.LinkedHashMap<>();
         for (int r = 0; r < compare; r++) {
-            Run[] round = new Run[2];
-            for (String s : r % 2 == 0 ? List.of("builtin", "rdma") : List.of("rdma", "builtin")) {
-                Run run = run(s, rows, partitions, executors, killExecutor, releaseExecutors, pauseUntil);
+            Map<String, Run> round = new java.util.HashMap<>();
+            for (int k = 0; k < systems.size(); k++) {
+                String s = systems.get((r + k) % systems.size()); // order rotated round by round
+                Run run = run(s, s.equals("builtin") ? "builtin" : "rdma", s.equals(variantName) ? variant : Map.of(), rows,
+                        partitions, executors, killExecutor, releaseExecutors, pauseUntil);
                 System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  %d remote blocks  result %s%s%n", r + 1, s, run.wallMs(),
                         run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
                 System.out.println("    fetch wait per reduce task, ms, largest first: " + run.taskWaits());
                 run.carriers().forEach(c -> System.out.println("    " + c));
-                round[s.equals("rdma") ? 0 : 1] = run;
+                round.put(s, run);
                 runs.add(run);
             }
-            wallRatios.add((double) round[0].wallMs() / round[1].wallMs());
-            waitRatios.add((double) round[0].fetchWaitMs() / Math.max(1, round[1].fetchWaitMs()));
+            Run builtinRun = round.get("builtin");
+            for (String s : systems.subList(1, systems.size())) {
+                wallRatios.computeIfAbsent(s, x -> new ArrayList<>()).add((double) round.get(s).wallMs() / builtinRun.wallMs());
+                waitRatios.computeIfAbsent(s, x -> new ArrayList<>())
+                        .add((double) round.get(s).fetchWaitMs() / Math.max(1, builtinRun.fetchWaitMs()));
+            }
         }
         String reference = runs.get(0).result();
         if (runs.stream().anyMatch(x -> !x.result().equals(reference))) {
             throw new IllegalStateException("the results differ between runs: " + runs.stream().map(Run::result).toList());
         }
-        long[] builtin = runs.stream().filter(x -> x.shuffle().equals("builtin")).mapToLong(Run::wallMs).sorted().toArray();
-        long[] rdma = runs.stream().filter(x -> x.shuffle().equals("rdma")).mapToLong(Run::wallMs).sorted().toArray();
-        long[] builtinWait = runs.stream().filter(x -> x.shuffle().equals("builtin")).mapToLong(Run::fetchWaitMs).sorted().toArray();
-        long[] rdmaWait = runs.stream().filter(x -> x.shuffle().equals("rdma")).mapToLong(Run::fetchWaitMs).sorted().toArray();
         System.out.println();
         System.out.println("| shuffle | wall ms (median of " + compare + ") | shuffle read wait ms (median) |");
         System.out.println("|---|---|---|");
-        System.out.println("| built-in | " + median(builtin) + " | " + median(builtinWait) + " |");
-        System.out.println("| rdma-shuffle (" + runs.stream().filter(x -> x.shuffle().equals("rdma")).findFirst().get().carriers().get(0)
-                .replaceAll(".*RDMA engine on (\\w+).*", "$1") + ") | " + median(rdma) + " | " + median(rdmaWait) + " |");
+        String provider = runs.stream().filter(x -> x.shuffle().equals("rdma")).findFirst().get().carriers().get(0)
+                .replaceAll(".*RDMA engine on (\\w+).*", "$1");
+        for (String s : systems) {
+            long[] wall = runs.stream().filter(x -> x.shuffle().equals(s)).mapToLong(Run::wallMs).sorted().toArray();
+            long[] wait = runs.stream().filter(x -> x.shuffle().equals(s)).mapToLong(Run::fetchWaitMs).sorted().toArray();
+            String name = s.equals("builtin") ? "built-in" : s.equals("rdma") ? "rdma-shuffle (" + provider + ")"
+                    : "rdma-shuffle (" + provider + "), " + s.substring("rdma ".length());
+            System.out.println("| " + name + " | " + median(wall) + " | " + median(wait) + " |");
+        }
         System.out.printf("identical results in all %d runs: %s%n", runs.size(), reference);
         int executorHosts = executorHosts(runs).size();
         String hosts = executorHosts + (executorHosts == 1 ? " host" : " hosts");
-        System.out.printf("ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(wallRatios), compare, hosts);
-        System.out.printf("fetch wait ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(waitRatios), compare, hosts);
+        System.out.printf("ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(wallRatios.get("rdma")), compare, hosts);
+        System.out.printf("fetch wait ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(waitRatios.get("rdma")), compare, hosts);
+        if (variantName != null) {
+            System.out.printf("ratio %s/builtin: %.2f (%d rounds, %s)%n", variantName, medianOf(wallRatios.get(variantName)), compare,
+                    hosts);
+            System.out.printf("fetch wait ratio %s/builtin: %.2f (%d rounds, %s)%n", variantName,
+                    medianOf(waitRatios.get(variantName)), compare, hosts);
+        }
     }
 
     /** The distinct addresses executors ran at, from the carriers lines ("executor 1 at 10.0.0.3: ..."). */
@@ -187,7 +218,8 @@ public final class ShuffleJob {
     }
 
     /**
-     * One run of the job. With {@code killExecutor}, the executor running the first attempt of reduce
+     * One run of the job, named {@code label} in what it returns, with {@code settings} added to its
+     * Spark configuration. With {@code killExecutor}, the executor running the first attempt of reduce
      * partition 0 dies (halts) once that task has started fetching: a host lost mid-shuffle, which
      * Spark must recover from (its outputs are gone: fetch failures, map stage re-run) with the same result.
      * With {@code releaseExecutors} (dynamic allocation, outputs kept by the nodes' shuffle services), the map
@@ -198,10 +230,11 @@ public final class ShuffleJob {
      * its reduce stage until the file appears (at most 5 minutes): a test does something to the cluster
      * there (kills a node), then lets the reduce stage meet what it did.
      */
-    static Run run(String shuffle, int rows, int partitions, int executors, boolean killExecutor, boolean releaseExecutors,
-            java.nio.file.Path pauseUntil) throws Exception {
+    static Run run(String label, String shuffle, Map<String, String> settings, int rows, int partitions, int executors,
+            boolean killExecutor, boolean releaseExecutors, java.nio.file.Path pauseUntil) throws Exception {
         SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf("rdma-shuffle main job", shuffle)
                 : LocalCluster.conf("rdma-shuffle main job", shuffle);
+        settings.forEach(conf::set);
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
             Metrics metrics = new Metrics();
             sc.sc().addSparkListener(metrics);
@@ -267,7 +300,7 @@ public final class ShuffleJob {
             }
             String result = groups.size() + " keys, " + total + " rows, checksum " + Long.toHexString(checksum);
             Thread.sleep(500); // let the listener bus deliver the last task ends
-            Run measured = new Run(shuffle, result, wallMs, metrics.written.get(), metrics.remote.get(), metrics.local.get(),
+            Run measured = new Run(label, result, wallMs, metrics.written.get(), metrics.remote.get(), metrics.local.get(),
                     metrics.waitMs.get(), metrics.records.get(), metrics.remoteBlocks.get(), List.of(), metrics.executorsLost.get(),
                     metrics.stagesRetried.get(), metrics.taskWaits.stream().mapToLong(Long::longValue).sorted().toArray());
             List<String> carriers = carriers(sc, shuffle);

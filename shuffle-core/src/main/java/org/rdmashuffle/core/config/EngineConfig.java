@@ -47,6 +47,7 @@ public final class EngineConfig {
     public static final String KEY_BUSY_POLL = "busyPoll";
     /** busyPoll's default on a device (a NIC, rxe): a completion within microseconds is taken without a wake-up. */
     public static final Duration DEVICE_BUSY_POLL = Duration.ofNanos(50_000);
+    public static final String KEY_HAND_OFF_FETCHES = "handOffFetches";
     public static final String KEY_CONNECT_TIMEOUT = "connectTimeout";
     public static final String KEY_FETCH_TIMEOUT = "fetchTimeout";
     public static final String KEY_IDLE_TIMEOUT = "idleTimeout";
@@ -78,6 +79,8 @@ public final class EngineConfig {
     int controlClientThreads = 2;
     /** Unset (null, "auto"): {@link #DEVICE_BUSY_POLL} on a device, none on the software provider. */
     Duration busyPoll = null;
+    /** Unset (null, "auto"): on the software provider only. */
+    Boolean handOffFetches = null;
     Duration connectTimeout = Duration.ofSeconds(10);
     Duration fetchTimeout = Duration.ofSeconds(120);
     Duration idleTimeout = Duration.ofSeconds(120);
@@ -115,7 +118,7 @@ public final class EngineConfig {
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
                 KEY_CONTROL_CLIENT_THREADS,
-                KEY_BUSY_POLL, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
+                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION);
     }
 
@@ -144,6 +147,7 @@ public final class EngineConfig {
             case KEY_SERVER_THREADS -> serverThreads = Integer.parseInt(v);
             case KEY_CONTROL_CLIENT_THREADS -> controlClientThreads = Integer.parseInt(v);
             case KEY_BUSY_POLL -> busyPoll = v.equalsIgnoreCase("auto") ? null : parseDuration(v);
+            case KEY_HAND_OFF_FETCHES -> handOffFetches = v.equalsIgnoreCase("auto") ? null : parseBoolean(v);
             case KEY_CONNECT_TIMEOUT -> connectTimeout = parseDuration(v);
             case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
             case KEY_IDLE_TIMEOUT -> idleTimeout = parseDuration(v);
@@ -219,6 +223,7 @@ public final class EngineConfig {
         m.put(KEY_SERVER_THREADS, Integer.toString(serverThreads));
         m.put(KEY_CONTROL_CLIENT_THREADS, Integer.toString(controlClientThreads));
         m.put(KEY_BUSY_POLL, busyPoll == null ? "auto" : busyPoll.toNanos() / 1000 + "us");
+        m.put(KEY_HAND_OFF_FETCHES, handOffFetches == null ? "auto" : handOffFetches.toString());
         m.put(KEY_CONNECT_TIMEOUT, connectTimeout.toMillis() + "ms");
         m.put(KEY_FETCH_TIMEOUT, fetchTimeout.toMillis() + "ms");
         m.put(KEY_IDLE_TIMEOUT, idleTimeout.toMillis() + "ms");
@@ -242,6 +247,14 @@ public final class EngineConfig {
             s = s.substring(0, s.length() - 1);
         }
         return Math.multiplyExact(Long.parseLong(s.trim()), unit);
+    }
+
+    static boolean parseBoolean(String v) {
+        return switch (v.toLowerCase(Locale.ROOT)) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException("true, false or auto, not " + v);
+        };
     }
 
     static Duration parseDuration(String v) {
@@ -304,6 +317,16 @@ public final class EngineConfig {
      */
     public Duration busyPollFor(boolean softwareProvider) {
         return busyPoll != null ? busyPoll : softwareProvider ? Duration.ZERO : DEVICE_BUSY_POLL;
+    }
+
+    /**
+     * Whether a fetch call runs on a thread of the engine's (the caller returns at once) rather than
+     * the caller's: as set, else on the software provider only, where a call's posts are socket writes
+     * that wake the provider's threads while the caller (a reduce task, its fetch wait counted) is
+     * still in the call; on a device a post is a doorbell, cheaper than the hand-off.
+     */
+    public boolean handOffFetchesFor(boolean softwareProvider) {
+        return handOffFetches != null ? handOffFetches : softwareProvider;
     }
     public Duration connectTimeout() { return connectTimeout; }
     public Duration fetchTimeout() { return fetchTimeout; }

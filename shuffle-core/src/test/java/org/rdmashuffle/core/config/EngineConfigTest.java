@@ -55,4 +55,21 @@ class EngineConfigTest {
         assertEquals("20us", set.describe().get(EngineConfig.KEY_BUSY_POLL));
         assertEquals(java.time.Duration.ZERO, read(Map.of("rdma.shuffle.busyPoll", "auto")).busyPollFor(true));
     }
+
+    /** handOffFetches unset is the provider's: on the software provider only; a set value holds for both. */
+    @Test
+    void handOffFetches_defaultsByProvider_andASetValueHoldsForBoth() {
+        EngineConfig auto = read(Map.of());
+        assertTrue(auto.handOffFetchesFor(true));
+        assertTrue(!auto.handOffFetchesFor(false));
+        assertEquals("auto", auto.describe().get(EngineConfig.KEY_HAND_OFF_FETCHES));
+        EngineConfig off = read(Map.of("rdma.shuffle.handOffFetches", "false"));
+        assertTrue(!off.handOffFetchesFor(true) && !off.handOffFetchesFor(false));
+        assertEquals("false", off.describe().get(EngineConfig.KEY_HAND_OFF_FETCHES));
+        EngineConfig on = read(Map.of("rdma.shuffle.handOffFetches", "TRUE"));
+        assertTrue(on.handOffFetchesFor(true) && on.handOffFetchesFor(false));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> read(Map.of("rdma.shuffle.handOffFetches", "yes")));
+        assertEquals("rdma.shuffle.handOffFetches=yes: true, false or auto, not yes", e.getMessage());
+    }
 }
