@@ -480,15 +480,15 @@ public final class RdmaShuffleEngine implements AutoCloseable {
      * default) the requests and reads are made on the submitter's thread, not this one. Every block gets
      * exactly one listener call: from a poller thread; from a dialer thread if the connection cannot be
      * set up; from the thread that runs the call (the submitter's, or this one) for an empty block of an
-     * output whose layout is known, and for every block if the engine is closed or serves only.
+     * output whose layout is known, and for every block if the engine is closed or serves only. The
+     * engine reads {@code blocks} after the call returns (no copy per call): the caller must not change it.
      */
     public void fetchBlocks(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener listener) {
         if (blocks.isEmpty()) {
             return;
         }
         if (submitter != null) {
-            List<BlockId> wanted = List.copyOf(blocks);
-            submitter.submit(() -> fetchNow(peer, wanted, listener));
+            submitter.submit(() -> fetchNow(peer, blocks, listener));
         } else {
             fetchNow(peer, blocks, listener);
         }
@@ -508,12 +508,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             return;
         }
         // Set up on a dialer thread, not this one: a reduce task reads its local blocks meanwhile.
-        List<BlockId> wanted = List.copyOf(blocks);
         fetching.whenConnected(peer, c -> {
-            if (!c.fetch(wanted, listener)) { // closed for idleness meanwhile: to the next connection
-                fetchNow(peer, wanted, listener);
+            if (!c.fetch(blocks, listener)) { // closed for idleness meanwhile: to the next connection
+                fetchNow(peer, blocks, listener);
             }
-        }, e -> cannotConnect(peer, wanted, listener, e));
+        }, e -> cannotConnect(peer, blocks, listener, e));
     }
 
     /**

@@ -1,10 +1,6 @@
 package org.rdmashuffle.core.client;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
+import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -17,28 +13,69 @@ import java.util.concurrent.TimeUnit;
  * then calls inline and makes no submitter.
  *
  * <p>Bounded: at most {@link #MAX_QUEUED} calls wait; beyond that, and once closed, the caller runs
- * its call itself (never dropped). The thread is a daemon and goes when idle.
+ * its call itself (never dropped). The thread is a daemon, started by the first call and gone after
+ * {@link #IDLE_MILLIS} without one. A hand-off allocates nothing but the caller's call object: a
+ * monitor and an array deque, where an executor's blocking queue makes a node per wait.
  */
 public final class FetchSubmitter implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(FetchSubmitter.class.getName());
     /** Calls waiting for the thread; a reduce task makes one per peer per request, so this is far more than a burst. */
     static final int MAX_QUEUED = 1024;
+    static final long IDLE_MILLIS = 30_000;
     /** How long {@link #close} lets queued calls run on the thread before running the rest itself. */
     private static final long CLOSE_WAIT_MILLIS = 1000;
 
-    private final ThreadPoolExecutor thread;
+    private final String name;
+    /** Guarded by this, as are the fields below. */
+    private final ArrayDeque<Runnable> queue = new ArrayDeque<>();
+    /** The running thread, or null while none runs. */
+    private Thread thread;
+    /** Whether the thread waits for a call (then a call notifies it). */
+    private boolean idle;
+    private boolean closed;
 
     public FetchSubmitter(String name) {
-        this.thread = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new ArrayBlockingQueue<>(MAX_QUEUED),
-                r -> Thread.ofPlatform().daemon().name(name).unstarted(r));
-        thread.allowCoreThreadTimeOut(true); // an engine that fetches nothing holds no thread
+        this.name = name;
     }
 
     /** Runs {@code call} on the submitter's thread, or on this one if the queue is full or the submitter closed. */
     public void submit(Runnable call) {
-        try {
-            thread.execute(() -> run(call));
-        } catch (RejectedExecutionException full) {
+        synchronized (this) {
+            if (!closed && queue.size() < MAX_QUEUED) {
+                queue.addLast(call);
+                if (thread == null) {
+                    thread = Thread.ofPlatform().daemon().name(name).start(this::loop);
+                } else if (idle) {
+                    notify();
+                }
+                return;
+            }
+        }
+        run(call);
+    }
+
+    private void loop() {
+        while (true) {
+            Runnable call;
+            synchronized (this) {
+                long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(IDLE_MILLIS);
+                while ((call = queue.pollFirst()) == null) {
+                    long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                    if (closed || left <= 0) {
+                        thread = null;
+                        notifyAll(); // close may wait for this
+                        return;
+                    }
+                    idle = true;
+                    try {
+                        wait(left);
+                    } catch (InterruptedException e) {
+                        // nobody interrupts it; look again
+                    } finally {
+                        idle = false;
+                    }
+                }
+            }
             run(call);
         }
     }
@@ -57,15 +94,26 @@ public final class FetchSubmitter implements AutoCloseable {
      */
     @Override
     public void close() {
-        thread.shutdown();
-        try {
-            thread.awaitTermination(CLOSE_WAIT_MILLIS, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        ArrayDeque<Runnable> left;
+        synchronized (this) {
+            closed = true;
+            notifyAll();
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_WAIT_MILLIS);
+            while (thread != null && !queue.isEmpty() && thread != Thread.currentThread()) {
+                long wait = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                if (wait <= 0) {
+                    break;
+                }
+                try {
+                    wait(wait);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+            left = new ArrayDeque<>(queue); // a call held up on the thread: the rest run here
+            queue.clear();
         }
-        // Not shutdownNow: an interrupt would close a socket channel the software provider is writing to.
-        List<Runnable> left = new ArrayList<>();
-        thread.getQueue().drainTo(left);
-        left.forEach(Runnable::run);
+        left.forEach(FetchSubmitter::run);
     }
 }
