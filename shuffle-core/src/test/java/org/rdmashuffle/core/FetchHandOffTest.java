@@ -52,11 +52,11 @@ class FetchHandOffTest {
     }
 
     /**
-     * Writes and registers outputs (1, 0) and (1, 1); fetches block 0 of each (their layouts are cached
-     * after) and returns the thread the second one's request went from (the first one's is a dialer's,
-     * which sets the connection up and then makes the call).
+     * Writes and registers outputs (1, 0) and (1, 1) and fetches block 0 of each (their layouts are
+     * cached after): {@code senders} then holds the thread each request went from, the first a
+     * dialer's (which sets the connection up and then makes the call), the second the one to check.
      */
-    private EngineTestSupport.MapOutput[] touchTwoOutputs(EnginePair pair, List<Thread> senders, long seed) throws Exception {
+    private void touchTwoOutputs(EnginePair pair, List<Thread> senders, long seed) throws Exception {
         EngineTestSupport.MapOutput[] o = new EngineTestSupport.MapOutput[2];
         for (int m = 0; m < 2; m++) {
             o[m] = EngineTestSupport.writeMapOutput(dir, 1, m, SIZES, seed + m);
@@ -69,7 +69,6 @@ class FetchHandOffTest {
             got.await().assertAllIntact(java.util.Map.of(b, o[m].bytes(b)));
         }
         assertEquals(2, senders.size(), "one request per output: " + senders);
-        return o;
     }
 
     /** The thread an empty block of a cached output is delivered on: the one that ran the fetch call. */
