@@ -8,6 +8,10 @@ import java.util.Objects;
  *
  * @param sendOps {@link SendOps} the QP will post through {@link QueuePair#workRequestBuilder()};
  *     0 for a QP that posts only through {@link QueuePair#postSend}
+ * @param passive the passive side of its connection (as RDMA CM's listener): on a provider that
+ *     establishes connections itself (the software provider dials over TCP) it never initiates, its
+ *     peer does; a server's QP, whose peer's endpoint would otherwise name what it connects to. A
+ *     device needs nothing of it: the peers' attributes are exchanged out of band either way.
  */
 public record QueuePairConfig(
         CompletionQueue sendCompletionQueue,
@@ -19,13 +23,21 @@ public record QueuePairConfig(
         int maxRecvSge,
         int maxInlineData,
         boolean signalAll,
-        int sendOps) {
+        int sendOps,
+        boolean passive) {
 
     public QueuePairConfig(CompletionQueue sendCompletionQueue, CompletionQueue receiveCompletionQueue,
                            SharedReceiveQueue sharedReceiveQueue, int maxSendWr, int maxRecvWr, int maxSendSge,
                            int maxRecvSge, int maxInlineData, boolean signalAll) {
         this(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr, maxRecvWr, maxSendSge,
-                maxRecvSge, maxInlineData, signalAll, 0);
+                maxRecvSge, maxInlineData, signalAll, 0, false);
+    }
+
+    public QueuePairConfig(CompletionQueue sendCompletionQueue, CompletionQueue receiveCompletionQueue,
+                           SharedReceiveQueue sharedReceiveQueue, int maxSendWr, int maxRecvWr, int maxSendSge,
+                           int maxRecvSge, int maxInlineData, boolean signalAll, int sendOps) {
+        this(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr, maxRecvWr, maxSendSge,
+                maxRecvSge, maxInlineData, signalAll, sendOps, false);
     }
 
     public QueuePairConfig {
@@ -43,22 +55,28 @@ public record QueuePairConfig(
 
     public QueuePairConfig withSharedReceiveQueue(SharedReceiveQueue srq) {
         return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, srq, maxSendWr, maxRecvWr,
-                maxSendSge, maxRecvSge, maxInlineData, signalAll, sendOps);
+                maxSendSge, maxRecvSge, maxInlineData, signalAll, sendOps, passive);
     }
 
     public QueuePairConfig withMaxInlineData(int bytes) {
         return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr,
-                maxRecvWr, maxSendSge, maxRecvSge, bytes, signalAll, sendOps);
+                maxRecvWr, maxSendSge, maxRecvSge, bytes, signalAll, sendOps, passive);
     }
 
     /** Creates the QP for the extended post path, able to post {@code ops} ({@link SendOps}). */
     public QueuePairConfig withSendOps(int ops) {
         return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr,
-                maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, signalAll, ops);
+                maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, signalAll, ops, passive);
     }
 
     public QueuePairConfig withSignalAll(boolean all) {
         return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr,
-                maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, all, sendOps);
+                maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, all, sendOps, passive);
+    }
+
+    /** The passive side of its connection: it never initiates establishing it (see the record's javadoc). */
+    public QueuePairConfig asPassive() {
+        return new QueuePairConfig(sendCompletionQueue, receiveCompletionQueue, sharedReceiveQueue, maxSendWr,
+                maxRecvWr, maxSendSge, maxRecvSge, maxInlineData, signalAll, sendOps, true);
     }
 }

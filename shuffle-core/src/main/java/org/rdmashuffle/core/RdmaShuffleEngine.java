@@ -33,7 +33,11 @@ import org.rdmashuffle.core.protocol.ConnectCodec;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.protocol.MessageCodec;
+import org.rdmashuffle.core.server.ApplicationStops;
 import org.rdmashuffle.core.server.FairServerQueue;
+import org.rdmashuffle.core.server.OutputSearches;
+import org.rdmashuffle.core.server.ServiceLimits;
+import org.rdmashuffle.core.server.ServiceUsage;
 import org.rdmashuffle.core.server.FetchRequestServer;
 import org.rdmashuffle.core.server.MapOutputRegistry;
 import org.rdmashuffle.core.server.ServingConnections;
@@ -83,17 +87,6 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaShuffleEngine.class.getName());
     private static final int MAX_CONTROL_FRAME = 64 << 10;
     private static final int FETCH_BUFFER_SLAB = 4 << 20;
-    /**
-     * Threads running control requests (CONNECT sets up queue pairs, dialling the peer on the software
-     * provider), taken fairly across applications, at most CONNECTS_RUNNING_PER_APPLICATION of one
-     * application at a time: one whose dials hang leaves threads for the others. CONNECTs of one
-     * application that may wait; more are answered "busy", try again.
-     */
-    private static final int CONNECTOR_THREADS = 4;
-    private static final int CONNECTS_RUNNING_PER_APPLICATION = 2;
-    private static final int CONNECT_QUEUE_PER_APPLICATION = 64;
-    /** Fetch requests of one application waiting for a server thread; more are answered "busy". */
-    private static final int SERVER_QUEUE_PER_APPLICATION = 4096;
 
     /** Test hook: sees and may change every outgoing metadata message (fault-injection tests). */
     interface Tamper extends MessageTamper {
@@ -107,6 +100,18 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final CompletionPoller[] pollers;
     /** An executor's engine: its own application's resources; null in a shuffle service. */
     private final TenantDomain own;
+    /** Every bound a serving engine puts on its tenants (docs/security.md's table). */
+    private final ServiceLimits limits;
+    /** Connections each application and user holds, against {@link #limits}. */
+    private final ServiceUsage usage;
+    /** Searches of the node's disks for outputs nobody registered; bounded per application, per user. */
+    private final ExecutorService lookupThreads;
+    /** The lookup threads' work, fair across applications, one search of a user at a time; null in an executor's engine. */
+    private final FairServerQueue lookupWork;
+    /** The connector threads' work (control requests), fair across applications, two of a user at a time. */
+    private final FairServerQueue connectWork;
+    /** Ends stopped applications' tenants, off the caller's thread (YARN's dispatcher must not wait on a peer). */
+    private final ApplicationStops stops;
     private final Tenants tenants;
     private final QueuePairFactory queuePairs;
     private final ServingConnections servingConnections;
@@ -122,8 +127,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final FetchRequestServer requestServer;
     /**
      * Run control-plane requests (a CONNECT creates and connects queue pairs, which on the software
-     * provider dials the peer): off the control plane's event loop, bounded, so a slow or hostile
-     * peer holds up at most these threads, never other peers' handshakes.
+     * provider dials the peer): off the control plane's event loop, taken fairly across applications,
+     * at most two of one user at a time (one whose dials hang leaves threads for the others), bounded,
+     * so a slow or hostile peer holds up at most these threads, never other peers' handshakes.
      */
     private final ThreadPoolExecutor connectors;
     /**
@@ -133,7 +139,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
     private final ControlServer controlServer;
     private final ControlClientPool controlClients;
-    private final ScheduledExecutorService timer;
+    private final java.util.concurrent.ScheduledThreadPoolExecutor timer;
     private final ThreadLocal<MessageCodec> codec;
     private final AtomicLong ids = new AtomicLong();
     private final AtomicLong lowWaterEvents = new AtomicLong();
@@ -155,13 +161,16 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     /**
      * @param service false for the engine of one application ({@code appId}, {@code secret}); true for
-     *        a node's shuffle service, serving the applications {@code services} knows the secrets of
-     *        (null: authentication off)
+     *        a node's shuffle service, serving the applications {@code services} knows the secrets and
+     *        users of (null: authentication off, each application its own user)
      */
     private RdmaShuffleEngine(EngineConfig config, String appId, byte[] secret, boolean service,
-                              Function<String, byte[]> services, VerbsProvider provider) {
+                              ServedApplications services, VerbsProvider provider) {
         config.validate();
         this.config = config;
+        this.limits = ServiceLimits.of(config);
+        java.util.function.Function<String, String> userOf = services == null ? app -> app : services::user;
+        this.usage = new ServiceUsage(limits, userOf);
         this.provider = provider;
         this.context = DeviceSetup.open(provider, config.device(), config.bindAddress());
         List<AutoCloseable> made = new ArrayList<>();
@@ -179,22 +188,29 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }
+            AtomicInteger lookupIds = new AtomicInteger();
+            this.lookupThreads = service ? new ThreadPoolExecutor(ServiceLimits.LOOKUP_THREADS, ServiceLimits.LOOKUP_THREADS, 30,
+                    TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> Thread.ofPlatform().daemon()
+                    .name("rdma-shuffle-lookup-" + lookupIds.getAndIncrement()).unstarted(r)) : null;
+            if (lookupThreads != null) {
+                ((ThreadPoolExecutor) lookupThreads).allowCoreThreadTimeOut(true);
+                made.add(lookupThreads::shutdownNow);
+            }
+            FairServerQueue lookups = this.lookupWork = lookupThreads == null ? null : new FairServerQueue(lookupThreads,
+                    ServiceLimits.LOOKUP_QUEUE_PER_APPLICATION, 1, limits.lookupThreadsPerUser());
             // An executor's engine has one tenant, its own; a service makes one per application as they come.
-            this.tenants = new Tenants(context, config, cqEntries);
+            this.tenants = new Tenants(context, config, limits, service, userOf, lookups == null
+                    ? app -> OutputSearches.Lookups.INLINE
+                    : app -> search -> lookups.submit(app, userOf.apply(app), search), cqEntries);
             this.own = service ? null : tenants.of(MapOutputRegistry.OWN);
             if (own != null) {
                 made.add(own);
             }
             this.queuePairs = new QueuePairFactory(pollers, profile.maxSendWr(),
-                    Math.min(profile.maxSendWr(), config.sendBuffers()), profile.maxReadSge(), config.postPath());
+                    Math.min(profile.maxSendWr(), config.sendBuffers()), profile.maxReadSge(), config.postPath(), service);
             this.servingConnections = new ServingConnections(config, this::tenant, queuePairs, profile.servingOptions(),
                     profile.sgeListBroken(),
                     new ServingConnections.Table() {
-                        @Override
-                        public int servingCount() {
-                            return connections.servingCount();
-                        }
-
                         @Override
                         public void add(DataConnection c) {
                             connections.trackServing(c);
@@ -204,9 +220,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                         public void retire(DataConnection c) {
                             RdmaShuffleEngine.this.retire(c);
                         }
-                    });
-            this.timer = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
+                    }, usage);
+            this.timer = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-timer").unstarted(r));
+            timer.setRemoveOnCancelPolicy(true);
             made.add(timer::shutdownNow);
             // Exactly fetchBufferMemory: registered in slabs of 4 MiB, or of the largest power of two it holds if less.
             TenantDomain fetchDomain = own;
@@ -226,7 +243,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.servers = Executors.newFixedThreadPool(config.serverThreads(), r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-server-" + serverIds.getAndIncrement()).unstarted(r));
             made.add(servers::shutdownNow);
-            this.serverWork = new FairServerQueue(servers, SERVER_QUEUE_PER_APPLICATION);
+            this.serverWork = new FairServerQueue(servers, ServiceLimits.SERVER_QUEUE_PER_APPLICATION, Integer.MAX_VALUE,
+                    limits.serverThreadsPerUser());
             this.requestServer = new FetchRequestServer(serverWork, new FetchRequestServer.Replies() {
                 @Override
                 public void send(DataConnection c, Message m) {
@@ -242,7 +260,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 public void protocolError(DataConnection c, String reason) {
                     RdmaShuffleEngine.this.protocolError(c, reason);
                 }
-            });
+            }, usage);
             int decodeBound = config.receiveBufferSize();
             this.codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
             this.sender = new MetadataSender(ids, codec, new MetadataSender.Listener() {
@@ -261,7 +279,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 public void retire(DataConnection c) {
                     RdmaShuffleEngine.this.retire(c);
                 }
-            });
+            }, limits.sendDeadline().toMillis());
             this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout(),
                     DeviceSetup.softwareDataAddress(provider, context, profile.options()), config.controlClientThreads());
             made.add(controlClients);
@@ -270,20 +288,40 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.submitter = own == null || !config.handOffFetchesFor(softwareProvider) ? null
                     : new FetchSubmitter("rdma-shuffle-fetch-submitter");
             byte[] appSecret = secret == null ? null : secret.clone();
-            Function<String, byte[]> secrets = service ? services
+            Function<String, byte[]> secrets = service ? (services == null ? null : services::secret)
                     : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
             AtomicInteger connectorIds = new AtomicInteger();
             // The pool's own queue holds one turn per request waiting: bounded by the fair queue's per-application bound.
-            this.connectors = new ThreadPoolExecutor(CONNECTOR_THREADS, CONNECTOR_THREADS, 30, TimeUnit.SECONDS,
+            this.connectors = new ThreadPoolExecutor(ServiceLimits.CONNECTOR_THREADS, ServiceLimits.CONNECTOR_THREADS, 30,
+                    TimeUnit.SECONDS,
                     new LinkedBlockingQueue<>(), r -> Thread.ofPlatform().daemon()
                     .name("rdma-shuffle-connector-" + connectorIds.getAndIncrement()).unstarted(r));
             connectors.allowCoreThreadTimeOut(true);
             made.add(connectors::shutdownNow);
-            FairServerQueue connects = new FairServerQueue(connectors, CONNECT_QUEUE_PER_APPLICATION,
-                    CONNECTS_RUNNING_PER_APPLICATION);
+            FairServerQueue connects = this.connectWork = new FairServerQueue(connectors, ServiceLimits.CONNECT_QUEUE_PER_APPLICATION,
+                    limits.connectorsPerUser(), limits.connectorsPerUser());
+            this.stops = new ApplicationStops(this::endTenant, config.connectTimeout().toMillis() + 2000);
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
-                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, connects::submit, config.connectTimeout(),
-                    config.fetchTimeout().multipliedBy(2));
+                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, (app, task) -> connects.submit(app, userOf.apply(app), task),
+                    limits.handshakeTimeout(), limits.controlIdleTimeout(), new ControlServer.Admission() {
+                        @Override
+                        public String admit(String app) {
+                            if (tenants.hasStopped(app)) {
+                                return "application " + app + " has stopped";
+                            }
+                            String full = usage.tryAdd(ServiceUsage.Kind.CONTROL, app);
+                            if (full != null) {
+                                LOG.log(System.Logger.Level.INFO, "rdma-shuffle: a control connection of " + app + " refused: " + full);
+                                return org.rdmashuffle.core.control.ServerBusyException.MESSAGE;
+                            }
+                            return null;
+                        }
+
+                        @Override
+                        public void leave(String app) {
+                            usage.remove(ServiceUsage.Kind.CONTROL, app);
+                        }
+                    });
             made.add(controlServer);
             for (CompletionPoller p : pollers) {
                 p.start();
@@ -335,15 +373,16 @@ public final class RdmaShuffleEngine implements AutoCloseable {
      * Starts the serving engine of a node's shuffle service (YARN's NodeManager): it serves the outputs
      * of many applications, each reducer only those of the application it authenticated for, and does
      * not fetch. Outputs are registered with {@link #registerMapOutput(String, int, long, Path, long[])}
-     * or found by a {@link #resolver}.
+     * or found by a {@link #resolver}. Each application's resources count against its own bounds,
+     * its user's share of the node ({@link ServedApplications#user}) and the node's ({@link ServiceLimits}).
      *
-     * @param secrets the shared secret of an application the node knows, null for one it does not;
-     *        null altogether turns authentication off (logged once): then a reducer is trusted to name
-     *        its application
+     * @param applications the secrets and users of the applications the node serves (a secret null for
+     *        one it does not know); null altogether turns authentication off (logged once): then a
+     *        reducer is trusted to name its application, each application its own user
      */
-    public static RdmaShuffleEngine startService(EngineConfig config, Function<String, byte[]> secrets,
+    public static RdmaShuffleEngine startService(EngineConfig config, ServedApplications applications,
                                                  VerbsProvider provider) {
-        return new RdmaShuffleEngine(config, null, null, true, secrets, provider);
+        return new RdmaShuffleEngine(config, null, null, true, applications, provider);
     }
 
     // ------------------------------------------------------------------ public API
@@ -409,24 +448,38 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     }
 
     /**
-     * A shuffle service forgets an application: its reducers' connections end, its outputs' regions
-     * are deregistered and its protection domain freed. Returns how many outputs it had here.
+     * A shuffle service forgets an application: it is refused from now on (a CONNECT on a control
+     * connection of its, or a new one), its control connections close, and its reducers' connections,
+     * outputs' regions and protection domain are freed on the engine's stopper thread — never on the
+     * caller's (YARN's dispatcher), which returns at once, whatever the application's peers do. Returns
+     * how many outputs it had here.
      */
     public int unregisterApplication(String app) {
         requireService();
-        TenantDomain t = tenants.remove(app);
+        TenantDomain t = tenants.stop(app);
+        controlServer.closeConnections(app);
         if (t == null) {
             return 0;
         }
         int outputs = t.registry().mapOutputs();
-        // Not under a queue-pair set-up on its PD (set-ups are bounded by their connect timeouts).
-        lifecycle.writeLock().lock();
-        try {
-            closeTenant(t);
-        } finally {
-            lifecycle.writeLock().unlock();
-        }
+        stops.stop(t);
         return outputs;
+    }
+
+    /** Applications stopped whose resources are still being freed (tests watch it reach 0). */
+    public int stopsUnderWay() {
+        return stops.underWay();
+    }
+
+    /**
+     * Ends a stopped application's tenant, on the stopper thread: its connections (QPs) first, then
+     * its SRQ, regions and PD once no queue-pair set-up is on it (waited for at most {@code waitMillis}).
+     */
+    private java.util.concurrent.CompletableFuture<Void> endTenant(TenantDomain t, long waitMillis) {
+        for (DataConnection c : new ArrayList<>(t.connections())) {
+            retire(c);
+        }
+        return t.closeAsync(waitMillis);
     }
 
     /**
@@ -458,14 +511,6 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     /** The tenant of {@code app}, made at its first output or connection; an executor's engine has only its own. */
     private TenantDomain tenant(String app) {
         return own != null ? own : tenants.of(app);
-    }
-
-    /** Ends a tenant, out of the tables already: its connections (QPs) first, then its SRQ, regions and PD. */
-    private void closeTenant(TenantDomain t) {
-        for (DataConnection c : new ArrayList<>(t.connections())) {
-            retire(c);
-        }
-        t.close();
     }
 
     private void requireService() {
@@ -602,6 +647,21 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         this.fetchBufferFault = fault;
     }
 
+    /** Tests: the tenant of an application now, or null. */
+    TenantDomain tenantOf(String app) {
+        return tenants.find(app);
+    }
+
+    /** Tests: tasks waiting on the engine's timer (its own tick among them). */
+    int timerTasks() {
+        return timer.getQueue().size();
+    }
+
+    /** Tests: the most metadata sends one tenant has had waiting for a send slot at once. */
+    int peakQueuedSends() {
+        return sender.peakQueued();
+    }
+
     // ------------------------------------------------------------------ connections
 
     /**
@@ -632,7 +692,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private void retire(DataConnection c) {
         connections.untrack(c);
         c.close();
-        c.tenant().connections().remove(c);
+        if (c.tenant().connections().remove(c) && c.role() == DataConnection.Role.SERVING) {
+            usage.remove(ServiceUsage.Kind.DATA, c.tenant().app());
+        }
         if (c.attachment() instanceof PeerFetcher f) {
             fetching.forget(f);
         }
@@ -676,6 +738,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 protocolError(c, "a message in another application's receive buffer");
                 return;
             }
+            if (c.isClosing()) {
+                return; // closing after a protocol error: what else its peer sends costs nothing
+            }
             Message m;
             try {
                 MemorySegment received;
@@ -710,11 +775,15 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     /** A malformed or unexpected message: the fetching side fails the connection; the serving side says why, then closes. */
     private void protocolError(DataConnection c, String reason) {
-        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: malformed message on " + c + ": " + reason + "; closing it");
         if (c.role() == DataConnection.Role.FETCHING) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: malformed message on " + c + ": " + reason + "; closing it");
             connectionFailed(c, new MalformedMessageException(reason));
             return;
         }
+        if (!c.markClosing()) {
+            return; // one close per connection, however many bad messages its peer sends
+        }
+        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: malformed message on " + c + ": " + reason + "; closing it");
         try {
             send(c, new Message.ErrorResponse(Message.CONNECTION_ERROR, "malformed message: " + reason), true);
             timer.schedule(() -> retire(c), config.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
@@ -798,6 +867,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     private void tick() {
         long now = System.nanoTime();
+        sender.failLateSends(now);
         long idle = config.idleTimeout().toNanos();
         for (PeerFetcher f : fetchers()) {
             f.checkTimeouts(now);
@@ -824,7 +894,13 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             submitter.close(); // calls queued run now, and fail: the engine is closed
         }
         timer.shutdownNow();
+        serverWork.close();
+        connectWork.close();
         servers.shutdownNow();
+        if (lookupThreads != null) {
+            lookupWork.close();
+            lookupThreads.shutdownNow(); // a search waiting on a disk keeps its thread; nothing waits for it
+        }
         try {
             timer.awaitTermination(1, TimeUnit.SECONDS); // a fetch-buffer slab being registered there
         } catch (InterruptedException e) {
@@ -875,8 +951,25 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             if (fetchBuffers != null) {
                 fetchBuffers.close();
             }
+            List<java.util.concurrent.CompletableFuture<Void>> ended = new ArrayList<>();
+            ended.add(stops.close()); // stopped applications' tenants not ended yet, ended now
             for (TenantDomain t : tenants.removeAll()) {
-                closeTenant(t); // every connection is retired already: SRQ, regions, PD
+                ended.add(endTenant(t, waitMillis)); // no set-up runs now: its QPs, then SRQ, regions, PD
+            }
+            try {
+                // A registration under way (ibv_reg_mr cannot be interrupted) holds its tenant's PD till it ends.
+                java.util.concurrent.CompletableFuture.allOf(ended.toArray(java.util.concurrent.CompletableFuture[]::new))
+                        .get(waitMillis, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException | InterruptedException e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: an application's resources are not all freed after "
+                        + waitMillis + " ms (" + e + "); the completion queues and device context are left for the process's exit");
+                for (CompletionPoller p : pollers) {
+                    p.stop();
+                }
+                return;
             }
             for (CompletionPoller p : pollers) {
                 p.close();

@@ -53,17 +53,28 @@ final class HostileReducer implements AutoCloseable {
     private final WorkCompletions wc = WorkCompletions.allocate(16);
     private final MessageCodec codec = new MessageCodec(BUFFER);
     private long nextWrId = 100;
+    private boolean receivesPosted;
     /** The service's queue pair for ours: what a DISCONNECT names. */
     private int serverQpNumber;
 
     /** Authenticates for {@code app} at {@code service}'s control plane and connects one queue pair. */
     HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret) throws IOException {
+        this(provider, service, app, secret, SENDS);
+    }
+
+    /**
+     * As {@link #HostileReducer(VerbsProvider, InetSocketAddress, String, byte[])}, its send queue
+     * {@code sendQueue} deep: it may have that many sends in flight (written into its 16 send slots in
+     * turn, so a slot may be rewritten before its send goes: each holds a whole message either way).
+     */
+    HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret, int sendQueue)
+            throws IOException {
         String device = EngineTestSupport.usesDevice() ? System.getenv("SOFTROCE_DEVICE") : null;
         this.context = provider.devices().stream().filter(d -> device == null || d.name().equals(device)).findFirst()
                 .orElseThrow().open();
         this.pd = context.allocateProtectionDomain();
-        this.cq = context.createCompletionQueue(64, null, 0);
-        this.qp = pd.createQueuePair(QueuePairConfig.of(cq, SENDS, RECEIVES, 1));
+        this.cq = context.createCompletionQueue(Math.max(64, 2 * sendQueue), null, 0);
+        this.qp = pd.createQueuePair(QueuePairConfig.of(cq, sendQueue, RECEIVES, 1));
         this.memory = pd.allocateAndRegister((long) (RECEIVES + SENDS) * BUFFER + (1 << 20), Access.LOCAL_WRITE);
         PortAttributes port = context.queryPort(1);
         String gidEnv = System.getenv("SOFTROCE_GID_INDEX");
@@ -99,8 +110,12 @@ final class HostileReducer implements AutoCloseable {
         return control.isOpen();
     }
 
-    /** Posts every receive slot (a reducer that never does this is an attack of its own). */
+    /** Posts every receive slot, once (a reducer that never does this is an attack of its own). */
     void postReceives() {
+        if (receivesPosted) {
+            return;
+        }
+        receivesPosted = true;
         for (int i = 0; i < RECEIVES; i++) {
             recvWr.set(i, i, memory, (long) i * BUFFER, BUFFER);
         }
@@ -122,10 +137,7 @@ final class HostileReducer implements AutoCloseable {
      * protocol allows. Returns the answers received meanwhile.
      */
     int flood(int n, java.util.function.IntFunction<Message> message) throws IOException {
-        for (int i = 0; i < RECEIVES; i++) {
-            recvWr.set(i, i, memory, (long) i * BUFFER, BUFFER);
-        }
-        qp.postReceive(recvWr, RECEIVES);
+        postReceives();
         int sent = 0;
         int outstanding = 0;
         int answers = 0;
@@ -158,7 +170,47 @@ final class HostileReducer implements AutoCloseable {
         return answers;
     }
 
-    /** Sends {@code m} and returns the first message that comes back. */
+    /**
+     * Sends {@code n} messages, the {@code k}th written by {@code fill} into its slot, as fast as its send
+     * queue allows, waiting only for its own sends to complete; posts no receive. Returns how many were
+     * sent before one failed (the service closed the connection), or {@code n}.
+     */
+    int sendPaced(int n, java.util.function.BiFunction<Integer, MemorySegment, Integer> fill) throws IOException {
+        int sent = 0;
+        int outstanding = 0;
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (sent < n || outstanding > 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IOException("paced sends stalled after " + sent);
+            }
+            if (sent < n && outstanding < SENDS) {
+                int k = sent++;
+                sendRaw(slot -> fill.apply(k, slot));
+                outstanding++;
+                continue;
+            }
+            int got = cq.poll(wc);
+            for (int i = 0; i < got; i++) {
+                if (wc.opcode(i) == org.rdmashuffle.verbs.WorkCompletionOpcode.RECV) {
+                    continue;
+                }
+                outstanding--;
+                if (!wc.isSuccess(i)) {
+                    return sent - outstanding - 1;
+                }
+            }
+        }
+        return sent;
+    }
+
+    /** Posts {@code n} SENDs of {@code m} at once, without waiting for any (the send queue must be that deep). */
+    void sendWithoutWaiting(int n, Message m) {
+        for (int i = 0; i < n; i++) {
+            sendRaw(slot -> codec.encode(m, slot));
+        }
+    }
+
+    /** Sends {@code m} and returns the first message that comes back (its receive slot posted again). */
     Message ask(Message m) throws IOException {
         sendRaw(slot -> codec.encode(m, slot));
         long deadline = System.nanoTime() + WAIT.toNanos();
@@ -170,7 +222,10 @@ final class HostileReducer implements AutoCloseable {
                         throw new IOException("receive failed: " + wc.status(i));
                     }
                     long slot = wc.wrId(i);
-                    return codec.decode(memory.segment().asSlice(slot * BUFFER, wc.byteLength(i)), wc.byteLength(i));
+                    Message answer = codec.decode(memory.segment().asSlice(slot * BUFFER, wc.byteLength(i)), wc.byteLength(i));
+                    recvWr.set(0, slot, memory, slot * BUFFER, BUFFER); // the slot is free again: asked again, answered again
+                    qp.postReceive(recvWr, 1);
+                    return answer;
                 } else if (!wc.isSuccess(i)) {
                     throw new IOException("send failed: " + wc.status(i));
                 }

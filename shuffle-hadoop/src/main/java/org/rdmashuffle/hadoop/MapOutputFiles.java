@@ -2,7 +2,8 @@ package org.rdmashuffle.hadoop;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
@@ -14,14 +15,21 @@ import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
 import org.rdmashuffle.core.server.MapOutputRegistry;
 import org.rdmashuffle.core.server.files.Confinement;
+import org.rdmashuffle.core.server.files.RefusedFileException;
 
 /**
  * Finds a MapReduce map output where the map task left it, as the stock ShuffleHandler does:
  * {@code usercache/<user>/appcache/<application>/output/<attempt>/file.out} and its
  * {@code file.out.index} under one of the NodeManager's local dirs. The index (checksummed, bounded
  * in size) gives each reduce partition's offset, stored length and raw length; partitions must lie
- * end to end from offset 0, as the map's final merge writes them. Both files are opened within the
- * application's {@link Confinement}: no link followed, owner checked when security is on.
+ * end to end from offset 0, as the map's final merge writes them.
+ *
+ * <p>The application owns everything below its directories, so unlike the stock handler (Hadoop's
+ * {@code getLocalPathForRead}, which tests a file's existence following links) the search follows no
+ * link: each of the application's directories is looked in with {@link Confinement#exists}, so a
+ * linked {@code output} or attempt directory is absent whatever it leads to, and what is found is
+ * opened within the application's {@link Confinement} (no link followed, owner checked when security
+ * is on). The reducer's answer thus never depends on what lies outside the application's directories.
  */
 final class MapOutputFiles implements MapOutputRegistry.Resolver {
     private static final System.Logger LOG = System.getLogger(MapOutputFiles.class.getName());
@@ -61,20 +69,20 @@ final class MapOutputFiles implements MapOutputRegistry.Resolver {
             return null;
         }
         String appDir = "usercache/" + user + "/appcache/" + app;
-        String base = appDir + "/output/" + attempt + "/";
-        Path index;
-        Path data;
+        String base = "output/" + attempt + "/";
         Confinement confinement;
         try {
-            index = localDirs.getLocalPathForRead(base + "file.out.index");
-            data = localDirs.getLocalPathForRead(base + "file.out");
             confinement = confinement(appDir, user);
-        } catch (IOException missing) { // DiskErrorException: on no local dir
-            LOG.log(System.Logger.Level.DEBUG, () -> "no output of " + attempt + " here: " + missing.getMessage());
+        } catch (IOException noLocalDir) { // DiskErrorException: on no local dir
+            LOG.log(System.Logger.Level.DEBUG, () -> "no directory of " + app + " here: " + noLocalDir.getMessage());
+            return null;
+        }
+        java.nio.file.Path indexFile = find(confinement, base + "file.out.index", null);
+        java.nio.file.Path dataFile = indexFile == null ? null : find(confinement, base + "file.out", indexFile);
+        if (dataFile == null) {
+            LOG.log(System.Logger.Level.DEBUG, () -> "no output of " + attempt + " here");
             return null; // lost, or never here: the reducer reports it and the map is re-run
         }
-        java.nio.file.Path indexFile = java.nio.file.Path.of(index.toUri().getPath());
-        java.nio.file.Path dataFile = java.nio.file.Path.of(data.toUri().getPath());
         long[][] parsed = readIndex(indexFile, confinement.readAll(indexFile, Confinement.MAX_INDEX_BYTES));
         long[] offsets = parsed[0];
         long size;
@@ -89,15 +97,38 @@ final class MapOutputFiles implements MapOutputRegistry.Resolver {
     }
 
     /**
-     * The application's directories on every local dir, confined (no link below the local dir), and the
-     * owner its files must have when security is on (then containers run as the job's user).
+     * {@code relative} below one of the application's directories, looked for without following a link;
+     * first in the directory holding {@code near} (the index, beside which the map wrote its data) if
+     * given; or null.
+     */
+    private static java.nio.file.Path find(Confinement confinement, String relative, java.nio.file.Path near)
+            throws IOException {
+        List<java.nio.file.Path> dirs = new ArrayList<>(confinement.dirs());
+        if (near != null) {
+            dirs.sort(java.util.Comparator.comparing(dir -> !near.startsWith(dir)));
+        }
+        for (java.nio.file.Path dir : dirs) {
+            java.nio.file.Path file = dir.resolve(relative);
+            if (confinement.exists(file)) {
+                return file;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The application's directories on every local dir, confined (no link below the local dir, none
+     * followed to find out: a linked one is skipped like a missing one), and the owner its files must
+     * have when security is on (then containers run as the job's user).
      */
     private Confinement confinement(String appDir, String user) throws IOException {
         List<java.nio.file.Path> dirs = new ArrayList<>();
         for (Path p : localDirs.getAllLocalPathsForRead(appDir)) {
             java.nio.file.Path full = java.nio.file.Path.of(p.toUri().getPath());
-            if (Files.isDirectory(full)) {
+            try {
                 dirs.add(Confinement.applicationDirAt(full, appDir));
+            } catch (NoSuchFileException | NotDirectoryException | RefusedFileException notThere) {
+                LOG.log(System.Logger.Level.DEBUG, () -> "not searched: " + notThere.getMessage());
             }
         }
         return new Confinement(dirs, checkOwner ? user : null);

@@ -62,7 +62,17 @@ public class RdmaShuffleService extends ShuffleHandler {
         super.serviceStart();
         VerbsProvider provider = Verbs.choose(engineConfig.provider()).orElseThrow();
         try {
-            engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? this::secretOf : null, provider);
+            engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? new org.rdmashuffle.core.ServedApplications() {
+                @Override
+                public byte[] secret(String app) {
+                    return secretOf(app);
+                }
+
+                @Override
+                public String user(String app) {
+                    return userOf(app);
+                }
+            } : null, provider);
         } catch (RuntimeException e) {
             throw HadoopSettings.serviceCannotStart("service (mapreduce_shuffle)", HadoopSettings.SERVICE_PORT, e);
         }
@@ -114,6 +124,16 @@ public class RdmaShuffleService extends ShuffleHandler {
     /** Where the engine listens (its control plane). */
     public java.net.InetSocketAddress rdmaAddress() {
         return engine.address();
+    }
+
+    /** The user who runs an application's job, as the stock handler recorded it; the application itself if unknown. */
+    private String userOf(String app) {
+        try {
+            String user = userRsrc.get(MapReduceIds.jobOf(app).toString());
+            return user == null ? app : user;
+        } catch (IllegalArgumentException notAnApplication) {
+            return app;
+        }
     }
 
     /** The shuffle secret of the job an application runs, or null if this node does not know the job. */

@@ -158,7 +158,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
                     + "false), so its shuffle is not served over RDMA; Spark's service still serves it over TCP");
             return;
         }
-        server.applicationStarted(app, secret);
+        server.applicationStarted(app, context.getUser(), secret);
         users.put(app, context.getUser());
         remember(app, context.getUser(), secret);
     }
@@ -286,7 +286,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
                     if (lines.size() < 2) {
                         throw new IllegalArgumentException(lines.size() + " lines, not 2");
                     }
-                    server.applicationStarted(app, Base64.getDecoder().decode(lines.get(1)));
+                    server.applicationStarted(app, lines.get(0), Base64.getDecoder().decode(lines.get(1)));
                     users.put(app, lines.get(0));
                     n++;
                 } catch (IllegalArgumentException malformed) {

@@ -116,7 +116,7 @@ class RdmaShuffleServiceTest {
                 registered = m.value().longValue();
             }
         }
-        assertEquals(out.size, registered, "the map output is registered as one region");
+        assertEquals((out.size + 4095) / 4096 * 4096, registered, "the map output is registered as one region (whole pages)");
     }
 
     /**
@@ -252,6 +252,11 @@ class RdmaShuffleServiceTest {
         }
         assertEquals(out.size, service.engineCounters().registeredMapOutputBytes());
         service.stopApplication(new ApplicationTerminationContext(app));
+        // The stop returns at once; its regions are deregistered on the service's stopper thread.
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (service.engineCounters().registeredMapOutputBytes() != 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
         assertEquals(0, service.engineCounters().registeredMapOutputBytes());
         try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
             TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 1);

@@ -145,16 +145,16 @@ final class LinkLoop implements Runnable {
             }
         } catch (CancelledKeyException e) {
             // closed meanwhile by another thread
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "software provider: a link's handler failed", e);
+        } catch (RuntimeException | Error e) { // the loop serves every other link: it goes on
+            LOG.log(System.Logger.Level.ERROR, "software provider: a link's handler failed", e);
         }
     }
 
     private static void runSafely(Runnable t) {
         try {
             t.run();
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "software provider: a link task failed", e);
+        } catch (RuntimeException | Error e) { // the loop serves every other link: it goes on
+            LOG.log(System.Logger.Level.ERROR, "software provider: a link task failed", e);
         }
     }
 

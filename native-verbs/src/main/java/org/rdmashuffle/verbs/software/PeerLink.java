@@ -85,6 +85,20 @@ final class PeerLink implements LinkLoop.Handler {
         this.reader = new FrameReader(channel, landingLock);
     }
 
+    /**
+     * Stops reading from the peer, as a process stopped by a signal does: what it sends waits in the
+     * socket, unanswered and unacknowledged, and the connection stays open. For tests of what such a
+     * peer costs the other side.
+     */
+    void stopReading() {
+        loop.execute(() -> {
+            SelectionKey k = key;
+            if (k != null && k.isValid()) {
+                k.interestOpsAnd(~SelectionKey.OP_READ);
+            }
+        });
+    }
+
     /** Puts the (connected, greeted) channel on its loop; the link is closed if that fails. */
     PeerLink start() throws IOException {
         try {
@@ -272,7 +286,7 @@ final class PeerLink implements LinkLoop.Handler {
             close(e);
         } catch (IllegalStateException e) {
             close(new IOException("target memory no longer available: " + e.getMessage(), e));
-        } catch (RuntimeException e) { // a peer's frame this code did not foresee: the link fails, the loop goes on
+        } catch (RuntimeException | StackOverflowError e) { // a peer's frame this code did not foresee: the link fails, the loop goes on
             close(new IOException("malformed frame from the peer: " + e, e));
         } finally {
             corked = false;

@@ -99,6 +99,11 @@ final class SoftDevice implements VerbsDevice {
         return n;
     }
 
+    /** Every open link stops reading (see {@link PeerLink#stopReading}): the device goes silent. */
+    void stopReading() {
+        links.forEach(PeerLink::stopReading);
+    }
+
     /** Open links (TCP connections), dialled and accepted. */
     int openLinks() {
         return links.size();
@@ -269,9 +274,10 @@ final class SoftDevice implements VerbsDevice {
                     continue;
                 }
                 InetAddress from = remoteOf(channel);
-                String full = waitingHellos.enter(from);
-                if (full != null) {
-                    refusals.warn("software provider: closed a data connection from " + from + " at once: " + full);
+                SocketChannel accepted = channel;
+                WaitingConnections.Place place = waitingHellos.enter(from, () -> closeQuietly(accepted));
+                if (place.refusal() != null) {
+                    refusals.warn("software provider: closed a data connection from " + from + " at once: " + place.refusal());
                     closeQuietly(channel);
                     continue;
                 }
@@ -281,10 +287,10 @@ final class SoftDevice implements VerbsDevice {
                 Thread.ofVirtual().name("rdma-soft-link-hello").start(() -> {
                     PeerLink link = null;
                     try {
-                        link = admit(channel, () -> waitingHellos.leave(from));
+                        link = admit(channel, () -> waitingHellos.leave(place));
                     } finally {
                         if (link == null) {
-                            waitingHellos.leave(from);
+                            waitingHellos.leave(place);
                         }
                     }
                 });

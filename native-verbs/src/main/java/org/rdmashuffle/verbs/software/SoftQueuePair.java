@@ -38,6 +38,8 @@ import org.rdmashuffle.verbs.WorkCompletionStatus;
 final class SoftQueuePair implements QueuePair, Landing.Guard {
     private static final System.Logger LOG = System.getLogger(SoftQueuePair.class.getName());
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** How a never-dialling device's endpoint tokens begin (not a hex digit: no other token begins so). */
+    static final String NEVER_DIALS = "~";
     /** Connecting to a peer device, and waiting for its answer to a hello or a join, each at most this long. */
     static final int DIAL_TIMEOUT_MILLIS = 10_000;
 
@@ -46,6 +48,8 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
     private final int qpNumber;
     private final int initialPsn = RANDOM.nextInt() & 0xFFFFFF;
     private final String token;
+    /** Never dials: its peer joins it (QueuePairConfig#passive). */
+    private final boolean passive;
     final QueuePairCapabilities capabilities;
     final SoftCompletionQueue sendCq;
     final SoftCompletionQueue recvCq;
@@ -87,7 +91,9 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
         this.qpNumber = qpNumber;
         byte[] secret = new byte[16];
         RANDOM.nextBytes(secret);
-        this.token = HexFormat.of().formatHex(secret);
+        this.passive = config.passive();
+        // A passive QP marks its token, so that its peer knows to dial it (see initiates).
+        this.token = (passive ? NEVER_DIALS : "") + HexFormat.of().formatHex(secret);
         this.capabilities = new QueuePairCapabilities(config.maxSendWr(),
                 config.sharedReceiveQueue() == null ? config.maxRecvWr() : 0, config.maxSendSge(),
                 config.sharedReceiveQueue() == null ? config.maxRecvSge() : 0,
@@ -219,8 +225,19 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
 
     // ---------------------------------------------------------------- joining the peer QP
 
-    /** Of two devices the one with the larger (address, port) dials; on one device, the QP with the larger number. */
+    /**
+     * Which of two QPs dials: never a passive one (a service's: its peer's endpoint names what to dial,
+     * and a service must not be made to connect to any port a peer names), always the peer of one;
+     * otherwise of two devices the one with the larger (address, port), on one device the QP with the
+     * larger number.
+     */
     private boolean initiates(QueuePairEndpoint peer) {
+        if (passive) {
+            return false;
+        }
+        if (peer.admissionToken().startsWith(NEVER_DIALS)) {
+            return true;
+        }
         SoftDevice.Listener l = device.listener();
         int c = Arrays.compareUnsigned(l.gid().bytes(), peer.gid().bytes());
         if (c == 0) {

@@ -119,6 +119,15 @@ public final class SoftwareProvider implements VerbsProvider, AutoCloseable {
         return device.openLinks();
     }
 
+    /**
+     * For tests of a silent peer: the device stops reading every link open now, as a process stopped
+     * by a signal does. Its peers' sends are never acknowledged, their reads never answered, and their
+     * connections stay open: what a reducer that never takes its answers looks like from the service.
+     */
+    public void stopReadingForTests() {
+        device.stopReading();
+    }
+
     /** Closes the listener, every queue pair and every link. */
     @Override
     public void close() {

@@ -273,7 +273,10 @@ public final class FetchingConnections {
         int perRequest = Math.max(1, Math.min(MessageCodec.MAX_ITEMS, Math.min(
                 (theirs.receiveBufferSize() - 32) / MAX_REQUESTED_BLOCK_BYTES, (config.receiveBufferSize() - 32) / MAX_DESCRIPTOR_BYTES)));
         PeerFetcher f = new PeerFetcher(c, transport, new PeerFetcher.Limits(config.chainLength(), maxReadSge, config.maxChainBytes(),
-                config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos()));
+                config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos(),
+                // The peer's lease, if shorter than our timeout: a description is trusted for half of it.
+                theirs.leaseMillis() > 0 ? Math.min(config.fetchTimeout().toNanos(), theirs.leaseMillis() * 1_000_000L)
+                        : config.fetchTimeout().toNanos()));
         c.attach(f);
         servedBy.put(f, new ServerSide(peer, theirs.endpoints().getFirst().qpNumber()));
         register.accept(c);

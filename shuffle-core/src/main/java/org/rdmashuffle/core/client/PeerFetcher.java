@@ -42,9 +42,18 @@ import org.rdmashuffle.core.transport.WorkRequestIds;
  * calls happen with no lock held.
  */
 public final class PeerFetcher implements PiecedBlock.Recycler {
-    /** The tuning a fetcher runs with. */
+    /**
+     * The tuning a fetcher runs with. {@code leaseNanos}: how long the peer keeps a described region
+     * registered (the shorter of its lease, told at connection, and our fetch timeout): a description
+     * is trusted for half of it.
+     */
     public record Limits(int chainLength, int maxSge, long maxChainBytes, long maxBytesInFlight, int maxChainsInFlight,
-                         int maxBlocksPerRequest, long timeoutNanos) {
+                         int maxBlocksPerRequest, long timeoutNanos, long leaseNanos) {
+        public Limits(int chainLength, int maxSge, long maxChainBytes, long maxBytesInFlight, int maxChainsInFlight,
+                      int maxBlocksPerRequest, long timeoutNanos) {
+            this(chainLength, maxSge, maxChainBytes, maxBytesInFlight, maxChainsInFlight, maxBlocksPerRequest, timeoutNanos,
+                    timeoutNanos);
+        }
     }
 
 
@@ -77,10 +86,10 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         this.connection = connection;
         this.transport = transport;
         this.limits = limits;
-        this.layouts = new LayoutCache(limits.timeoutNanos() / 2);
-        this.asked = new LayoutsAsked(limits.timeoutNanos() / 2);
+        this.layouts = new LayoutCache(limits.leaseNanos() / 2);
+        this.asked = new LayoutsAsked(limits.leaseNanos() / 2);
         this.coalescer = new Coalescer(limits.maxSge());
-        this.queued = new ReadQueue(limits.timeoutNanos());
+        this.queued = new ReadQueue(limits.timeoutNanos(), limits.leaseNanos());
         this.described = new DescribedReads(queued, layouts, asked, pieced, spares, transport, this, limits.timeoutNanos());
     }
 
@@ -531,8 +540,8 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
 
     /**
      * Asks again for the blocks whose reads waited in the queue (for room in the bounds) longer than
-     * half the fetch timeout. The peer keeps a described region registered for a lease of one fetch
-     * timeout and may release it after; a read posted later could find the region gone, fail, and take
+     * half the lease. The peer keeps a described region registered for its lease (told when the
+     * connection was set up) and may release it after; a read posted later could find the region gone, fail, and take
      * the connection and every block on it down. Described again, the region's lease starts anew. A
      * pieced block's waiting pieces are set aside (with their buffers) until it is described again.
      */

@@ -18,14 +18,19 @@ import org.rdmashuffle.core.buffer.RegisteredBuffer;
 final class ReadQueue implements Iterable<Read> {
     private final ArrayDeque<Read> reads = new ArrayDeque<>();
     private final long timeoutNanos;
+    private final long leaseNanos;
     /** When its fetcher last posted a chain. */
     private long lastPosted = System.nanoTime();
     /** When it was last looked through for stale reads: not on every pump (a profile found that O(queue) each time). */
     private long lastStaleScan;
 
-    /** @param timeoutNanos the fetch timeout, which is also the peer's lease on a described region */
-    ReadQueue(long timeoutNanos) {
+    /**
+     * @param timeoutNanos the fetch timeout: a read queued that long with nothing posted fails
+     * @param leaseNanos the peer's lease on a described region: a read described half of it ago is described again
+     */
+    ReadQueue(long timeoutNanos, long leaseNanos) {
         this.timeoutNanos = timeoutNanos;
+        this.leaseNanos = leaseNanos;
     }
 
     void add(Read r) {
@@ -85,14 +90,14 @@ final class ReadQueue implements Iterable<Read> {
      * (so a read is posted at most 9/16 of a lease after its description), null in between or if none.
      */
     List<Read> takeStale(long now) {
-        if (reads.isEmpty() || now - lastStaleScan < timeoutNanos / 16) {
+        if (reads.isEmpty() || now - lastStaleScan < leaseNanos / 16) {
             return null;
         }
         lastStaleScan = now;
         List<Read> stale = null;
         for (Iterator<Read> it = reads.iterator(); it.hasNext(); ) {
             Read r = it.next();
-            if (now - r.describedAt > timeoutNanos / 2) {
+            if (now - r.describedAt > leaseNanos / 2) {
                 it.remove();
                 (stale == null ? stale = new ArrayList<>() : stale).add(r);
             }

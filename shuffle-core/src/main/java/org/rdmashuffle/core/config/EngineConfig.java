@@ -54,6 +54,11 @@ public final class EngineConfig {
     public static final String KEY_POST_PATH = "postPath";
     public static final String KEY_MAX_SERVED_CONNECTIONS = "maxServedConnections";
     public static final String KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION = "maxServedConnectionsPerApplication";
+    public static final String KEY_REGISTERED_MEMORY_LIMIT_PER_USER = "registeredMemoryLimitPerUser";
+    public static final String KEY_MAX_REGISTERED_REGIONS = "maxRegisteredRegions";
+    public static final String KEY_MAX_INDEX_MEMORY = "maxIndexMemory";
+    public static final String KEY_MAX_SERVED_CONNECTIONS_PER_USER = "maxServedConnectionsPerUser";
+    public static final String KEY_LOOKUP_TIMEOUT = "lookupTimeout";
 
     String provider = "auto";
     String device = null;
@@ -87,6 +92,13 @@ public final class EngineConfig {
     PostPath postPath = PostPath.BUILDER;
     int maxServedConnections = 1024;
     int maxServedConnectionsPerApplication = 512;
+    /** Unset (-1): half of registeredMemoryLimit. */
+    long registeredMemoryLimitPerUser = -1;
+    int maxRegisteredRegions = 8192;
+    long maxIndexMemory = 128L << 20;
+    /** Unset (-1): three quarters of maxServedConnections, and at least maxServedConnectionsPerApplication. */
+    int maxServedConnectionsPerUser = -1;
+    Duration lookupTimeout = Duration.ofSeconds(10);
 
     public static EngineConfig defaults() {
         return new EngineConfig();
@@ -119,7 +131,8 @@ public final class EngineConfig {
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
                 KEY_CONTROL_CLIENT_THREADS,
                 KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
-                KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION);
+                KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, KEY_REGISTERED_MEMORY_LIMIT_PER_USER, KEY_MAX_REGISTERED_REGIONS,
+                KEY_MAX_INDEX_MEMORY, KEY_MAX_SERVED_CONNECTIONS_PER_USER, KEY_LOOKUP_TIMEOUT);
     }
 
     /** Sets one key (without prefix) from its text form; returns this. */
@@ -154,6 +167,11 @@ public final class EngineConfig {
             case KEY_POST_PATH -> postPath = PostPath.valueOf(v.toUpperCase(Locale.ROOT).replace('-', '_'));
             case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = Integer.parseInt(v);
             case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = Integer.parseInt(v);
+            case KEY_REGISTERED_MEMORY_LIMIT_PER_USER -> registeredMemoryLimitPerUser = parseBytes(v);
+            case KEY_MAX_REGISTERED_REGIONS -> maxRegisteredRegions = Integer.parseInt(v);
+            case KEY_MAX_INDEX_MEMORY -> maxIndexMemory = parseBytes(v);
+            case KEY_MAX_SERVED_CONNECTIONS_PER_USER -> maxServedConnectionsPerUser = Integer.parseInt(v);
+            case KEY_LOOKUP_TIMEOUT -> lookupTimeout = parseDuration(v);
             default -> throw new IllegalArgumentException("unknown key " + key);
         }
         return this;
@@ -189,6 +207,17 @@ public final class EngineConfig {
         require(maxServedConnections >= 1, KEY_MAX_SERVED_CONNECTIONS, "positive", maxServedConnections);
         require(maxServedConnectionsPerApplication >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, "positive",
                 maxServedConnectionsPerApplication);
+        require(registeredMemoryLimitPerUser == -1
+                        || (registeredMemoryLimitPerUser > 0 && registeredMemoryLimitPerUser <= registeredMemoryLimit),
+                KEY_REGISTERED_MEMORY_LIMIT_PER_USER, "1.." + registeredMemoryLimit + " (" + KEY_REGISTERED_MEMORY_LIMIT + ")",
+                registeredMemoryLimitPerUser);
+        // Well below vm.max_map_count (65530 by default), which the JVM's own stacks, heap and malloc share.
+        require(maxRegisteredRegions >= 4 && maxRegisteredRegions <= 32768, KEY_MAX_REGISTERED_REGIONS, "4..32768",
+                maxRegisteredRegions);
+        require(maxIndexMemory >= (1 << 20), KEY_MAX_INDEX_MEMORY, "at least 1m", maxIndexMemory);
+        require(maxServedConnectionsPerUser == -1 || maxServedConnectionsPerUser >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_USER,
+                "positive", maxServedConnectionsPerUser);
+        require(lookupTimeout.toMillis() > 0, KEY_LOOKUP_TIMEOUT, "positive", lookupTimeout);
         return this;
     }
 
@@ -230,6 +259,11 @@ public final class EngineConfig {
         m.put(KEY_POST_PATH, postPath.name().toLowerCase(Locale.ROOT));
         m.put(KEY_MAX_SERVED_CONNECTIONS, Integer.toString(maxServedConnections));
         m.put(KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, Integer.toString(maxServedConnectionsPerApplication));
+        m.put(KEY_REGISTERED_MEMORY_LIMIT_PER_USER, Long.toString(registeredMemoryLimitPerUser()));
+        m.put(KEY_MAX_REGISTERED_REGIONS, Integer.toString(maxRegisteredRegions));
+        m.put(KEY_MAX_INDEX_MEMORY, Long.toString(maxIndexMemory));
+        m.put(KEY_MAX_SERVED_CONNECTIONS_PER_USER, Integer.toString(maxServedConnectionsPerUser()));
+        m.put(KEY_LOOKUP_TIMEOUT, lookupTimeout.toMillis() + "ms");
         return m;
     }
 
@@ -335,4 +369,28 @@ public final class EngineConfig {
     public PostPath postPath() { return postPath; }
     public int maxServedConnections() { return maxServedConnections; }
     public int maxServedConnectionsPerApplication() { return maxServedConnectionsPerApplication; }
+
+    /**
+     * Most map-output bytes the applications of one user may have registered together on a node that
+     * serves many: one user running several applications still gets one user's share. Unset: half of
+     * {@link #registeredMemoryLimit()}.
+     */
+    public long registeredMemoryLimitPerUser() {
+        return registeredMemoryLimitPerUser > 0 ? registeredMemoryLimitPerUser : Math.max(1, registeredMemoryLimit / 2);
+    }
+
+    /** Regions (each a mapping, and with sendfile a descriptor) a serving node keeps registered at once; a quarter per application, half per user. */
+    public int maxRegisteredRegions() { return maxRegisteredRegions; }
+
+    /** Heap a serving node spends on the indexes of map outputs found on disk; a quarter per application, half per user. */
+    public long maxIndexMemory() { return maxIndexMemory; }
+
+    /** Connections of one user's applications together (data connections, and control connections alike). */
+    public int maxServedConnectionsPerUser() {
+        return maxServedConnectionsPerUser > 0 ? maxServedConnectionsPerUser
+                : Math.max(maxServedConnectionsPerApplication, maxServedConnections * 3 / 4);
+    }
+
+    /** How long a server thread waits for a map output's lookup on disk, or another request's registration of it. */
+    public Duration lookupTimeout() { return lookupTimeout; }
 }

@@ -14,13 +14,17 @@ import javax.crypto.spec.SecretKeySpec;
  * Hadoop's job token), transport-independent so the control plane only moves its bytes:
  * <pre>
  * client → server  HELLO      appId, clientNonce
- * server → client  CHALLENGE  serverNonce, HMAC(secret, "server" | appId | clientNonce | serverNonce)
+ * server → client  CHALLENGE  serverNonce
  * client → server  RESPONSE   HMAC(secret, "client" | appId | serverNonce | clientNonce)
+ * server → client  AUTH_OK    HMAC(secret, "server" | appId | clientNonce | serverNonce)
  * </pre>
  * Each side proves it knows the secret over nonces the other chose fresh (32 random bytes), so a
- * recorded exchange cannot be replayed, and the secret never crosses the wire. Proofs are compared
- * in constant time. Messages are bounded and parsed strictly; anything else is an
- * {@link AuthenticationException} that never contains the secret.
+ * recorded exchange cannot be replayed, and the secret never crosses the wire. The server proves
+ * itself only to a client that proved itself first, and answers a HELLO for an application it does
+ * not serve exactly as one for an application it does (a challenge; then the same refusal a wrong
+ * secret gets): a peer holding no secret learns neither a proof over a nonce of its choice nor which
+ * applications a node serves. Proofs are compared in constant time. Messages are bounded and parsed
+ * strictly; anything else is an {@link AuthenticationException} that never contains the secret.
  */
 public final class ChallengeResponse {
     static final int NONCE = 32;
@@ -50,18 +54,25 @@ public final class ChallengeResponse {
             return ByteBuffer.allocate(2 + id.length + NONCE).putShort((short) id.length).put(id).put(clientNonce).array();
         }
 
-        /** Checks the server's CHALLENGE and returns the RESPONSE; throws if the server does not know the secret. */
+        /** Reads the server's CHALLENGE and returns the RESPONSE: this side's proof. */
         public byte[] respond(byte[] challenge) {
-            if (challenge == null || challenge.length != NONCE + MAC) {
+            if (challenge == null || challenge.length != NONCE) {
                 throw new AuthenticationException("malformed challenge from the server");
             }
-            serverNonce = java.util.Arrays.copyOfRange(challenge, 0, NONCE);
-            byte[] proof = java.util.Arrays.copyOfRange(challenge, NONCE, NONCE + MAC);
-            if (!MessageDigest.isEqual(proof, mac(secret, "server", appId, clientNonce, serverNonce))) {
+            serverNonce = challenge.clone();
+            return mac(secret, "client", appId, serverNonce, clientNonce);
+        }
+
+        /** Checks the server's proof (its AUTH_OK); throws if the server does not know the secret. */
+        public void verifyServer(byte[] proof) {
+            if (serverNonce == null) {
+                throw new AuthenticationException("the server's proof came before its challenge");
+            }
+            if (proof == null || proof.length != MAC
+                    || !MessageDigest.isEqual(proof, mac(secret, "server", appId, clientNonce, serverNonce))) {
                 throw new AuthenticationException("the server for application " + appId + " does not know the secret");
             }
             done = true;
-            return mac(secret, "client", appId, serverNonce, clientNonce);
         }
 
         public boolean authenticated() {
@@ -72,45 +83,48 @@ public final class ChallengeResponse {
     /** The side that accepts. */
     public static final class Server {
         private final byte[] secret;
+        /** Whether the secret is the application's, or a stand-in for one this node does not serve. */
+        private final boolean known;
         private final byte[] serverNonce = nonce();
         private String appId;
         private byte[] clientNonce;
         private boolean done;
 
+        /** @param secret the application's secret; null for an application this node does not serve (it never authenticates) */
         public Server(byte[] secret) {
-            this.secret = checkSecret(secret).clone();
+            this.known = secret != null;
+            this.secret = known ? checkSecret(secret).clone() : nonce();
         }
 
-        /** Reads HELLO and returns the CHALLENGE. */
+        /** Reads HELLO and returns the CHALLENGE, the same whether the application is served here or not. */
         public byte[] challenge(byte[] hello) {
-            if (hello == null || hello.length < 2 + NONCE) {
-                throw new AuthenticationException("malformed hello");
-            }
-            ByteBuffer in = ByteBuffer.wrap(hello);
-            int idLength = in.getShort() & 0xFFFF;
-            if (idLength > MAX_APP_ID || hello.length != 2 + idLength + NONCE) {
-                throw new AuthenticationException("malformed hello: application id of " + idLength + " bytes in "
-                        + hello.length + " bytes");
-            }
-            byte[] id = new byte[idLength];
-            in.get(id);
-            appId = new String(id, StandardCharsets.UTF_8);
-            clientNonce = new byte[NONCE];
-            in.get(clientNonce);
-            return ByteBuffer.allocate(NONCE + MAC).put(serverNonce)
-                    .put(mac(secret, "server", appId, clientNonce, serverNonce)).array();
+            appId = appIdOf(hello);
+            clientNonce = java.util.Arrays.copyOfRange(hello, hello.length - NONCE, hello.length);
+            return serverNonce.clone();
         }
 
-        /** Checks the RESPONSE; after this returns the peer is authenticated for {@link #appId()}. */
+        /**
+         * Checks the RESPONSE; after this returns the peer is authenticated for {@link #appId()}, and
+         * {@link #proof()} is this side's answer (AUTH_OK). A wrong proof and an application not served
+         * here fail alike, after the same work.
+         */
         public void verify(byte[] response) {
             if (clientNonce == null) {
                 throw new AuthenticationException("response before hello");
             }
-            if (response == null || response.length != MAC
-                    || !MessageDigest.isEqual(response, mac(secret, "client", appId, serverNonce, clientNonce))) {
+            byte[] expected = mac(secret, "client", appId, serverNonce, clientNonce);
+            if (response == null || response.length != MAC || !MessageDigest.isEqual(response, expected) || !known) {
                 throw new AuthenticationException("peer for application " + appId + " failed authentication");
             }
             done = true;
+        }
+
+        /** This side's proof, for a peer that proved itself. */
+        public byte[] proof() {
+            if (!done) {
+                throw new IllegalStateException("not authenticated");
+            }
+            return mac(secret, "server", appId, clientNonce, serverNonce);
         }
 
         public boolean authenticated() {

@@ -53,6 +53,8 @@ public final class ControlClient implements AutoCloseable {
     private final Channel channel;
     private final LinkedBlockingQueue<Frame> inbox = new LinkedBlockingQueue<>();
     private long lastCallId;
+    /** The highest call id answered: below {@link #lastCallId} while a call that timed out is under way at the peer. */
+    private long answeredUpTo;
     private long staleReplies;
 
     private ControlClient(InetSocketAddress peer, int maxFrameBytes, Duration timeout, java.net.InetAddress local,
@@ -132,10 +134,11 @@ public final class ControlClient implements AutoCloseable {
                                  Duration timeout, java.net.InetAddress local, EventLoopGroup group) throws IOException {
         ControlClient c = new ControlClient(peer, maxFrameBytes, timeout, local, group);
         try {
+            ChallengeResponse.Client auth = null;
             if (secret == null) {
                 c.send(ControlFrame.HELLO_UNAUTHENTICATED, ControlFrame.PROTOCOL_VERSION, appId.getBytes(StandardCharsets.UTF_8));
             } else {
-                ChallengeResponse.Client auth = new ChallengeResponse.Client(secret, appId);
+                auth = new ChallengeResponse.Client(secret, appId);
                 c.send(ControlFrame.HELLO, ControlFrame.PROTOCOL_VERSION, auth.hello());
                 Frame challenge = c.await(timeout, "the challenge");
                 requireNotBusy(challenge, peer);
@@ -149,7 +152,11 @@ public final class ControlClient implements AutoCloseable {
             requireNotBusy(ok, peer);
             requireOurVersion(ok, peer);
             if (ok.kind() != ControlFrame.AUTH_OK) {
-                throw new AuthenticationException(peer + " refused authentication for application " + appId);
+                throw new AuthenticationException(peer + " refused authentication for application " + appId
+                        + (ok.kind() == ControlFrame.ERROR ? ": " + new String(ok.payload(), StandardCharsets.UTF_8) : ""));
+            }
+            if (auth != null) {
+                auth.verifyServer(ok.payload()); // the server proves itself only now, to us who proved first
             }
             return c;
         } catch (IOException | RuntimeException e) {
@@ -205,17 +212,25 @@ public final class ControlClient implements AutoCloseable {
      * its message. Replies to earlier calls that timed out are skipped by their call id.
      */
     public synchronized byte[] call(byte type, byte[] payload, Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        // A call that timed out may still be under way at the peer, which takes one request at a time
+        // per connection (a second closes it, and everything it set up): wait for that reply first.
+        while (answeredUpTo < lastCallId) {
+            Frame stale = await(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())),
+                    "the reply to call " + lastCallId + ", which timed out,");
+            long id = replyId(stale, type);
+            if (id > lastCallId) {
+                throw new IOException(peer + " answered call " + id + ", which was never made");
+            }
+            answeredUpTo = Math.max(answeredUpTo, id);
+            staleReplies++;
+        }
         long callId = ++lastCallId;
         send(ControlFrame.REQUEST, type, ControlFrame.withCallId(callId, payload));
-        long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             long left = Math.max(0, deadline - System.nanoTime());
             Frame reply = await(Duration.ofNanos(left), "the reply to request type " + type);
-            if ((reply.kind() != ControlFrame.REPLY && reply.kind() != ControlFrame.ERROR)
-                    || reply.payload().length < ControlFrame.CALL_ID_BYTES) {
-                throw new IOException(peer + " sent frame kind " + reply.kind() + " type " + reply.type() + " to request type " + type);
-            }
-            long id = ControlFrame.callId(reply.payload());
+            long id = replyId(reply, type);
             if (id < callId) {
                 staleReplies++;
                 continue; // the answer to a call that timed out
@@ -224,6 +239,7 @@ public final class ControlClient implements AutoCloseable {
                 throw new IOException(peer + " answered call " + id + " type " + reply.type() + " to call " + callId
                         + " type " + type);
             }
+            answeredUpTo = callId;
             byte[] body = java.util.Arrays.copyOfRange(reply.payload(), ControlFrame.CALL_ID_BYTES, reply.payload().length);
             if (reply.kind() == ControlFrame.ERROR) {
                 String error = new String(body, StandardCharsets.UTF_8);
@@ -234,6 +250,14 @@ public final class ControlClient implements AutoCloseable {
             }
             return body;
         }
+    }
+
+    /** The call id a REPLY or ERROR answers; anything else is the peer's mistake. */
+    private long replyId(Frame f, byte type) throws IOException {
+        if ((f.kind() != ControlFrame.REPLY && f.kind() != ControlFrame.ERROR) || f.payload().length < ControlFrame.CALL_ID_BYTES) {
+            throw new IOException(peer + " sent frame kind " + f.kind() + " type " + f.type() + " to request type " + type);
+        }
+        return ControlFrame.callId(f.payload());
     }
 
     /** Replies that came after their call had timed out, and were dropped. */

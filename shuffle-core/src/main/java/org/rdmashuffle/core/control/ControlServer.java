@@ -55,6 +55,8 @@ public final class ControlServer implements AutoCloseable {
      */
     static final int MAX_UNAUTHENTICATED = 1024;
     static final int MAX_UNAUTHENTICATED_PER_ADDRESS = 256;
+    /** What a peer is told when its request failed for a reason that is not its to read. */
+    static final String FAILED = "the request failed (see the server's log)";
 
     private final EventLoopGroup group;
     private final Channel channel;
@@ -64,6 +66,37 @@ public final class ControlServer implements AutoCloseable {
             MAX_UNAUTHENTICATED_PER_ADDRESS);
     /** Peers decide how often we close their connections: the log says so once a minute, with a count. */
     private final RepeatedWarning closings = new RepeatedWarning(LOG, 60, TimeUnit.SECONDS);
+    private final Function<String, byte[]> secrets;
+    private final ControlHandler handler;
+    private final RequestScheduler requests;
+    private final Admission admission;
+    private final Duration handshakeTimeout;
+    private final Duration idleTimeout;
+    /** Authenticated connections by application, so a stopped application's are closed with it. */
+    private final java.util.Map<String, java.util.Set<Channel>> byApplication = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Whether an authenticated connection may stay: the owner's bounds on connections per application,
+     * per user and per node, and applications that stopped. A refusal's text goes to the peer.
+     */
+    public interface Admission {
+        /** Null to admit a connection authenticated for {@code app}; else what to tell its peer. */
+        String admit(String app);
+
+        /** A connection {@link #admit} admitted has closed. */
+        void leave(String app);
+
+        Admission ANY = new Admission() {
+            @Override
+            public String admit(String app) {
+                return null;
+            }
+
+            @Override
+            public void leave(String app) {
+            }
+        };
+    }
 
     /**
      * @param secrets the shared secret of an application id, null for an unknown application; a null
@@ -71,18 +104,26 @@ public final class ControlServer implements AutoCloseable {
      * @param maxFrameBytes frames over this size close the connection
      */
     public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes) {
-        this(bind, secrets, handler, maxFrameBytes, RequestScheduler.INLINE, Duration.ofSeconds(30), Duration.ofMinutes(10));
+        this(bind, secrets, handler, maxFrameBytes, RequestScheduler.INLINE, Duration.ofSeconds(30), Duration.ofMinutes(10),
+                Admission.ANY);
     }
 
     /**
      * @param requests where requests are handled (bounded: a refused request is answered "busy");
      *     {@link RequestScheduler#INLINE} handles them on the event loop
      * @param handshakeTimeout how long a new connection has to authenticate
-     * @param idleTimeout how long a connection may stay silent while it holds nothing (no data
-     *     connection hangs on it)
+     * @param idleTimeout how long a connection may go without a request answered while it holds
+     *     nothing (no data connection hangs on it): refused and failed requests do not count
+     * @param admission who may stay once authenticated
      */
     public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes,
-                         RequestScheduler requests, Duration handshakeTimeout, Duration idleTimeout) {
+                         RequestScheduler requests, Duration handshakeTimeout, Duration idleTimeout, Admission admission) {
+        this.secrets = secrets;
+        this.handler = handler;
+        this.requests = requests;
+        this.handshakeTimeout = handshakeTimeout;
+        this.idleTimeout = idleTimeout;
+        this.admission = admission;
         if (secrets == null && WARNED_UNAUTHENTICATED.compareAndSet(false, true)) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: authentication is OFF -- any peer that can "
                     + "reach " + bind + " may fetch shuffle data (enable spark.authenticate)");
@@ -96,9 +137,10 @@ public final class ControlServer implements AutoCloseable {
                         @Override
                         protected void initChannel(SocketChannel ch) {
                             java.net.InetAddress from = ch.remoteAddress().getAddress();
-                            String full = unauthenticated.enter(from);
-                            if (full != null) {
-                                closings.warn("rdma-shuffle control plane: closing " + ch.remoteAddress() + " at once: " + full);
+                            WaitingConnections.Place place = unauthenticated.enter(from, ch::close);
+                            if (place.refusal() != null) {
+                                closings.warn("rdma-shuffle control plane: closing " + ch.remoteAddress() + " at once: "
+                                        + place.refusal());
                                 // Told "busy", not just closed: a peer of ours asks again later, as after a busy reply.
                                 ch.pipeline().addLast(new LengthFieldPrepender(4), new ChannelInboundHandlerAdapter() {
                                     @Override
@@ -112,8 +154,7 @@ public final class ControlServer implements AutoCloseable {
                             }
                             connections.add(ch);
                             ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, 4, 0, 4),
-                                    new LengthFieldPrepender(4), new Session(secrets, handler, requests, handshakeTimeout,
-                                            idleTimeout, () -> unauthenticated.leave(from), closings));
+                                    new LengthFieldPrepender(4), new Session(() -> unauthenticated.leave(place)));
                         }
                     }).bind(bind).syncUninterruptibly().channel();
         } catch (Exception e) { // Netty rethrows the checked BindException undeclared
@@ -136,38 +177,53 @@ public final class ControlServer implements AutoCloseable {
         return unauthenticated.total();
     }
 
+    /**
+     * A connection's handler as the server installs it after the frame decoder, for a test channel
+     * (Netty's EmbeddedChannel): the fuzz tests feed it whatever bytes a peer could send.
+     */
+    io.netty.channel.ChannelHandler newSessionForTests() {
+        return new Session(() -> { });
+    }
+
     /** Connections closed by the server (and how many of those were logged at WARNING). */
     RepeatedWarning closings() {
         return closings;
     }
 
-    /** One connection: handshake first, then requests. */
-    private static final class Session extends SimpleChannelInboundHandler<ByteBuf> {
-        private final Function<String, byte[]> secrets;
-        private final ControlHandler handler;
-        private final RequestScheduler requests;
-        private final Duration handshakeTimeout;
-        private final Duration idleTimeout;
-        private long lastFrameNanos = System.nanoTime();
+    /**
+     * Closes every authenticated connection of {@code app} (its application stopped): the data
+     * connections set up on them end with them. Returns at once.
+     */
+    public void closeConnections(String app) {
+        java.util.Set<Channel> of = byApplication.get(app);
+        if (of != null) {
+            of.forEach(Channel::close);
+        }
+    }
+
+    /** Authenticated connections of {@code app} open now. */
+    public int connections(String app) {
+        java.util.Set<Channel> of = byApplication.get(app);
+        return of == null ? 0 : of.size();
+    }
+
+    /** One connection: handshake first, then requests. Event loop only. */
+    private final class Session extends SimpleChannelInboundHandler<ByteBuf> {
+        /** When a request was last answered (or the handshake done): what the idle timeout counts from. */
+        private long lastAnsweredNanos = System.nanoTime();
         private java.util.concurrent.ScheduledFuture<?> idleCheck;
         private ChallengeResponse.Server auth;
         private String appId;
+        /** Counted by the admission: left when the connection closes. */
+        private boolean admitted;
         private ControlSession session;
         /** A request is being handled (event loop only). */
         private boolean busy;
         /** Gives this connection's place among the unauthenticated back; run once (event loop only). */
         private Runnable authenticatedOrGone;
-        private final RepeatedWarning closings;
 
-        Session(Function<String, byte[]> secrets, ControlHandler handler, RequestScheduler requests, Duration handshakeTimeout,
-                Duration idleTimeout, Runnable authenticatedOrGone, RepeatedWarning closings) {
-            this.secrets = secrets;
-            this.handler = handler;
-            this.requests = requests;
-            this.handshakeTimeout = handshakeTimeout;
-            this.idleTimeout = idleTimeout;
+        Session(Runnable authenticatedOrGone) {
             this.authenticatedOrGone = authenticatedOrGone;
-            this.closings = closings;
         }
 
         private void leaveUnauthenticated() {
@@ -187,10 +243,10 @@ public final class ControlServer implements AutoCloseable {
             long period = Math.max(1, idleTimeout.toMillis() / 2);
             idleCheck = ctx.executor().scheduleAtFixedRate(() -> {
                 boolean holds = session != null && session.holdsResources();
-                // Before authentication the handshake timeout applies; after it, silence while holding nothing.
-                if (appId != null && !busy && !holds && System.nanoTime() - lastFrameNanos > idleTimeout.toNanos()
+                // Before authentication the handshake timeout applies; after it, no request answered while holding nothing.
+                if (appId != null && !busy && !holds && System.nanoTime() - lastAnsweredNanos > idleTimeout.toNanos()
                         && ctx.channel().isActive()) {
-                    refuse(ctx, "idle for " + idleTimeout.toMillis() + " ms with no data connection");
+                    refuse(ctx, "no request answered for " + idleTimeout.toMillis() + " ms with no data connection");
                 }
             }, period, period, TimeUnit.MILLISECONDS);
             ctx.fireChannelActive();
@@ -202,7 +258,6 @@ public final class ControlServer implements AutoCloseable {
                 refuse(ctx, "malformed frame");
                 return;
             }
-            lastFrameNanos = System.nanoTime();
             byte kind = frame.readByte();
             byte type = frame.readByte();
             byte[] payload = new byte[frame.readableBytes()];
@@ -218,24 +273,19 @@ public final class ControlServer implements AutoCloseable {
                             refuse(ctx, secrets == null ? "authentication is off here" : "second hello");
                             return;
                         }
-                        String app = ChallengeResponse.appIdOf(payload);
-                        byte[] secret = secrets.apply(app);
-                        if (secret == null) {
-                            refuse(ctx, "unknown application " + app);
-                            return;
-                        }
-                        auth = new ChallengeResponse.Server(secret);
+                        // Challenged alike whether the application is served here or not: it fails at the response.
+                        auth = new ChallengeResponse.Server(secrets.apply(ChallengeResponse.appIdOf(payload)));
                         send(ctx, ControlFrame.CHALLENGE, ControlFrame.PROTOCOL_VERSION, auth.challenge(payload));
                     }
                     case ControlFrame.RESPONSE -> {
-                        if (auth == null) {
-                            refuse(ctx, "response before hello");
+                        if (auth == null || appId != null) {
+                            refuse(ctx, auth == null ? "response before hello" : "second response");
                             return;
                         }
                         auth.verify(payload);
-                        appId = auth.appId();
-                        leaveUnauthenticated();
-                        send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, new byte[0]);
+                        if (authenticated(ctx, auth.appId())) {
+                            send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, auth.proof());
+                        }
                     }
                     case ControlFrame.HELLO_UNAUTHENTICATED -> {
                         if (type != ControlFrame.PROTOCOL_VERSION) {
@@ -246,9 +296,13 @@ public final class ControlServer implements AutoCloseable {
                             refuse(ctx, "authentication is required");
                             return;
                         }
-                        appId = new String(payload, StandardCharsets.UTF_8);
-                        leaveUnauthenticated();
-                        send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, new byte[0]);
+                        if (payload.length > ChallengeResponse.MAX_APP_ID) {
+                            refuse(ctx, "an application id of " + payload.length + " bytes");
+                            return;
+                        }
+                        if (authenticated(ctx, new String(payload, StandardCharsets.UTF_8))) {
+                            send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, new byte[0]);
+                        }
                     }
                     case ControlFrame.REQUEST -> {
                         if (appId == null) {
@@ -283,15 +337,42 @@ public final class ControlServer implements AutoCloseable {
             }
         }
 
-        /** Runs one request on the request executor; the reply is sent from the event loop. */
+        /**
+         * The peer proved it holds {@code app}'s secret (or authentication is off): admitted, unless the
+         * owner's bounds say no, in which case the peer is told why and the connection closed.
+         */
+        private boolean authenticated(ChannelHandlerContext ctx, String app) {
+            leaveUnauthenticated();
+            String refused = admission.admit(app);
+            if (refused != null) {
+                refuseTelling(ctx, refused);
+                return false;
+            }
+            admitted = true;
+            appId = app;
+            lastAnsweredNanos = System.nanoTime();
+            byApplication.computeIfAbsent(app, a -> java.util.concurrent.ConcurrentHashMap.newKeySet()).add(ctx.channel());
+            return true;
+        }
+
+        /**
+         * Runs one request on the request executor; the reply is sent from the event loop. Only a refusal
+         * meant for the peer ({@link RequestRefusedException}) reaches it in words; any other failure is
+         * logged here and reaches it as a fixed phrase.
+         */
         private void handle(ChannelHandlerContext ctx, ControlSession s, byte type, long callId, byte[] request) {
             byte kind;
             byte[] body;
             try {
                 body = handler.handle(s, type, request);
                 kind = ControlFrame.REPLY;
-            } catch (Exception e) {
+            } catch (RequestRefusedException e) {
                 body = String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8);
+                kind = ControlFrame.ERROR;
+            } catch (Throwable e) {
+                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: request type " + type + " of " + s.appId()
+                        + " from " + s.remoteAddress() + " failed", e);
+                body = FAILED.getBytes(StandardCharsets.UTF_8);
                 kind = ControlFrame.ERROR;
             }
             byte replyKind = kind;
@@ -299,6 +380,9 @@ public final class ControlServer implements AutoCloseable {
             try {
                 ctx.executor().execute(() -> {
                     busy = false;
+                    if (replyKind == ControlFrame.REPLY) {
+                        lastAnsweredNanos = System.nanoTime(); // refusals keep nobody's connection alive
+                    }
                     send(ctx, replyKind, type, reply);
                 });
             } catch (RejectedExecutionException closing) {
@@ -311,7 +395,7 @@ public final class ControlServer implements AutoCloseable {
             ctx.close();
         }
 
-        /** As {@link #refuse}, telling the peer why first (an ERROR frame): for what an honest peer of another release does. */
+        /** As {@link #refuse}, telling the peer why first (an ERROR frame): for what an honest peer may meet. */
         private void refuseTelling(ChannelHandlerContext ctx, String why) {
             closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
             ctx.writeAndFlush(Unpooled.buffer(2 + why.length()).writeByte(ControlFrame.ERROR).writeByte(0)
@@ -323,6 +407,17 @@ public final class ControlServer implements AutoCloseable {
             leaveUnauthenticated();
             if (idleCheck != null) {
                 idleCheck.cancel(false);
+            }
+            if (admitted) {
+                admitted = false;
+                java.util.Set<Channel> of = byApplication.get(appId);
+                if (of != null) {
+                    of.remove(ctx.channel());
+                    if (of.isEmpty()) {
+                        byApplication.remove(appId, of);
+                    }
+                }
+                admission.leave(appId);
             }
             if (session != null) {
                 session.closed();

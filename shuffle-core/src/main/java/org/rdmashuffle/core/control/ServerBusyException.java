@@ -9,7 +9,7 @@ import java.io.IOException;
  */
 public final class ServerBusyException extends IOException {
     /** What the server answers, word for word. */
-    static final String MESSAGE = "the server is busy: try again";
+    public static final String MESSAGE = "the server is busy: try again";
 
     ServerBusyException(String peer, byte type) {
         super(peer + " failed request type " + type + ": " + MESSAGE);

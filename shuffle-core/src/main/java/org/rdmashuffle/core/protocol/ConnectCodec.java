@@ -9,8 +9,9 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
 
 /**
  * The control-plane request that sets up a data connection, and its reply: the sender's receive
- * buffer size (so the other side never sends a message it cannot take) and one endpoint per queue
- * pair. Strictly parsed.
+ * buffer size (so the other side never sends a message it cannot take), in the reply the server's
+ * lease (how long it keeps a described region registered: the reducer trusts a description for half
+ * of the shorter of that and its own fetch timeout), and one endpoint per queue pair. Strictly parsed.
  */
 public final class ConnectCodec {
     /** Control-plane request type of the exchange. */
@@ -23,10 +24,15 @@ public final class ConnectCodec {
     public static final byte DISCONNECT = 2;
     public static final int MAX_QUEUE_PAIRS = 64;
 
-    /** One side of the exchange. */
-    public record Connect(int receiveBufferSize, List<QueuePairEndpoint> endpoints) {
+    /** One side of the exchange; {@code leaseMillis} is the server's lease (0 in a request). */
+    public record Connect(int receiveBufferSize, long leaseMillis, List<QueuePairEndpoint> endpoints) {
         public Connect {
             endpoints = List.copyOf(endpoints);
+        }
+
+        /** A request: no lease. */
+        public Connect(int receiveBufferSize, List<QueuePairEndpoint> endpoints) {
+            this(receiveBufferSize, 0, endpoints);
         }
     }
 
@@ -35,8 +41,8 @@ public final class ConnectCodec {
 
     public static byte[] encode(Connect c) {
         List<byte[]> parts = c.endpoints().stream().map(EndpointCodec::encode).toList();
-        ByteBuffer out = ByteBuffer.allocate(8 + parts.stream().mapToInt(p -> 2 + p.length).sum());
-        out.putInt(c.receiveBufferSize()).putInt(parts.size());
+        ByteBuffer out = ByteBuffer.allocate(16 + parts.stream().mapToInt(p -> 2 + p.length).sum());
+        out.putInt(c.receiveBufferSize()).putLong(c.leaseMillis()).putInt(parts.size());
         for (byte[] p : parts) {
             out.putShort((short) p.length).put(p);
         }
@@ -47,10 +53,11 @@ public final class ConnectCodec {
         try {
             ByteBuffer in = ByteBuffer.wrap(bytes);
             int receiveBufferSize = in.getInt();
+            long leaseMillis = in.getLong();
             int n = in.getInt();
-            if (receiveBufferSize < 64 || n < 1 || n > MAX_QUEUE_PAIRS) {
-                throw new MalformedMessageException("connect with a " + receiveBufferSize + "-byte receive buffer and " + n
-                        + " queue pairs");
+            if (receiveBufferSize < 64 || n < 1 || n > MAX_QUEUE_PAIRS || leaseMillis < 0) {
+                throw new MalformedMessageException("connect with a " + receiveBufferSize + "-byte receive buffer, a lease of "
+                        + leaseMillis + " ms and " + n + " queue pairs");
             }
             List<QueuePairEndpoint> endpoints = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
@@ -65,7 +72,7 @@ public final class ConnectCodec {
             if (in.hasRemaining()) {
                 throw new MalformedMessageException("connect with " + in.remaining() + " trailing bytes");
             }
-            return new Connect(receiveBufferSize, endpoints);
+            return new Connect(receiveBufferSize, leaseMillis, endpoints);
         } catch (BufferUnderflowException e) {
             throw new MalformedMessageException("connect of " + bytes.length + " bytes is truncated", e);
         }

@@ -2,7 +2,9 @@ package org.rdmashuffle.core.server;
 
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.protocol.Message;
@@ -10,14 +12,23 @@ import org.rdmashuffle.core.protocol.Message;
 /**
  * Answers a reducer's FetchRequest from the registry: one descriptor per block, or an ErrorResponse
  * about the first block that cannot be served — {@code NO_SUCH_OUTPUT} for an unknown map output,
- * {@code REFUSED} for partitions beyond the output, registered memory exhausted, a file that cannot
- * be mapped. The reducer asks again for the request's other blocks. Never throws for a bad request.
+ * {@code REFUSED} for partitions beyond the output, registered memory or index heap exhausted, a file
+ * that cannot be mapped, a lookup that timed out. The reducer asks again for the request's other
+ * blocks. Never throws for a bad request.
+ *
+ * <p>What a request costs a shared thread is bounded by the request's own size: answering it where it
+ * arrives (the completion poller, {@link #answerIfReady}) is a constant per block; the slow work it
+ * needs (outputs found on disk, files registered) is done a few outputs per turn of a server thread
+ * ({@link #answerInTurns}), so a request naming thousands of outputs to find takes many short turns,
+ * each other application getting its own in between, not minutes of one thread.
  *
  * <p>The reducer is told the block and the kind of failure, never a path, a size or an owner: those
  * go to this node's log. A tenant probing with crafted map ids learns nothing about the files here.
  */
 public final class FetchRequestHandler {
     private static final System.Logger LOG = System.getLogger(FetchRequestHandler.class.getName());
+    /** Rounds over a request's blocks before it is refused because its outputs do not stay registered together. */
+    static final int MAX_PASSES = 3;
 
     private final MapOutputRegistry registry;
 
@@ -25,59 +36,155 @@ public final class FetchRequestHandler {
         this.registry = registry;
     }
 
-    public Message answer(Message.FetchRequest request) {
-        return answer(MapOutputRegistry.OWN, request);
+    /** Where a request answered over several turns has got to, and the slow work it waits for (no thread held). */
+    public static final class Progress {
+        private int next;
+        private int passes;
+        /** Since when it has waited for the slow work of its next block (0: it does not wait). */
+        private long waitingSince;
+        /** The slow work of its next block it waits for: looked at again on its next turn. */
+        private java.util.concurrent.CompletableFuture<MapOutput> awaited;
+        private java.util.concurrent.CompletableFuture<?> waitFor;
+
+        /** The slow work the request waits for before its next turn (a search, another request's registration); null if none. */
+        public java.util.concurrent.CompletableFuture<?> takeWaitFor() {
+            java.util.concurrent.CompletableFuture<?> f = waitFor;
+            waitFor = null;
+            return f;
+        }
     }
 
-    /** Answers a request of a reducer authenticated for {@code app}: it sees that application's outputs only. */
-    public Message answer(String app, Message.FetchRequest request) {
-        return answer(app, request, true, 0);
-    }
-
-    /**
-     * As {@link #answer(String, Message.FetchRequest)}, adding the layouts of the outputs described
-     * (as many as fit in {@code layoutBytes}), so the reducer reads their other partitions without asking.
-     */
+    /** Answers a request of a reducer authenticated for {@code app} (it sees that application's outputs only), in one go. */
     public Message answer(String app, Message.FetchRequest request, int layoutBytes) {
-        return answer(app, request, true, layoutBytes);
+        Progress p = new Progress();
+        Message m;
+        while ((m = answerInTurns(app, request, layoutBytes, p, Integer.MAX_VALUE)) == null) {
+            java.util.concurrent.CompletableFuture<?> f = p.takeWaitFor();
+            if (f != null) {
+                try {
+                    f.get(registry.lookupTimeoutNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+                } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException failedOrLate) {
+                    // the next turn says so
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return new Message.ErrorResponse(request.requestId(), "the server is closing");
+                }
+            }
+        }
+        return m;
     }
 
     /**
-     * As {@link #answer(String, Message.FetchRequest, int)} if no block needs slow work (an output
-     * found on disk, a file registered); null otherwise. The completion poller answers these itself.
+     * One turn at {@code request}: the slow work of at most {@code maxSlowOutputs} of its blocks that
+     * need it (from where the last turn stopped), and once none is left the answer, as {@link
+     * #answerIfReady} gives it; null when another turn is needed — at once, or (if {@link
+     * Progress#takeWaitFor} gives something) once a search on disk or another request's registration
+     * of the next block's output is done: no thread waits for those. A block whose slow work is not done
+     * within the lookup timeout is refused. A request whose outputs keep being released before the last
+     * is described (registered memory too short for all of them) is refused after {@value #MAX_PASSES}
+     * passes.
+     */
+    public Message answerInTurns(String app, Message.FetchRequest request, int layoutBytes, Progress p, int maxSlowOutputs) {
+        List<BlockId> blocks = request.blocks();
+        int slow = 0;
+        while (p.next < blocks.size()) {
+            BlockId b = blocks.get(p.next);
+            try {
+                if (registry.describeIfRegistered(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition()) == null) {
+                    if (slow == maxSlowOutputs) {
+                        return null; // the rest in a later turn
+                    }
+                    slow++;
+                    // The work waited for last turn (a search is forgotten once done: asking again would start another).
+                    java.util.concurrent.CompletableFuture<MapOutput> pending = p.awaited != null ? p.awaited
+                            : registry.pendingWork(app, b.shuffleId(), b.mapId());
+                    p.awaited = null;
+                    if (pending != null) {
+                        if (!pending.isDone()) {
+                            long now = System.nanoTime();
+                            if (p.waitingSince == 0) {
+                                p.waitingSince = now;
+                            } else if (now - p.waitingSince >= registry.lookupTimeoutNanos()) {
+                                throw new LookupTimeoutException("the lookup or registration of map output " + b.mapId()
+                                        + " of shuffle " + b.shuffleId() + " took longer than "
+                                        + registry.lookupTimeoutNanos() / 1_000_000 + " ms");
+                            }
+                            p.waitFor = pending;
+                            p.awaited = pending;
+                            return null;
+                        }
+                        p.waitingSince = 0;
+                        if (pending.join() == null) { // a search that found nothing
+                            throw new NoSuchMapOutputException("no map output " + b.mapId() + " of shuffle " + b.shuffleId()
+                                    + " of " + app + " is here");
+                        }
+                        continue; // found, or registered by another request: look again
+                    }
+                    registry.describe(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition());
+                }
+            } catch (java.util.concurrent.CompletionException e) {
+                return refusal(app, request, b, e.getCause() instanceof RuntimeException r ? r
+                        : new IllegalStateException(e.getCause()));
+            } catch (RuntimeException e) {
+                return refusal(app, request, b, e);
+            }
+            p.next++;
+        }
+        Message ready = answerIfReady(app, request, layoutBytes);
+        if (ready != null) {
+            return ready;
+        }
+        if (++p.passes >= MAX_PASSES) {
+            LOG.log(System.Logger.Level.INFO, () -> "rdma-shuffle: refused a request of " + blocks.size() + " blocks"
+                    + (app.isEmpty() ? "" : " of " + app) + ": its outputs were released before all were described");
+            return new Message.ErrorResponse(request.requestId(), "the server's registered memory cannot hold every output "
+                    + "of this request at once: ask for fewer blocks");
+        }
+        p.next = 0;
+        return null;
+    }
+
+    /**
+     * The answer if no block needs slow work (an output found on disk, a file registered); null
+     * otherwise. The completion poller answers these itself: a constant per block.
      */
     public Message answerIfReady(String app, Message.FetchRequest request, int layoutBytes) {
-        return answer(app, request, false, layoutBytes);
-    }
-
-    private Message answer(String app, Message.FetchRequest request, boolean mayBlock, int layoutBytes) {
-        List<BlockDescriptor> blocks = new ArrayList<>(request.blocks().size());
+        List<BlockDescriptor> described = new ArrayList<>(request.blocks().size());
         for (BlockId b : request.blocks()) {
             try {
-                BlockDescriptor d = mayBlock
-                        ? registry.describe(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition())
-                        : registry.describeIfRegistered(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition());
+                BlockDescriptor d = registry.describeIfRegistered(app, b.shuffleId(), b.mapId(), b.startPartition(),
+                        b.endPartition());
                 if (d == null) {
                     return null;
                 }
-                blocks.add(d);
-            } catch (IllegalArgumentException | IllegalStateException | RegisteredMemoryExhaustedException
-                     | UncheckedIOException | org.rdmashuffle.verbs.VerbsException e) {
-                String kind = kindOf(e);
-                LOG.log(System.Logger.Level.INFO, () -> "rdma-shuffle: refused " + b + (app.isEmpty() ? "" : " of " + app)
-                        + " (" + kind + "): " + e.getMessage());
-                return new Message.ErrorResponse(request.requestId(),
-                        e instanceof NoSuchMapOutputException ? Message.ErrorKind.NO_SUCH_OUTPUT : Message.ErrorKind.REFUSED, b,
-                        b + ": " + kind);
+                described.add(d);
+            } catch (RuntimeException e) {
+                return refusal(app, request, b, e);
             }
         }
-        return new Message.FetchResponse(request.requestId(), blocks, layouts(app, blocks, layoutBytes));
+        return new Message.FetchResponse(request.requestId(), described, layouts(app, described, layoutBytes));
+    }
+
+    /** The error about block {@code b}; an exception that is not about the request (a bug) is rethrown. */
+    private static Message refusal(String app, Message.FetchRequest request, BlockId b, RuntimeException e) {
+        String kind = kindOf(e);
+        if (kind == null) {
+            throw e;
+        }
+        LOG.log(System.Logger.Level.INFO, () -> "rdma-shuffle: refused " + b + (app.isEmpty() ? "" : " of " + app)
+                + " (" + kind + "): " + e.getMessage());
+        return new Message.ErrorResponse(request.requestId(),
+                e instanceof NoSuchMapOutputException ? Message.ErrorKind.NO_SUCH_OUTPUT : Message.ErrorKind.REFUSED, b,
+                b + ": " + kind);
     }
 
     /** The layouts of the described blocks' outputs, one per output, while they fit in {@code budget} bytes. */
     private List<MapOutputLayout> layouts(String app, List<BlockDescriptor> blocks, int budget) {
+        if (budget <= 0) {
+            return List.of();
+        }
         List<MapOutputLayout> layouts = new ArrayList<>();
-        java.util.Set<Long> seen = new java.util.HashSet<>();
+        Set<Long> seen = new HashSet<>();
         for (BlockDescriptor d : blocks) {
             if (budget <= 0) {
                 break;
@@ -85,37 +192,31 @@ public final class FetchRequestHandler {
             if (d.isEmpty() || !seen.add(d.mapId())) {
                 continue;
             }
-            MapOutputLayout l = registry.layoutIfRegistered(app, d.shuffleId(), d.mapId());
-            if (l != null && l.partitions() > 1 && l.encodedSize() <= budget) {
-                layouts.add(l);
-                budget -= l.encodedSize();
+            MapOutputRegistry.SizedLayout l = registry.layoutIfRegistered(app, d.shuffleId(), d.mapId(), budget);
+            if (l != null && l.layout().partitions() > 1) {
+                layouts.add(l.layout());
+                budget -= l.bytes();
             }
         }
         return layouts;
     }
 
-    /** What a reducer is told about a failure: a fixed phrase per kind. */
+    /** What a reducer is told about a failure: a fixed phrase per kind; null for an exception that is a bug. */
     static String kindOf(RuntimeException e) {
-        if (e instanceof NoSuchMapOutputException) {
-            return "no such map output of this application here";
-        }
-        if (e instanceof PartitionRangeException) {
-            return "partitions outside the map output";
-        }
-        if (e instanceof RegisteredMemoryExhaustedException) {
-            return "the server's registered memory is exhausted";
-        }
-        if (e instanceof UncheckedIOException io) {
-            return io.getCause() instanceof org.rdmashuffle.core.server.files.RefusedFileException
+        return switch (e) {
+            case NoSuchMapOutputException x -> "no such map output of this application here";
+            case PartitionRangeException x -> "partitions outside the map output";
+            case RegisteredMemoryExhaustedException x -> "the server's registered memory is exhausted";
+            case IndexMemoryExhaustedException x -> "the server holds as many map outputs of this application as it may";
+            case LookupTimeoutException x -> "the map output was not found or registered in time";
+            case ServerBusyRefusal x -> "the server is busy with this application's requests: try again";
+            case UncheckedIOException io -> io.getCause() instanceof org.rdmashuffle.core.server.files.RefusedFileException
                     ? "map output file refused (not a regular file of the application's own)"
                     : "map output files unreadable or inconsistent";
-        }
-        if (e instanceof org.rdmashuffle.verbs.VerbsException) {
-            return "the device could not register the map output";
-        }
-        if (e instanceof IllegalStateException) {
-            return "the server is closing";
-        }
-        return "map output index inconsistent with its data file";
+            case org.rdmashuffle.verbs.VerbsException x -> "the device could not register the map output";
+            case IllegalStateException x -> "the server is closing";
+            case IllegalArgumentException x -> "map output index inconsistent with its data file";
+            default -> null;
+        };
     }
 }

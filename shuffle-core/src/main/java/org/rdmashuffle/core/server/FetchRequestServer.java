@@ -7,8 +7,9 @@ import org.rdmashuffle.core.transport.DataConnection;
  * Answers the fetch requests that arrive on serving connections. An answer that is ready (every
  * output it names registered: no disk to search, nothing to register) goes at once, from the poller
  * that received the request; the others are answered on a server thread, taken round-robin across
- * applications, with a bound per application beyond which the reducer is told "busy". Anything but
- * a fetch request on a serving connection is a protocol error.
+ * applications, with a bound per application beyond which the reducer is told "busy", a few of its
+ * outputs per turn ({@link FetchRequestHandler#answerInTurns}). Anything but a fetch request on a
+ * serving connection is a protocol error.
  */
 public final class FetchRequestServer {
     private static final System.Logger LOG = System.getLogger(FetchRequestServer.class.getName());
@@ -23,13 +24,28 @@ public final class FetchRequestServer {
         void protocolError(DataConnection c, String reason);
     }
 
+    /**
+     * Outputs one turn of a server thread may find on disk or register for a request: a turn is short
+     * (each piece of slow work is bounded by the lookup timeout), and the request goes to the back of
+     * its application's queue for the rest, so other applications' requests run in between.
+     */
+    static final int SLOW_OUTPUTS_PER_TURN = 4;
+
+    private static final java.util.function.Function<Message.FetchRequest, Message> BUSY = r -> new Message.ErrorResponse(
+            r.requestId(), "the server is busy with this application's requests: try again");
+
     private final FairServerQueue work;
     private final Replies replies;
+    private final ServiceUsage usage;
 
-    /** @param work the server threads' queue, bounded per application */
-    public FetchRequestServer(FairServerQueue work, Replies replies) {
+    /**
+     * @param work the server threads' queue, bounded per application, its running bound per user
+     * @param usage where the blocks of requests being answered off the poller are counted
+     */
+    public FetchRequestServer(FairServerQueue work, Replies replies, ServiceUsage usage) {
         this.work = work;
         this.replies = replies;
+        this.usage = usage;
     }
 
     /** A message received on serving connection {@code c}, on a poller thread. */
@@ -38,29 +54,65 @@ public final class FetchRequestServer {
             replies.protocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests are served");
             return;
         }
-        String app = c.tenant().app();
         FetchRequestHandler requests = c.tenant().requests();
         // Layouts in up to half the reducer's receive buffer; an answer that outgrows it anyway goes
         // without them (MetadataSender).
         int layoutBytes = r.withLayouts() ? c.peerReceiveBufferSize() / 2 : 0;
-        Message ready = requests.answerIfReady(app, r, layoutBytes);
+        Message ready = requests.answerIfReady(c.tenant().app(), r, layoutBytes);
         if (ready != null) {
             reply(c, r, ready);
             return;
         }
-        boolean queued = work.submit(c.tenant(), () -> {
-            Message answer;
-            try {
-                answer = requests.answer(app, r, layoutBytes);
-            } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
-                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
-                answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
-            }
-            reply(c, r, answer);
-        });
+        // Held in the heap until answered: counted against the application's, its user's and the node's bounds.
+        String full = usage.tryAdd(ServiceUsage.Kind.REQUEST_BLOCKS, c.tenant().app(), r.blocks().size());
+        if (full != null) {
+            reply(c, r, BUSY.apply(r));
+            return;
+        }
+        queueTurn(c, r, layoutBytes, new FetchRequestHandler.Progress());
+    }
+
+    /** Queues the next turn at {@code r}; a full queue is answered "busy". */
+    private void queueTurn(DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p) {
+        boolean queued = work.submit(c.tenant(), c.tenant().user(), () -> turn(c, r, layoutBytes, p));
         if (!queued) { // back-pressure: this application already has its share of the server threads' queue
-            reply(c, r, new Message.ErrorResponse(r.requestId(), "the server is busy with this application's requests: "
-                    + "try again"));
+            finish(c, r, BUSY.apply(r));
+        }
+    }
+
+    private void turn(DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p) {
+        if (c.isClosed()) {
+            finish(c, r, null); // retired while the request waited: nobody to answer
+            return;
+        }
+        Message answer;
+        try {
+            answer = c.tenant().requests().answerInTurns(c.tenant().app(), r, layoutBytes, p, SLOW_OUTPUTS_PER_TURN);
+        } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
+            answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
+        }
+        if (answer != null) {
+            finish(c, r, answer);
+            return;
+        }
+        java.util.concurrent.CompletableFuture<?> waitFor = p.takeWaitFor();
+        if (waitFor == null) {
+            queueTurn(c, r, layoutBytes, p); // the rest after the other applications' turns
+        } else {
+            // No thread waits: the next turn is queued when the search or registration is done, or its time is up.
+            java.util.concurrent.CompletableFuture.anyOf(waitFor, java.util.concurrent.CompletableFuture.runAsync(() -> { },
+                    java.util.concurrent.CompletableFuture.delayedExecutor(c.tenant().registry().lookupTimeoutNanos(),
+                            java.util.concurrent.TimeUnit.NANOSECONDS)))
+                    .whenComplete((done, failed) -> queueTurn(c, r, layoutBytes, p));
+        }
+    }
+
+    /** Ends a request answered off the poller: its blocks are counted out, and the answer (if any) sent. */
+    private void finish(DataConnection c, Message.FetchRequest r, Message answer) {
+        usage.remove(ServiceUsage.Kind.REQUEST_BLOCKS, c.tenant().app(), r.blocks().size());
+        if (answer != null) {
+            reply(c, r, answer);
         }
     }
 

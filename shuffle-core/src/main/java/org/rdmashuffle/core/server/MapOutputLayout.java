@@ -38,11 +38,17 @@ public record MapOutputLayout(int shuffleId, long mapId, long address, int rkey,
 
     /** Bytes it takes in a message, as {@code protocol.MessageCodec} writes it. */
     public int encodedSize() {
-        int n = varSize(shuffleId) + varSize(mapId) + 8 + 4 + varSize(partitions());
-        for (int p = 0; p < partitions(); p++) {
+        return encodedSize(shuffleId, mapId, offsets);
+    }
+
+    /** {@link #encodedSize()} of the layout of these offsets, computed once per output by the registry. */
+    static int encodedSize(int shuffleId, long mapId, long[] offsets) {
+        int partitions = offsets.length - 1;
+        long n = varSize(shuffleId) + varSize(mapId) + 8 + 4 + varSize(partitions);
+        for (int p = 0; p < partitions; p++) {
             n += varSize(offsets[p + 1] - offsets[p]);
         }
-        return n;
+        return (int) Math.min(Integer.MAX_VALUE, n);
     }
 
     private static int varSize(long v) {

@@ -6,13 +6,16 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 
 import org.rdmashuffle.core.server.files.OutputFile;
@@ -27,55 +30,67 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  * first asks for it, and stays registered for later requests: regions are cached, never registered
  * per fetch.
  *
- * <p>Registered memory is bounded: when registering would exceed the limit, the least recently
+ * <p>Bounded in bytes, in number and in time ({@link RegistryLimits}): registered bytes (whole pages)
+ * and regions under this registry's limits and, on a node serving many applications, under its
+ * user's and the node's ({@link RegistryBudget}); when registering would exceed one, the least recently
  * described regions are released, except those described within the lease period (a reducer may be
- * reading them right now). On a node serving many applications each registry's limit is one
- * application's share, and all draw from one {@link RegisteredMemoryBudget}: when that is spent, other
- * applications' idle regions are released too. If nothing can be released the request fails with
- * {@link RegisteredMemoryExhaustedException} naming the numbers.
+ * reading them), then other applications' idle ones. If nothing can be released the request fails
+ * with {@link RegisteredMemoryExhaustedException} naming the numbers. The indexes of outputs found on
+ * disk are a cache under an index-heap limit: the least recently used of those without a region are
+ * forgotten (and found again if asked for). Slow work is waited for at most the lookup timeout.
  *
- * <p>Thread-safe, and the slow work runs outside its lock — a resolver's disk search, registering a
- * file (ibv_reg_mr pins, and so reads, every page) — so requests for registered outputs are answered
- * while other outputs are found or registered.
+ * <p>Thread-safe, and the slow work runs outside its lock — a resolver's disk search (on the lookup
+ * threads, {@link OutputSearches}), registering a file (ibv_reg_mr pins, and so reads, every page) —
+ * so requests for registered outputs are answered while other outputs are found or registered. What
+ * the completion poller asks ({@link #describeIfRegistered}) costs a constant per block, whatever the
+ * size of the output's index.
  *
  * <p>Outputs belong to an application: an executor's engine serves its own ({@link #OWN}), a node's
  * shuffle service many, each reducer seeing only those of the application it authenticated for. A
  * {@link Resolver} finds outputs nobody registered (MapReduce's, on the node's disks) when first asked.
  */
 public final class MapOutputRegistry implements AutoCloseable {
+    /** The application of outputs registered without one: an engine serving its own process's outputs. */
+    public static final String OWN = "";
+    /** How often one request goes round finding an output that is released again before it is described. */
+    private static final int MAX_ATTEMPTS = 8;
+
     private final ProtectionDomain pd;
-    private final long limitBytes;
+    private final RegistryLimits limits;
     /** Shared with the other applications' registries of a serving engine. */
-    private final RegisteredMemoryBudget budget;
+    private final RegistryBudget budget;
+    /** Whose share of the budget this registry draws on. */
+    private final String user;
     private final long leaseNanos;
+    private final long lookupTimeoutNanos;
     private final LongSupplier clock;
+    private final OutputSearches searches;
     /** Outputs by application and shuffle, then map id. */
     private final Map<ShuffleKey, Map<Long, MapOutput>> outputs = new HashMap<>();
-    private Resolver resolver;
     /** Regions deregistered under the lock, to be closed outside it. */
     private final List<MemoryRegion> toClose = new ArrayList<>();
     /** Registered outputs in least-recently-described order. */
     private final LinkedHashMap<MapOutput, Boolean> registered = new LinkedHashMap<>(16, 0.75f, true);
+    /** Outputs found on disk with no region and no registration under way: the index cache's eviction order. */
+    private final LinkedHashMap<MapOutput, Boolean> idleIndexes = new LinkedHashMap<>(16, 0.75f, true);
+    /** Pages registered now or reserved by registrations under way, and their regions. */
     private long registeredBytes;
+    private int regions;
+    /** Heap held by the indexes of outputs found on disk. */
+    private long indexBytes;
     /** Registrations running outside the lock; {@link #close} waits for them. */
-    private final Set<CompletableFuture<Void>> registrationsUnderWay = new java.util.HashSet<>();
-    /** Resolver searches under way, so concurrent requests for one unknown output share one. */
-    private final Map<OutputKey, CompletableFuture<MapOutput>> searches = new HashMap<>();
+    private final Set<CompletableFuture<Void>> registrationsUnderWay = new HashSet<>();
     private long registrations;
     private boolean closed;
-
-    /** The application of outputs registered without one: an engine serving its own process's outputs. */
-    public static final String OWN = "";
+    /** Tests: runs before each registration, on the registering thread (to make one take as long as a test needs). */
+    private volatile Runnable beforeRegistering = () -> { };
 
     private record ShuffleKey(String app, int shuffleId) {
     }
 
-    private record OutputKey(String app, int shuffleId, long mapId) {
-    }
-
     /**
      * Finds map outputs that were not registered: asked on the first request for one, outside the
-     * registry's lock and possibly from several threads at once.
+     * registry's lock, on a lookup thread, possibly for several outputs at once.
      */
     public interface Resolver {
         /** The output, or null if the application has none by that id. */
@@ -89,31 +104,8 @@ public final class MapOutputRegistry implements AutoCloseable {
     public record ResolvedOutput(OutputFile dataFile, long[] offsets, long[] rawLengths) {
     }
 
-    /** One committed map output: its file, its partition offsets, and its region while registered. */
-    private static final class MapOutput {
-        final int shuffleId;
-        final long mapId;
-        final OutputFile dataFile;
-        final long[] offsets;
-        final long[] rawLengths;
-        MemoryRegion region;
-        /** Set while a thread registers the file outside the lock; others wait on it. */
-        CompletableFuture<Void> registration;
-        /** Replaced by a re-attempt, or its shuffle or application forgotten. */
-        boolean released;
-        long describedAt;
-
-        MapOutput(int shuffleId, long mapId, OutputFile dataFile, long[] offsets, long[] rawLengths) {
-            this.shuffleId = shuffleId;
-            this.mapId = mapId;
-            this.dataFile = dataFile;
-            this.offsets = offsets;
-            this.rawLengths = rawLengths;
-        }
-
-        long size() {
-            return offsets[offsets.length - 1];
-        }
+    /** A registered output's layout and the bytes it takes in a message. */
+    public record SizedLayout(MapOutputLayout layout, int bytes) {
     }
 
     /**
@@ -121,29 +113,46 @@ public final class MapOutputRegistry implements AutoCloseable {
      * @param leaseMillis how long a described region is kept registered for the reads that follow
      */
     public MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis) {
-        this(pd, limitBytes, leaseMillis, new RegisteredMemoryBudget(limitBytes), System::nanoTime);
-    }
-
-    /** @param budget the node-wide bytes this registry draws from, with other applications' registries */
-    public MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis, RegisteredMemoryBudget budget) {
-        this(pd, limitBytes, leaseMillis, budget, System::nanoTime);
+        this(pd, limitBytes, leaseMillis, new RegistryBudget(limitBytes), System::nanoTime);
     }
 
     MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis, LongSupplier clock) {
-        this(pd, limitBytes, leaseMillis, new RegisteredMemoryBudget(limitBytes), clock);
+        this(pd, limitBytes, leaseMillis, new RegistryBudget(limitBytes), clock);
     }
 
-    MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis, RegisteredMemoryBudget budget,
-                      LongSupplier clock) {
-        if (limitBytes <= 0) {
-            throw new IllegalArgumentException("registered-memory limit must be positive: " + limitBytes);
-        }
+    MapOutputRegistry(ProtectionDomain pd, long limitBytes, long leaseMillis, RegistryBudget budget, LongSupplier clock) {
+        this(pd, RegistryLimits.ofBytes(limitBytes), budget, OWN, leaseMillis, 60_000, OutputSearches.Lookups.INLINE, clock);
+    }
+
+    /**
+     * A registry of one application of a serving engine.
+     *
+     * @param limits this application's limits
+     * @param budget the node's, shared with the other applications' registries
+     * @param user the application's user, whose share of the budget it draws on
+     * @param lookupTimeoutMillis how long a request waits for slow work: a search on disk, another request's registration
+     * @param lookups where searches on disk run
+     */
+    public MapOutputRegistry(ProtectionDomain pd, RegistryLimits limits, RegistryBudget budget, String user, long leaseMillis,
+                             long lookupTimeoutMillis, OutputSearches.Lookups lookups) {
+        this(pd, limits, budget, user, leaseMillis, lookupTimeoutMillis, lookups, System::nanoTime);
+    }
+
+    MapOutputRegistry(ProtectionDomain pd, RegistryLimits limits, RegistryBudget budget, String user, long leaseMillis,
+                      long lookupTimeoutMillis, OutputSearches.Lookups lookups, LongSupplier clock) {
         this.pd = pd;
-        this.limitBytes = limitBytes;
+        this.limits = limits;
         this.budget = budget;
+        this.user = user;
         this.leaseNanos = leaseMillis * 1_000_000L;
+        this.lookupTimeoutNanos = lookupTimeoutMillis * 1_000_000L;
         this.clock = clock;
+        this.searches = new OutputSearches(lookups);
         budget.join(this);
+    }
+
+    String user() {
+        return user;
     }
 
     /**
@@ -167,43 +176,31 @@ public final class MapOutputRegistry implements AutoCloseable {
             throw new IllegalArgumentException("map output " + mapId + " of shuffle " + shuffleId + " (" + dataFile
                     + "): the index ends at " + offsets[offsets.length - 1] + " but the data file has " + size + " bytes");
         }
+        MapOutput out = new MapOutput(app, shuffleId, mapId, OutputFile.trusted(dataFile),
+                OutputIndex.of(shuffleId, mapId, offsets, null, "map output " + mapId + " of shuffle " + shuffleId
+                        + " (" + dataFile + ")"), false);
         synchronized (this) {
             ensureOpen();
-            add(app, shuffleId, mapId, new ResolvedOutput(OutputFile.trusted(dataFile), offsets, null));
+            put(out);
         }
         closeDeregistered(); // the region of an output this one replaced
     }
 
     /** Sets who finds outputs that were not registered (null: nobody, an unknown output is an error). */
-    public synchronized void resolver(Resolver r) {
-        this.resolver = r;
+    public void resolver(Resolver r) {
+        searches.resolver(r);
     }
 
-    /** Under the lock; the data file's size was checked by whoever found it, and is again when it is registered. */
-    private MapOutput add(String app, int shuffleId, long mapId, ResolvedOutput found) {
-        OutputFile dataFile = found.dataFile();
-        long[] offsets = found.offsets();
-        String what = "map output " + mapId + " of shuffle " + shuffleId + " (" + dataFile + ")";
-        if (found.rawLengths() != null && found.rawLengths().length != offsets.length - 1) {
-            throw new IllegalArgumentException(what + ": " + found.rawLengths().length + " raw lengths for "
-                    + (offsets.length - 1) + " partitions");
-        }
-        if (offsets.length < 2 || offsets[0] != 0) {
-            throw new IllegalArgumentException(what + ": offsets must start at 0 and bound at least one partition");
-        }
-        for (int i = 1; i < offsets.length; i++) {
-            if (offsets[i] < offsets[i - 1]) {
-                throw new IllegalArgumentException(what + ": offset of partition " + i + " (" + offsets[i]
-                        + ") is below that of partition " + (i - 1) + " (" + offsets[i - 1] + ")");
-            }
-        }
-        MapOutput out = new MapOutput(shuffleId, mapId, dataFile, offsets.clone(),
-                found.rawLengths() == null ? null : found.rawLengths().clone());
-        MapOutput previous = outputs.computeIfAbsent(new ShuffleKey(app, shuffleId), s -> new HashMap<>()).put(mapId, out);
+    /** Under the lock: enters {@code out}, releasing an output it replaces (a re-attempt). */
+    private void put(MapOutput out) {
+        MapOutput previous = outputs.computeIfAbsent(new ShuffleKey(out.app, out.shuffleId), s -> new HashMap<>())
+                .put(out.mapId, out);
         if (previous != null) {
-            release(previous); // a re-attempt replaced it
+            release(previous);
         }
-        return out;
+        if (out.resolved) {
+            idleIndexes.put(out, Boolean.TRUE);
+        }
     }
 
     /** The block holding partitions {@code [start, end)} of a map output, registering its file if needed. */
@@ -216,7 +213,7 @@ public final class MapOutputRegistry implements AutoCloseable {
      * parts run outside the registry's lock, so they do not hold up requests for outputs already
      * registered: finding an output nobody registered (the resolver's disk search) and registering
      * its file (which pins, and so reads, every page of it). Requests for an output whose file is
-     * being registered wait for that one registration.
+     * being registered wait for that one registration, at most the lookup timeout.
      */
     public BlockDescriptor describe(String app, int shuffleId, long mapId, int start, int end) {
         try {
@@ -228,9 +225,10 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     private BlockDescriptor describeOrRegister(String app, int shuffleId, long mapId, int start, int end) {
         boolean reclaimed = false;
-        while (true) {
+        for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
             MapOutput out = output(app, shuffleId, mapId);
-            CompletableFuture<Void> registration;
+            CompletableFuture<Void> registration = null;
+            RegistryBudget.Shortage shortage = RegistryBudget.Shortage.NONE;
             boolean mine = false;
             synchronized (this) {
                 ensureOpen();
@@ -242,11 +240,12 @@ public final class MapOutputRegistry implements AutoCloseable {
                     return d;
                 }
                 if (out.registration == null) {
-                    if (!makeRoom(out.size(), out, reclaimed)) {
-                        registration = null; // the node's budget is spent: other applications' idle regions, below
-                    } else {
-                        registeredBytes += out.size(); // reserved while the file is registered outside the lock
+                    shortage = makeRoom(out, reclaimed);
+                    if (shortage == RegistryBudget.Shortage.NONE) {
+                        registeredBytes += out.pinnedBytes(); // reserved while the file is registered outside the lock
+                        regions++;
                         out.registration = new CompletableFuture<>();
+                        idleIndexes.remove(out);
                         registrationsUnderWay.add(out.registration);
                         mine = true;
                         registration = out.registration;
@@ -257,109 +256,201 @@ public final class MapOutputRegistry implements AutoCloseable {
             }
             if (registration == null) {
                 closeDeregistered();
-                budget.reclaimIdle(out.size(), this); // outside our lock: it takes theirs
+                budget.reclaimIdle(out.pinnedBytes(), shortage, this); // outside our lock: it takes theirs
                 reclaimed = true;
             } else if (mine) {
                 register(out, registration);
             } else {
-                awaitOther(registration);
+                awaitOther(registration, out);
             }
         }
+        throw new RegisteredMemoryExhaustedException("map output " + mapId + " of shuffle " + shuffleId + " was released "
+                + MAX_ATTEMPTS + " times before it could be described: registered memory is too short to keep it");
     }
 
     /**
      * As {@link #describe(String, int, long, int, int)} when that needs no slow work; null when it
      * would have to find the output on disk or register its file. For the completion poller, which
-     * answers what it can at once and hands the rest to threads that may block.
+     * answers what it can at once and hands the rest to threads that may block: constant work per block.
      */
     public synchronized BlockDescriptor describeIfRegistered(String app, int shuffleId, long mapId, int start, int end) {
         ensureOpen();
         MapOutput out = known(app, shuffleId, mapId);
-        if (out == null && resolver != null) {
+        if (out == null && searches.hasResolver()) {
             return null;
         }
         return describe(required(out, app, shuffleId, mapId), start, end);
     }
 
     /**
-     * The output, known or found by the resolver (outside the lock); NoSuchMapOutputException if
-     * neither. Requests for the same unknown output share one search: at a stage's start every
-     * reducer asks for every map output at once.
+     * The output, known or found by the resolver (on a lookup thread, waited for at most the lookup
+     * timeout); NoSuchMapOutputException if neither. Requests for the same unknown output share one search.
      */
     private MapOutput output(String app, int shuffleId, long mapId) {
-        OutputKey key = new OutputKey(app, shuffleId, mapId);
         CompletableFuture<MapOutput> search;
-        Resolver r = null;
         synchronized (this) {
             ensureOpen();
             MapOutput out = known(app, shuffleId, mapId);
-            if (out != null || resolver == null) {
+            if (out != null || !searches.hasResolver()) {
                 return required(out, app, shuffleId, mapId);
             }
-            search = searches.get(key);
-            if (search == null) {
-                search = new CompletableFuture<>();
-                searches.put(key, search);
-                r = resolver;
-            }
         }
-        if (r == null) { // another request is searching
-            return required(awaitOther(search), app, shuffleId, mapId);
+        search = searches.search(app, shuffleId, mapId, found -> addFound(app, shuffleId, mapId, found));
+        MapOutput found = search == null ? null : await(search, "the lookup of map output " + mapId + " of shuffle " + shuffleId);
+        if (found != null) {
+            return found;
         }
-        MapOutput out = null;
-        RuntimeException failure = null;
-        try {
-            ResolvedOutput found = r.resolve(app, shuffleId, mapId);
-            synchronized (this) {
-                ensureOpen();
-                out = known(app, shuffleId, mapId); // registered meanwhile
-                if (out == null && found != null) {
-                    out = add(app, shuffleId, mapId, found);
-                }
-            }
-        } catch (IOException e) {
-            failure = new UncheckedIOException("map output " + mapId + " of shuffle " + shuffleId + ": " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            failure = e;
-        } finally {
-            synchronized (this) {
-                searches.remove(key);
-            }
+        synchronized (this) {
+            return required(known(app, shuffleId, mapId), app, shuffleId, mapId); // registered meanwhile, or none
         }
-        if (failure != null) {
-            search.completeExceptionally(failure);
-            throw failure;
-        }
-        search.complete(out);
-        return required(out, app, shuffleId, mapId);
     }
 
-    /** What another thread's search or registration came to; its failure is thrown here as it was there. */
-    private static <T> T awaitOther(CompletableFuture<T> work) {
+    /**
+     * The slow work under way for an output, for a request that waits for it without holding a thread:
+     * the search for it (started now if the output is unknown; completes with the output, or null if
+     * there is none), or another request's registration of its file (completes with the output). Null
+     * if none is needed or under way: the caller may describe it, registering the file itself.
+     */
+    CompletableFuture<MapOutput> pendingWork(String app, int shuffleId, long mapId) {
+        synchronized (this) {
+            ensureOpen();
+            MapOutput out = known(app, shuffleId, mapId);
+            if (out != null) {
+                return out.registration == null ? null : out.registration.thenApply(v -> out);
+            }
+            if (!searches.hasResolver()) {
+                return null;
+            }
+        }
+        return searches.search(app, shuffleId, mapId, found -> addFound(app, shuffleId, mapId, found));
+    }
+
+    /** How long a request waits for slow work before it is refused. */
+    public long lookupTimeoutNanos() {
+        return lookupTimeoutNanos;
+    }
+
+    /**
+     * Adds what the resolver found (on the lookup thread that found it), its index counted against the
+     * index-heap limits; the output another request added meanwhile, if any.
+     */
+    private MapOutput addFound(String app, int shuffleId, long mapId, ResolvedOutput found) {
+        String what = "map output " + mapId + " of shuffle " + shuffleId + " (" + found.dataFile() + ")";
+        MapOutput candidate = new MapOutput(app, shuffleId, mapId, found.dataFile(),
+                OutputIndex.of(shuffleId, mapId, found.offsets(), found.rawLengths(), what), true);
+        long heap = candidate.index.heapBytes();
+        for (boolean lastTry = false; ; lastTry = true) {
+            RegistryBudget.Shortage shortage;
+            synchronized (this) {
+                ensureOpen();
+                MapOutput out = known(app, shuffleId, mapId);
+                if (out != null) {
+                    return out;
+                }
+                shortage = reserveIndex(heap, candidate, lastTry);
+                if (shortage == RegistryBudget.Shortage.NONE) {
+                    put(candidate);
+                    return candidate;
+                }
+            }
+            budget.reclaimIdleIndexes(heap, shortage, this); // outside our lock: it takes theirs
+        }
+    }
+
+    /**
+     * Under the lock: reserves {@code heap} bytes of index for {@code forWhom}, forgetting this
+     * registry's least recently used idle indexes as needed. Says who is short if only the user's or the
+     * node's budget is and {@code lastTry} is not set; otherwise throws IndexMemoryExhaustedException.
+     */
+    private RegistryBudget.Shortage reserveIndex(long heap, MapOutput forWhom, boolean lastTry) {
+        if (heap > limits.indexBytes()) {
+            throw new IndexMemoryExhaustedException(forWhom + ": its index needs " + heap
+                    + " bytes of heap, more than the limit of " + limits.indexBytes());
+        }
+        while (indexBytes + heap > limits.indexBytes() && evictIdleIndex()) {
+            // forgetting this application's least recently used outputs without a region
+        }
+        if (indexBytes + heap > limits.indexBytes()) {
+            throw new IndexMemoryExhaustedException(forWhom + ": the indexes held for this application take "
+                    + indexBytes + " of its " + limits.indexBytes() + " bytes, all of outputs being registered or read");
+        }
+        RegistryBudget.Shortage s;
+        while ((s = budget.tryReserveIndex(user, heap)) != RegistryBudget.Shortage.NONE && evictIdleIndex()) {
+            // the user's or the node's index heap is short: this application's idle indexes first
+        }
+        if (s != RegistryBudget.Shortage.NONE) {
+            if (!lastTry) {
+                return s;
+            }
+            throw new IndexMemoryExhaustedException(forWhom + ": the " + (s == RegistryBudget.Shortage.USER ? "user's" : "node's")
+                    + " index heap is spent on outputs being registered or read");
+        }
+        indexBytes += heap;
+        return RegistryBudget.Shortage.NONE;
+    }
+
+    /** Under the lock: forgets the least recently used output found on disk that has no region; false if none. */
+    private boolean evictIdleIndex() {
+        Iterator<MapOutput> eldest = idleIndexes.keySet().iterator();
+        if (!eldest.hasNext()) {
+            return false;
+        }
+        MapOutput victim = eldest.next();
+        Map<Long, MapOutput> maps = outputs.get(new ShuffleKey(victim.app, victim.shuffleId));
+        if (maps != null && maps.remove(victim.mapId, victim) && maps.isEmpty()) {
+            outputs.remove(new ShuffleKey(victim.app, victim.shuffleId));
+        }
+        release(victim);
+        return true;
+    }
+
+    /**
+     * Forgets this registry's least recently used idle indexes until {@code bytes} of index heap are
+     * freed or none is left; returns the bytes freed. For the budget, when another application needs room.
+     */
+    long releaseIdleIndexes(long bytes) {
+        long freed = 0;
+        synchronized (this) {
+            while (!closed && freed < bytes && !idleIndexes.isEmpty()) {
+                long before = indexBytes;
+                evictIdleIndex();
+                freed += before - indexBytes;
+            }
+        }
+        return freed;
+    }
+
+    /** What another thread's registration came to, waited for at most the lookup timeout. */
+    private void awaitOther(CompletableFuture<Void> registration, MapOutput out) {
+        await(registration, "the registration of " + out);
+    }
+
+    /** Slow work of another thread's, waited for at most the lookup timeout; its failure thrown here as it was there. */
+    private <T> T await(CompletableFuture<T> work, String what) {
         try {
-            return work.join();
-        } catch (CompletionException e) {
-            throw e.getCause() instanceof RuntimeException cause ? cause : e;
+            return work.get(lookupTimeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new LookupTimeoutException(what + " took longer than " + TimeUnit.NANOSECONDS.toMillis(lookupTimeoutNanos) + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted waiting for " + what, e);
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException cause ? cause : new IllegalStateException(e.getCause());
         }
     }
 
     /** The block of partitions {@code [start, end)} of {@code out}; null if its file is not registered. Under the lock. */
     private BlockDescriptor describe(MapOutput out, int start, int end) {
-        int partitions = out.offsets.length - 1;
+        OutputIndex index = out.index;
+        int partitions = index.partitions();
         if (start < 0 || end > partitions || start >= end) {
-            throw new PartitionRangeException("partitions [" + start + ", " + end + ") of map output " + out.mapId
-                    + " of shuffle " + out.shuffleId + ", which has " + partitions);
+            throw new PartitionRangeException("partitions [" + start + ", " + end + ") of " + out + ", which has " + partitions);
         }
-        long offset = out.offsets[start];
-        long length = out.offsets[end] - offset;
-        long raw = length;
-        if (out.rawLengths != null) {
-            raw = 0;
-            for (int p = start; p < end; p++) {
-                raw += out.rawLengths[p];
-            }
-        }
+        long offset = index.offset(start);
+        long length = index.offset(end) - offset;
+        long raw = index.rawLength(start, end, length);
         if (length == 0) {
+            idleIndexes.get(out); // touch: an output whose blocks are asked for stays in the cache
             return new BlockDescriptor(out.shuffleId, out.mapId, start, end, 0, 0, 0, raw);
         }
         if (out.region == null) {
@@ -373,24 +464,33 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     /**
      * The whole layout of a registered output whose raw partition sizes are not recorded apart
-     * (Spark's), for a reducer that just had a block of it described (so within that block's lease);
-     * null otherwise.
+     * (Spark's), if it takes at most {@code maxBytes} in a message, for a reducer that just had a block
+     * of it described (so within that block's lease); null otherwise. Constant work: the size was
+     * computed when the output was added.
      */
-    public synchronized MapOutputLayout layoutIfRegistered(String app, int shuffleId, long mapId) {
+    public synchronized SizedLayout layoutIfRegistered(String app, int shuffleId, long mapId, int maxBytes) {
         if (closed) {
             return null;
         }
         MapOutput out = known(app, shuffleId, mapId);
-        if (out == null || out.region == null || out.rawLengths != null || out.released) {
+        if (out == null || out.region == null || out.index.recordsRawLengths() || out.released
+                || out.index.layoutBytes() > maxBytes) {
             return null;
         }
-        return new MapOutputLayout(shuffleId, mapId, out.region.address(), out.region.rkey(), out.offsets);
+        return new SizedLayout(new MapOutputLayout(shuffleId, mapId, out.region.address(), out.region.rkey(),
+                out.index.offsets()), out.index.layoutBytes());
+    }
+
+    /** Tests: {@code hook} runs on the registering thread before each registration, as a slow ibv_reg_mr would take time. */
+    public void beforeRegistering(Runnable hook) {
+        beforeRegistering = hook;
     }
 
     /** Registers {@code out}'s file, outside the lock; its bytes were reserved. Completes {@code registration} either way. */
     private void register(MapOutput out, CompletableFuture<Void> registration) {
         MemoryRegion region = null;
         RuntimeException failure = null;
+        beforeRegistering.run();
         // Opened again here, not trusted from when it was found: its owner could have replaced it since.
         try {
             FileChannel ch = out.dataFile.open(true);
@@ -420,8 +520,10 @@ public final class MapOutputRegistry implements AutoCloseable {
                 registrations++;
                 region = null;
             } else {
-                registeredBytes -= out.size(); // give the reservation back
-                budget.release(out.size());
+                unreserve(out); // give the reservation back
+                if (out.resolved && !out.released && !closed) {
+                    idleIndexes.put(out, Boolean.TRUE);
+                }
             }
         }
         if (region != null) {
@@ -435,70 +537,71 @@ public final class MapOutputRegistry implements AutoCloseable {
     }
 
     /**
-     * Under the lock: reserves {@code bytes} under this registry's limit and in the node's budget,
-     * deregistering this application's least recently described regions outside their lease as needed.
-     * False if only the node's budget is short and {@code lastTry} is not set (the caller then takes
-     * other applications' idle regions, outside this lock, and tries again); otherwise throws
-     * RegisteredMemoryExhaustedException naming the numbers.
+     * Under the lock: reserves a region of {@code forWhom}'s pages under this registry's limits and in
+     * the budget (its user's and the node's), deregistering this application's least recently
+     * described regions outside their lease as needed. Says who is short if only the budget is and
+     * {@code lastTry} is not set (the caller then takes other applications' idle regions, outside this
+     * lock, and tries again); otherwise throws RegisteredMemoryExhaustedException naming the numbers.
      */
-    private boolean makeRoom(long bytes, MapOutput forWhom, boolean lastTry) {
-        if (bytes > limitBytes) {
-            throw new RegisteredMemoryExhaustedException("map output " + forWhom.mapId + " of shuffle " + forWhom.shuffleId
-                    + " has " + bytes + " bytes, more than the registered-memory limit of " + limitBytes);
+    private RegistryBudget.Shortage makeRoom(MapOutput forWhom, boolean lastTry) {
+        long bytes = forWhom.pinnedBytes();
+        if (bytes > limits.bytes()) {
+            throw new RegisteredMemoryExhaustedException(forWhom + " pins " + bytes
+                    + " bytes (whole pages), more than the registered-memory limit of " + limits.bytes());
         }
+        while ((registeredBytes + bytes > limits.bytes() || regions + 1 > limits.regions()) && releaseIdle()) {
+            // this application's least recently described regions outside their lease
+        }
+        if (registeredBytes + bytes > limits.bytes() || regions + 1 > limits.regions()) {
+            throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of " + forWhom
+                    + " would exceed the registered-memory limits of " + limits.bytes() + " bytes and " + limits.regions()
+                    + " regions: " + registeredBytes + " bytes in " + regions + " regions are registered and all were "
+                    + "described within the lease");
+        }
+        RegistryBudget.Shortage s;
+        while ((s = budget.tryReserveRegion(user, bytes)) != RegistryBudget.Shortage.NONE && releaseIdle()) {
+            // the user's or the node's budget is short: this application's idle regions first
+        }
+        if (s == RegistryBudget.Shortage.NONE || !lastTry) {
+            return s;
+        }
+        throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of " + forWhom + " would exceed the "
+                + (s == RegistryBudget.Shortage.USER ? "user's share of " : "") + "node's registered-memory budget ("
+                + budget.usedBytes() + " bytes in " + budget.usedRegions() + " regions in use, all described within the lease)");
+    }
+
+    /** Under the lock: deregisters the least recently described region outside its lease; false if there is none. */
+    private boolean releaseIdle() {
         long now = clock.getAsLong();
-        Iterator<MapOutput> lru = registered.keySet().iterator();
-        boolean reserved = false;
-        // Room under this registry's limit and in the node's budget; only this application's regions are released.
-        while ((registeredBytes + bytes > limitBytes || !(reserved = budget.tryReserve(bytes))) && lru.hasNext()) {
+        for (Iterator<MapOutput> lru = registered.keySet().iterator(); lru.hasNext(); ) {
             MapOutput victim = lru.next();
             if (now - victim.describedAt < leaseNanos) {
                 continue; // a reducer may be reading it
             }
             lru.remove();
             deregister(victim);
+            return true;
         }
-        if (registeredBytes + bytes > limitBytes) {
-            if (reserved) {
-                budget.release(bytes);
-            }
-            throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of map output " + forWhom.mapId
-                    + " of shuffle " + forWhom.shuffleId + " would exceed the registered-memory limit of " + limitBytes
-                    + " bytes: " + registeredBytes + " bytes are registered and all were described within the lease");
-        }
-        if (!reserved && !budget.tryReserve(bytes)) {
-            if (!lastTry) {
-                return false;
-            }
-            throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of map output " + forWhom.mapId
-                    + " of shuffle " + forWhom.shuffleId + " would exceed the node's registered-memory budget of "
-                    + budget.limitBytes() + " bytes across applications (" + budget.usedBytes()
-                    + " in use, all described within the lease)");
-        }
-        return true;
+        return false;
     }
 
     /**
-     * Deregisters this registry's least recently described regions outside their lease until
-     * {@code bytes} are released or none is left; returns the bytes released. For the budget, when
-     * another application needs room.
+     * Deregisters this registry's least recently described regions outside their lease until {@code
+     * bytes} and {@code count} regions are released or none is left; returns the bytes released. For
+     * the budget, when another application needs room.
      */
-    long releaseIdle(long bytes) {
+    long releaseIdle(long bytes, int count) {
         long released = 0;
+        int n = 0;
         synchronized (this) {
             if (closed) {
                 return 0;
             }
-            long now = clock.getAsLong();
-            for (Iterator<MapOutput> lru = registered.keySet().iterator(); lru.hasNext() && released < bytes; ) {
-                MapOutput victim = lru.next();
-                if (now - victim.describedAt < leaseNanos) {
-                    continue;
-                }
-                lru.remove();
-                released += victim.size();
-                deregister(victim);
+            long before = registeredBytes;
+            while ((registeredBytes > before - bytes || n < count) && releaseIdle()) {
+                n++;
             }
+            released = before - registeredBytes;
         }
         closeDeregistered();
         return released;
@@ -512,9 +615,17 @@ public final class MapOutputRegistry implements AutoCloseable {
     private void deregister(MapOutput out) {
         toClose.add(out.region);
         out.region = null;
-        registeredBytes -= out.size();
-        // Given back now, so makeRoom sees the room it made; the pages stay pinned until the close.
-        budget.release(out.size());
+        unreserve(out); // given back now, so makeRoom sees the room it made; the pages stay pinned until the close
+        if (out.resolved && !out.released) {
+            idleIndexes.put(out, Boolean.TRUE);
+        }
+    }
+
+    /** Under the lock: gives back what a region of {@code out} reserved. */
+    private void unreserve(MapOutput out) {
+        registeredBytes -= out.pinnedBytes();
+        regions--;
+        budget.releaseRegion(user, out.pinnedBytes());
     }
 
     /** Closes the regions deregistered so far, outside the lock. */
@@ -530,12 +641,21 @@ public final class MapOutputRegistry implements AutoCloseable {
         now.forEach(MemoryRegion::close);
     }
 
-    /** Forgets {@code out}: deregisters its region, or has a registration under way give its region back. */
+    /** Under the lock: forgets {@code out}: deregisters its region (or has a registration under way give it back), frees its index. */
     private void release(MapOutput out) {
+        if (out.released) {
+            return;
+        }
         out.released = true;
         if (out.region != null) {
             registered.remove(out);
             deregister(out);
+        }
+        if (out.resolved) {
+            idleIndexes.remove(out);
+            long heap = out.index.heapBytes();
+            indexBytes -= heap;
+            budget.releaseIndex(user, heap);
         }
     }
 
@@ -556,24 +676,18 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     /** Forgets every output of an application and deregisters their regions; returns how many there were. */
     public int unregisterApplication(String app) {
-        int n;
-        synchronized (this) {
-            n = forgetApplication(app);
-        }
-        closeDeregistered();
-        return n;
-    }
-
-    private int forgetApplication(String app) {
         int n = 0;
-        for (Iterator<Map.Entry<ShuffleKey, Map<Long, MapOutput>>> it = outputs.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<ShuffleKey, Map<Long, MapOutput>> e = it.next();
-            if (e.getKey().app().equals(app)) {
-                it.remove();
-                n += e.getValue().size();
-                e.getValue().values().forEach(this::release);
+        synchronized (this) {
+            for (Iterator<Map.Entry<ShuffleKey, Map<Long, MapOutput>>> it = outputs.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<ShuffleKey, Map<Long, MapOutput>> e = it.next();
+                if (e.getKey().app().equals(app)) {
+                    it.remove();
+                    n += e.getValue().size();
+                    e.getValue().values().forEach(this::release);
+                }
             }
         }
+        closeDeregistered();
         return n;
     }
 
@@ -590,7 +704,7 @@ public final class MapOutputRegistry implements AutoCloseable {
         return out;
     }
 
-    /** Bytes registered with the device now, or reserved by registrations under way. */
+    /** Bytes (whole pages) registered with the device now, or reserved by registrations under way. */
     public synchronized long registeredBytes() {
         return registeredBytes;
     }
@@ -598,6 +712,11 @@ public final class MapOutputRegistry implements AutoCloseable {
     /** Regions registered now. */
     public synchronized int registeredRegions() {
         return registered.size();
+    }
+
+    /** Heap held by the indexes of outputs found on disk. */
+    public synchronized long indexBytes() {
+        return indexBytes;
     }
 
     /** Registrations made since creation: equals the number of distinct outputs described unless regions were released. */
@@ -620,29 +739,30 @@ public final class MapOutputRegistry implements AutoCloseable {
         }
     }
 
-    /** Deregisters every region, after waiting for registrations under way. */
-    @Override
-    public void close() {
+    /**
+     * Deregisters every region. Returns at once; the future completes when no registration is under
+     * way any more (ibv_reg_mr cannot be interrupted: each closes its region on seeing the registry
+     * closed), after which the protection domain may go.
+     */
+    public CompletableFuture<Void> closeAsync() {
         List<CompletableFuture<Void>> underWay;
         synchronized (this) {
-            if (closed) {
-                return;
+            if (!closed) {
+                closed = true;
+                budget.leave(this);
+                List<ShuffleKey> shuffles = new ArrayList<>(outputs.keySet());
+                shuffles.forEach(k -> outputs.remove(k).values().forEach(this::release));
             }
-            closed = true;
-            budget.leave(this);
-            List<ShuffleKey> shuffles = new ArrayList<>(outputs.keySet());
-            shuffles.forEach(k -> outputs.remove(k).values().forEach(this::release));
             underWay = new ArrayList<>(registrationsUnderWay);
         }
         closeDeregistered();
-        // ibv_reg_mr cannot be interrupted: wait for registrations under way, which close their
-        // regions on seeing the registry closed, so none outlives it (or its protection domain).
-        for (CompletableFuture<Void> r : underWay) {
-            try {
-                r.join();
-            } catch (CompletionException | java.util.concurrent.CancellationException failed) {
-                // it failed: nothing was registered
-            }
-        }
+        return CompletableFuture.allOf(underWay.stream().map(r -> r.handle((ok, failed) -> null))
+                .toArray(CompletableFuture[]::new));
+    }
+
+    /** Deregisters every region, after waiting for registrations under way. */
+    @Override
+    public void close() {
+        closeAsync().join();
     }
 }

@@ -8,6 +8,8 @@ import java.util.function.Function;
 
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.control.ControlSession;
+import org.rdmashuffle.core.control.RequestRefusedException;
+import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.ConnectCodec;
 import org.rdmashuffle.core.transport.DataConnection;
 import org.rdmashuffle.core.transport.QueuePairFactory;
@@ -19,16 +21,14 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
 /**
  * The serving side's answer to a CONNECT: queue pairs for a reducer, on the protection domain of the
  * application its control session authenticated for (never one the request names), connected to the
- * reducer's. The server sizes everything: at most its own {@code qpsPerPeer} queue pairs, at most
- * {@code maxServedConnections} connections and {@code maxServedConnectionsPerApplication} of one
- * application. The connection lives as long as the control session, or until the reducer ends it
- * with a DISCONNECT on that session.
+ * reducer's. The server sizes everything: at most its own {@code qpsPerPeer} queue pairs, and as many
+ * connections as {@link ServiceUsage} admits for the application, its user and the node. The
+ * connection lives as long as the control session, or until the reducer ends it with a DISCONNECT on
+ * that session. A refusal is a {@link RequestRefusedException} whose text the reducer may read.
  */
 public final class ServingConnections {
     /** Where the engine keeps its connections. */
     public interface Table {
-        int servingCount();
-
         /** Records a new serving connection (by its QP numbers, for completions). */
         void add(DataConnection c);
 
@@ -42,6 +42,7 @@ public final class ServingConnections {
     private final ConnectOptions options;
     private final boolean sgeListBroken;
     private final Table table;
+    private final ServiceUsage usage;
     /**
      * Each control session's data connections, by their first queue pair's number: what a DISCONNECT
      * may end. An entry goes when its connection is retired by a DISCONNECT or with its session, or
@@ -54,7 +55,8 @@ public final class ServingConnections {
      * @param options serving QPs' options (a finite RNR retry)
      */
     public ServingConnections(EngineConfig config, Function<String, TenantDomain> tenantOf, QueuePairFactory queuePairs,
-                              ConnectOptions options, boolean sgeListBroken, Table table) {
+                              ConnectOptions options, boolean sgeListBroken, Table table, ServiceUsage usage) {
+        this.usage = usage;
         this.config = config;
         this.tenantOf = tenantOf;
         this.queuePairs = queuePairs;
@@ -76,7 +78,7 @@ public final class ServingConnections {
             }
             java.net.InetAddress target = e.gid().ipv4Address();
             if (target == null || !target.equals(from)) {
-                throw new IllegalArgumentException("the reducer's data address " + (target == null ? e.gid() : target.getHostAddress())
+                throw new RequestRefusedException("the reducer's data address " + (target == null ? e.gid() : target.getHostAddress())
                         + " is not the address its control connection comes from");
             }
         }
@@ -84,44 +86,23 @@ public final class ServingConnections {
 
     /** Sets up the connection a CONNECT asks for; returns the encoded answer (our endpoints). */
     public byte[] connect(ControlSession session, byte[] payload) {
-        ConnectCodec.Connect theirs = ConnectCodec.decode(payload);
-        if (table.servingCount() >= config.maxServedConnections()) {
-            throw new IllegalStateException("already serving " + table.servingCount() + " connections ("
-                    + EngineConfig.KEY_MAX_SERVED_CONNECTIONS + ")");
-        }
-        TenantDomain tenant = tenantOf.apply(session.appId());
-        if (tenant.connections().size() >= config.maxServedConnectionsPerApplication()) {
-            throw new IllegalStateException("already serving " + tenant.connections().size() + " connections of this "
-                    + "application (" + EngineConfig.KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION + ")");
-        }
-        // As many queue pairs as the reducer offers, up to this server's own qpsPerPeer: the answer says
-        // how many, and the reducer keeps that many (a peer never chooses our resource sizes).
-        int n = Math.min(theirs.endpoints().size(), config.qpsPerPeer());
-        if (n < 1) {
-            throw new IllegalArgumentException("a reducer offered no queue pair");
-        }
-        requireDialable(theirs.endpoints().subList(0, n), session);
-        QueuePair[] qps = new QueuePair[n];
-        List<QueuePairEndpoint> mine = new ArrayList<>(n);
+        ConnectCodec.Connect theirs;
         try {
-            for (int i = 0; i < n; i++) {
-                qps[i] = queuePairs.create(tenant, DataConnection.Role.SERVING);
-                QueuePairFactory.connect(qps[i], theirs.endpoints().get(i), options);
-                mine.add(qps[i].localEndpoint(options));
-            }
-        } catch (RuntimeException e) {
-            QueuePairFactory.closeAll(qps);
-            throw e;
+            theirs = ConnectCodec.decode(payload);
+        } catch (MalformedMessageException e) {
+            throw new RequestRefusedException("malformed connect request: " + e.getMessage());
         }
-        DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
-                DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken,
-                theirs.endpoints().getFirst().gid());
-        tenant.connections().add(c);
-        table.add(c);
-        if (tenant.isClosed()) { // the application ended meanwhile
-            table.retire(c);
-            throw new IllegalStateException("application " + session.appId() + " has ended");
+        TenantDomain tenant = tenantOf.apply(session.appId()); // refused if stopped, or no room for its buffers
+        if (!tenant.beginSetUp()) {
+            throw new RequestRefusedException("application " + session.appId() + " has stopped");
         }
+        SetUp made;
+        try {
+            made = setUp(session, theirs, tenant);
+        } finally {
+            tenant.endSetUp();
+        }
+        DataConnection c = made.connection();
         Map<Integer, Served> ofSession = bySession.computeIfAbsent(session, k -> new ConcurrentHashMap<>());
         // Connections of this session retired otherwise (a failed queue pair, a protocol error) leave
         // neither entry nor close hook behind: a session holds as many as it has live connections.
@@ -135,7 +116,55 @@ public final class ServingConnections {
         Served served = new Served(session, ofSession, c);
         ofSession.put(c.qpNumber(0), served);
         session.onClose(served);
-        return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), mine));
+        // The lease tells the reducer how long a described region stays registered for its reads.
+        return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), config.fetchTimeout().toMillis(),
+                made.endpoints()));
+    }
+
+    private record SetUp(DataConnection connection, List<QueuePairEndpoint> endpoints) {
+    }
+
+    /** The queue pairs of a new connection on {@code tenant}, counted against the application's, its user's and the node's bounds. */
+    private SetUp setUp(ControlSession session, ConnectCodec.Connect theirs, TenantDomain tenant) {
+        String full = usage.tryAdd(ServiceUsage.Kind.DATA, session.appId());
+        if (full != null) {
+            throw new RequestRefusedException(full);
+        }
+        boolean counted = true;
+        try {
+            // As many queue pairs as the reducer offers, up to this server's own qpsPerPeer: the answer says
+            // how many, and the reducer keeps that many (a peer never chooses our resource sizes).
+            int n = Math.min(theirs.endpoints().size(), config.qpsPerPeer());
+            requireDialable(theirs.endpoints().subList(0, n), session);
+            QueuePair[] qps = new QueuePair[n];
+            List<QueuePairEndpoint> mine = new ArrayList<>(n);
+            try {
+                for (int i = 0; i < n; i++) {
+                    qps[i] = queuePairs.create(tenant, DataConnection.Role.SERVING);
+                    QueuePairFactory.connect(qps[i], theirs.endpoints().get(i), options);
+                    mine.add(qps[i].localEndpoint(options));
+                }
+            } catch (org.rdmashuffle.verbs.VerbsException e) {
+                QueuePairFactory.closeAll(qps);
+                throw new RequestRefusedException("the service cannot connect its queue pairs to the reducer's (errno "
+                        + e.errno() + "): " + (e.errno() == org.rdmashuffle.verbs.Errno.ECONNREFUSED
+                        ? "cannot reach peer at the reducer's data address" : "see the service's log"), e);
+            } catch (RuntimeException e) {
+                QueuePairFactory.closeAll(qps);
+                throw e;
+            }
+            DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
+                    DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken,
+                    theirs.endpoints().getFirst().gid());
+            counted = false; // counted out when it is retired (the tenant's connections say whether it was)
+            tenant.connections().add(c);
+            table.add(c);
+            return new SetUp(c, mine);
+        } finally {
+            if (counted) {
+                usage.remove(ServiceUsage.Kind.DATA, session.appId());
+            }
+        }
     }
 
     /**
@@ -144,11 +173,16 @@ public final class ServingConnections {
      * its own connections.
      */
     public byte[] disconnect(ControlSession session, byte[] payload) {
-        int first = ConnectCodec.decodeDisconnect(payload);
+        int first;
+        try {
+            first = ConnectCodec.decodeDisconnect(payload);
+        } catch (MalformedMessageException e) {
+            throw new RequestRefusedException("malformed disconnect request: " + e.getMessage());
+        }
         Map<Integer, Served> ofSession = bySession.get(session);
         Served served = ofSession == null ? null : ofSession.get(first);
         if (served == null || served.connection.isClosed()) {
-            throw new IllegalArgumentException("no data connection with queue pair " + first + " was set up on this connection");
+            throw new RequestRefusedException("no data connection with queue pair " + first + " was set up on this connection");
         }
         session.cancelOnClose(served);
         served.run();

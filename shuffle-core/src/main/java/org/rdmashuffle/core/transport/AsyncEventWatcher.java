@@ -50,19 +50,27 @@ public final class AsyncEventWatcher implements AutoCloseable {
             if (e == null || stopped) {
                 continue;
             }
-            switch (e.type()) {
-                case SRQ_LIMIT_REACHED -> {
-                    if (e.source() instanceof SharedReceiveQueue srq) {
-                        handler.receiveQueueLow(srq);
-                    }
-                }
-                case QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR -> {
-                    if (e.source() instanceof QueuePair qp) {
-                        handler.queuePairFailed(qp.qpNumber(), e.type());
-                    }
-                }
-                default -> LOG.log(System.Logger.Level.INFO, "rdma-shuffle: device event " + e.type() + " on port " + e.portNumber());
+            try {
+                dispatch(e);
+            } catch (RuntimeException | Error ex) { // one event's handling failed: the next is still read
+                LOG.log(System.Logger.Level.ERROR, "rdma-shuffle: handling device event " + e.type() + " failed", ex);
             }
+        }
+    }
+
+    private void dispatch(AsyncEvent e) {
+        switch (e.type()) {
+            case SRQ_LIMIT_REACHED -> {
+                if (e.source() instanceof SharedReceiveQueue srq) {
+                    handler.receiveQueueLow(srq);
+                }
+            }
+            case QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR -> {
+                if (e.source() instanceof QueuePair qp) {
+                    handler.queuePairFailed(qp.qpNumber(), e.type());
+                }
+            }
+            default -> LOG.log(System.Logger.Level.INFO, "rdma-shuffle: device event " + e.type() + " on port " + e.portNumber());
         }
     }
 

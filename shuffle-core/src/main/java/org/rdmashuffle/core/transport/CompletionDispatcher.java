@@ -5,7 +5,8 @@ import org.rdmashuffle.verbs.WorkCompletions;
 /**
  * Routes each completion of a poller's batch by the kind its wr_id carries ({@link WorkRequestIds}):
  * receives, metadata sends, read chains. A handler that throws costs only its own completion, never
- * the rest of the batch (those would otherwise be lost: the CQ hands each completion out once).
+ * the rest of the batch (those would otherwise be lost: the CQ hands each completion out once), whatever
+ * it throws, an {@link Error} too.
  */
 public final class CompletionDispatcher implements CompletionPoller.Handler {
     private static final System.Logger LOG = System.getLogger(CompletionDispatcher.class.getName());
@@ -38,7 +39,7 @@ public final class CompletionDispatcher implements CompletionPoller.Handler {
                     case WorkRequestIds.READ -> reads.handle(wcs, i, value);
                     default -> LOG.log(System.Logger.Level.WARNING, "completion with unknown wr_id 0x" + Long.toHexString(wrId));
                 }
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 LOG.log(System.Logger.Level.ERROR, "rdma-shuffle: handling the completion of wr_id 0x" + Long.toHexString(wrId)
                         + " (" + wcs.status(i) + ") failed; the batch goes on", e);
             }

@@ -110,7 +110,7 @@ public final class CompletionPoller {
                 }
                 sleeps++;
                 idleSince = 0;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) { // the loop is every connection's: it goes on
                 if (running) {
                     LOG.log(System.Logger.Level.ERROR, thread.getName() + ": polling failed; continuing", e);
                 }

@@ -33,6 +33,10 @@ public final class DataConnection implements AutoCloseable {
     private int next;
     private boolean closed;
     private volatile Object attachment;
+    /** Sends of this connection waiting for a slot of its tenant (guarded by the tenant's queue, {@link MetadataSender}). */
+    int queuedSends;
+    /** Set once the engine has decided to close it (a protocol error): what it receives from then on is dropped. */
+    private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
 
     /**
      * @param tenant whose PD the queue pairs are on: every lkey and rkey they use is of that PD
@@ -99,6 +103,19 @@ public final class DataConnection implements AutoCloseable {
 
     public synchronized boolean isClosed() {
         return closed;
+    }
+
+    /**
+     * Marks the connection as closing; true only for the first caller, who arranges its close: a peer
+     * that keeps sending bad messages costs one close, not one per message.
+     */
+    public boolean markClosing() {
+        return closing.compareAndSet(false, true);
+    }
+
+    /** Whether it is being closed (marked, or closed already): its messages are no longer delivered. */
+    public boolean isClosing() {
+        return closing.get() || isClosed();
     }
 
     /** Posts one signaled SEND of {@code length} bytes at {@code address}. */

@@ -15,6 +15,8 @@ import org.rdmashuffle.verbs.VerbsException;
  * by role: a fetching QP posts read chains (many work requests of many SGEs) and its requests; a
  * serving QP only SENDs answers, one SGE each, at most as many at once as its tenant has send
  * buffers -- on a NIC its send queue is a tenth of a fetching one's, times every reducer served.
+ * A node service's serving QPs are passive ({@link QueuePairConfig#passive}): the reducer's endpoint
+ * names an address and port, and a service that dialled them could be made to connect anywhere.
  */
 public final class QueuePairFactory {
     private final CompletionPoller[] pollers;
@@ -22,6 +24,7 @@ public final class QueuePairFactory {
     private final int servingSendWr;
     private final int maxReadSge;
     private final EngineConfig.PostPath postPath;
+    private final boolean passiveServing;
     private int next;
 
     /**
@@ -30,6 +33,13 @@ public final class QueuePairFactory {
      */
     public QueuePairFactory(CompletionPoller[] pollers, int fetchingSendWr, int servingSendWr, int maxReadSge,
                             EngineConfig.PostPath postPath) {
+        this(pollers, fetchingSendWr, servingSendWr, maxReadSge, postPath, false);
+    }
+
+    /** @param passiveServing serving QPs never initiate their connection (a node's service: reducers dial it) */
+    public QueuePairFactory(CompletionPoller[] pollers, int fetchingSendWr, int servingSendWr, int maxReadSge,
+                            EngineConfig.PostPath postPath, boolean passiveServing) {
+        this.passiveServing = passiveServing;
         this.pollers = pollers.clone();
         this.fetchingSendWr = fetchingSendWr;
         this.servingSendWr = servingSendWr;
@@ -48,6 +58,9 @@ public final class QueuePairFactory {
                 fetching ? fetchingSendWr : servingSendWr, 1, fetching ? maxReadSge : 1, 1, 0, false);
         if (postPath == EngineConfig.PostPath.BUILDER) {
             qc = qc.withSendOps(fetching ? SendOps.RDMA_READ | SendOps.SEND : SendOps.SEND);
+        }
+        if (!fetching && passiveServing) {
+            qc = qc.asPassive();
         }
         return tenant.pd().createQueuePair(qc);
     }

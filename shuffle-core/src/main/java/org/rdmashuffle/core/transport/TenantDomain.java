@@ -7,7 +7,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.server.FetchRequestHandler;
 import org.rdmashuffle.core.server.MapOutputRegistry;
-import org.rdmashuffle.core.server.RegisteredMemoryBudget;
+import org.rdmashuffle.core.server.RegistryBudget;
+import org.rdmashuffle.core.server.RegistryLimits;
+import org.rdmashuffle.core.server.ServiceLimits;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.VerbsContext;
@@ -33,6 +35,7 @@ public final class TenantDomain implements AutoCloseable {
 
     private final int index;
     private final String app;
+    private final String user;
     private final ProtectionDomain pd;
     private final SharedReceiveQueue srq;
     private final ReceivePool receivePool;
@@ -41,18 +44,28 @@ public final class TenantDomain implements AutoCloseable {
     private final FetchRequestHandler requests;
     private final int srqLimit;
     private final Set<DataConnection> connections = ConcurrentHashMap.newKeySet();
-    /** Sends waiting for one of this tenant's send slots; guarded by itself. */
+    /** Sends waiting for one of this tenant's send slots; guarded by itself, as is {@link #queuedBytes}. */
     final ArrayDeque<MetadataSender.QueuedSend> queuedSends = new ArrayDeque<>();
+    long queuedBytes;
+    /**
+     * Queue-pair set-ups on this tenant's PD hold the read lock; the tenant's close takes the write lock
+     * (bounded), so no set-up creates a queue pair on a PD being freed.
+     */
+    private final java.util.concurrent.locks.ReentrantReadWriteLock setUps = new java.util.concurrent.locks.ReentrantReadWriteLock();
     private volatile boolean closed;
 
     /**
      * @param index never reused while the engine runs (late completions of a closed tenant are ignored)
-     * @param registeredMemory the engine's budget of registered map-output bytes, shared by its tenants
+     * @param user the application's user: whose share of the node it draws on
+     * @param limits the service's resource model (an executor's engine: its own outputs bounded by bytes alone)
+     * @param registeredMemory the engine's budget of registered map outputs, shared by its tenants
+     * @param lookups where the registry's searches on disk run
      */
-    public TenantDomain(VerbsContext context, int index, String app, EngineConfig config, long leaseMillis,
-                        RegisteredMemoryBudget registeredMemory) {
+    public TenantDomain(VerbsContext context, int index, String app, String user, EngineConfig config, ServiceLimits limits,
+                        RegistryBudget registeredMemory, org.rdmashuffle.core.server.OutputSearches.Lookups lookups) {
         this.index = index;
         this.app = app;
+        this.user = user;
         this.pd = context.allocateProtectionDomain();
         SharedReceiveQueue q = null;
         ReceivePool receives = null;
@@ -75,10 +88,11 @@ public final class TenantDomain implements AutoCloseable {
         this.srq = q;
         this.receivePool = receives;
         this.sendPool = sends;
-        // One application of many may pin only its share of the node's budget; an engine's own, all of it.
-        long limit = app.equals(MapOutputRegistry.OWN) ? config.registeredMemoryLimit()
-                : config.registeredMemoryLimitPerApplication();
-        this.registry = new MapOutputRegistry(pd, limit, leaseMillis, registeredMemory);
+        // One application of many may hold only its share of the node's budget; an engine's own, all of it.
+        RegistryLimits registryLimits = app.equals(MapOutputRegistry.OWN) ? RegistryLimits.ofBytes(config.registeredMemoryLimit())
+                : limits.perApplication();
+        this.registry = new MapOutputRegistry(pd, registryLimits, registeredMemory, user, limits.lease().toMillis(),
+                limits.lookupTimeout().toMillis(), lookups);
         this.requests = new FetchRequestHandler(registry);
     }
 
@@ -104,6 +118,30 @@ public final class TenantDomain implements AutoCloseable {
     /** The application ({@link MapOutputRegistry#OWN} in an executor's engine). */
     public String app() {
         return app;
+    }
+
+    /** The application's user: whose share of the node's resources the tenant draws on. */
+    public String user() {
+        return user;
+    }
+
+    /**
+     * Enters a queue-pair set-up on this tenant's PD; false if the tenant is closing (its application
+     * stopped). The caller ends it with {@link #endSetUp()}.
+     */
+    public boolean beginSetUp() {
+        if (!setUps.readLock().tryLock()) {
+            return false; // a close holds, or waits for, the write lock
+        }
+        if (closed) {
+            setUps.readLock().unlock();
+            return false;
+        }
+        return true;
+    }
+
+    public void endSetUp() {
+        setUps.readLock().unlock();
     }
 
     public ProtectionDomain pd() {
@@ -153,19 +191,43 @@ public final class TenantDomain implements AutoCloseable {
      */
     @Override
     public void close() {
+        closeAsync(Long.MAX_VALUE).join();
+    }
+
+    /**
+     * As {@link #close()}, bounded: waits at most {@code waitMillis} for queue-pair set-ups on its PD to
+     * end, then frees its SRQ and regions; the receive and send buffers and the PD go once no
+     * registration is under way any more (ibv_reg_mr cannot be interrupted), on whichever thread ends
+     * the last one. The future completes when everything is freed, or exceptionally (the PD left for
+     * the process's exit) if a set-up outlived the wait.
+     */
+    public java.util.concurrent.CompletableFuture<Void> closeAsync(long waitMillis) {
         synchronized (receivePool) {
             if (closed) {
-                return;
+                return java.util.concurrent.CompletableFuture.completedFuture(null);
             }
             closed = true;
         }
-        srq.close();
-        registry.close();
-        synchronized (receivePool) {
-            receivePool.close();
+        boolean quiet;
+        try {
+            quiet = setUps.writeLock().tryLock(waitMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            quiet = false;
         }
-        sendPool.close();
-        pd.close();
+        if (!quiet) {
+            return java.util.concurrent.CompletableFuture.failedFuture(new IllegalStateException(this
+                    + ": a queue-pair set-up on its protection domain outlived " + waitMillis + " ms; its device resources "
+                    + "are left for the process's exit"));
+        }
+        srq.close();
+        return registry.closeAsync().thenRun(() -> {
+            synchronized (receivePool) {
+                receivePool.close();
+            }
+            sendPool.close();
+            pd.close();
+        });
     }
 
     @Override

@@ -9,7 +9,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.server.MapOutputRegistry;
-import org.rdmashuffle.core.server.RegisteredMemoryBudget;
+import org.rdmashuffle.core.server.OutputSearches;
+import org.rdmashuffle.core.server.RegistryBudget;
+import org.rdmashuffle.core.server.ServiceLimits;
 import org.rdmashuffle.verbs.VerbsContext;
 
 /**
@@ -17,26 +19,47 @@ import org.rdmashuffle.verbs.VerbsContext;
  * completion finds its pool even after its connection went). An executor's engine has one tenant,
  * its own, made at start; a service makes one per application when first needed, admitted only while
  * every tenant's receive and send buffers still fit a completion queue (all of them may complete
- * into one). Indices are never reused. Thread-safe.
+ * into one). Indices are never reused. An application that stopped is remembered (the last {@value
+ * #STOPPED_REMEMBERED}) and never gets a tenant again: a CONNECT on a control session of its that
+ * outlived the stop is refused instead of building fresh resources nothing would remove. Thread-safe.
  */
 public final class Tenants {
+    /** Stopped applications remembered: far more than a node runs between two restarts of its service. */
+    static final int STOPPED_REMEMBERED = 1 << 16;
+
     private final VerbsContext context;
     private final EngineConfig config;
+    private final ServiceLimits limits;
+    private final java.util.function.Function<String, String> userOf;
+    private final java.util.function.Function<String, OutputSearches.Lookups> lookups;
     private final int cqEntries;
-    /** Map-output bytes registered across tenants: registeredMemoryLimit bounds the node, not each application. */
-    private final RegisteredMemoryBudget registeredMemory;
-    /** Guarded by itself. */
+    /** What registries hold across tenants: the node's limits, and each user's. */
+    private final RegistryBudget registeredMemory;
+    /** Guarded by {@link #byApp}. */
     private final Map<String, TenantDomain> byApp = new HashMap<>();
+    /** Applications stopped, oldest first; guarded by {@link #byApp}. */
+    private final java.util.LinkedHashSet<String> stopped = new java.util.LinkedHashSet<>();
     private final Map<Integer, TenantDomain> byIndex = new ConcurrentHashMap<>();
     private final AtomicInteger ids = new AtomicInteger();
     private volatile MapOutputRegistry.Resolver resolver;
     private boolean closed;
 
-    public Tenants(VerbsContext context, EngineConfig config, int cqEntries) {
+    /**
+     * @param service whether tenants are applications of a node's service (bounded per user too), or
+     *        an executor's engine's own
+     * @param userOf an application's user
+     * @param lookups where an application's registry searches the disks
+     */
+    public Tenants(VerbsContext context, EngineConfig config, ServiceLimits limits, boolean service,
+                   java.util.function.Function<String, String> userOf,
+                   java.util.function.Function<String, OutputSearches.Lookups> lookups, int cqEntries) {
         this.context = context;
         this.config = config;
+        this.limits = limits;
+        this.userOf = userOf;
+        this.lookups = lookups;
         this.cqEntries = cqEntries;
-        this.registeredMemory = new RegisteredMemoryBudget(config.registeredMemoryLimit());
+        this.registeredMemory = new RegistryBudget(limits.node(), service ? limits.perUser() : limits.node());
     }
 
     /** The tenant of {@code app}, made now if it has none. */
@@ -45,22 +68,61 @@ public final class Tenants {
             if (closed) {
                 throw new IllegalStateException("the engine is closing");
             }
+            if (stopped.contains(app)) {
+                throw new org.rdmashuffle.core.control.RequestRefusedException("application " + app + " has stopped");
+            }
             TenantDomain t = byApp.get(app);
             if (t != null) {
                 return t;
             }
             int perTenant = config.receiveBuffers() + config.sendBuffers();
             if ((long) (byApp.size() + 1) * perTenant > cqEntries) {
-                throw new IllegalStateException("already serving " + byApp.size() + " applications: their " + perTenant
-                        + " receive and send buffers each fill the " + cqEntries + "-entry completion queue ("
-                        + EngineConfig.KEY_RECEIVE_BUFFERS + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
+                System.getLogger(Tenants.class.getName()).log(System.Logger.Level.WARNING, "rdma-shuffle: refusing " + app
+                        + ": already serving " + byApp.size() + " applications, whose " + perTenant + " receive and send "
+                        + "buffers each fill the " + cqEntries + "-entry completion queue (" + EngineConfig.KEY_RECEIVE_BUFFERS
+                        + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
+                throw new org.rdmashuffle.core.control.RequestRefusedException("the server serves as many applications as it may");
             }
-            t = new TenantDomain(context, ids.getAndIncrement(), app, config, config.fetchTimeout().toMillis(), registeredMemory);
+            t = new TenantDomain(context, ids.getAndIncrement(), app, userOf.apply(app), config, limits, registeredMemory,
+                    lookups.apply(app));
             t.registry().resolver(resolver);
             byIndex.put(t.index(), t);
             byApp.put(app, t);
             return t;
         }
+    }
+
+    /**
+     * The application stopped: it gets no tenant from now on; its tenant, if it has one, is taken out of
+     * the tables (as {@link #remove}) and returned for the caller to retire and close.
+     */
+    public TenantDomain stop(String app) {
+        synchronized (byApp) {
+            stopped.add(app);
+            if (stopped.size() > STOPPED_REMEMBERED) {
+                stopped.remove(stopped.iterator().next());
+            }
+        }
+        return remove(app);
+    }
+
+    /** The tenant of {@code app} if it has one now (none is made). */
+    public TenantDomain find(String app) {
+        synchronized (byApp) {
+            return byApp.get(app);
+        }
+    }
+
+    /** Whether {@code app} stopped (as far as the last {@value #STOPPED_REMEMBERED} stops go). */
+    public boolean hasStopped(String app) {
+        synchronized (byApp) {
+            return stopped.contains(app);
+        }
+    }
+
+    /** What registries hold across tenants. */
+    public RegistryBudget registeredMemory() {
+        return registeredMemory;
     }
 
     /** The tenant whose receive wr_ids carry {@code index}; null once it is gone. */

@@ -32,7 +32,10 @@ class ControlPlaneTest {
         return new ControlServer(ANY, secrets == null ? null : secrets::get, (session, type, payload) -> {
             handled.incrementAndGet();
             if (type == 9) {
-                throw new IllegalStateException("no map output 7 of shuffle 1 is registered here");
+                throw new IllegalStateException("no map output 7 of shuffle 1 in /var/lib/secret/app-2 (4321 bytes)");
+            }
+            if (type == 8) {
+                throw new RequestRefusedException("refused: a reason meant for the peer");
             }
             return (session.appId() + ":" + new String(payload, StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8);
         }, MAX_FRAME);
@@ -65,8 +68,22 @@ class ControlPlaneTest {
             assertArrayEquals("app-1:endpoint?".getBytes(StandardCharsets.UTF_8),
                     c.call((byte) 1, "endpoint?".getBytes(StandardCharsets.UTF_8), TIMEOUT));
             IOException e = assertThrows(IOException.class, () -> c.call((byte) 9, new byte[0], TIMEOUT));
-            assertTrue(e.getMessage().contains("no map output 7 of shuffle 1"), e.getMessage());
+            assertTrue(e.getMessage().contains(ControlServer.FAILED), e.getMessage());
             assertTrue(c.isOpen(), "a handler error does not drop the connection");
+            IOException refused = assertThrows(IOException.class, () -> c.call((byte) 8, new byte[0], TIMEOUT));
+            assertTrue(refused.getMessage().contains("refused: a reason meant for the peer"), refused.getMessage());
+        }
+    }
+
+    /** A handler's exception text may name a path, a size or another tenant's numbers: it goes to the server's log only. */
+    @Test
+    void aHandlersExceptionTextDoesNotReachThePeer() throws IOException {
+        try (ControlServer s = server(Map.of("app-1", SECRET));
+             ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
+            IOException e = assertThrows(IOException.class, () -> c.call((byte) 9, new byte[0], TIMEOUT));
+            for (String leak : java.util.List.of("/var/lib/secret", "4321", "map output 7", "app-2")) {
+                assertFalse(e.getMessage().contains(leak), "the peer was told " + leak + ": " + e.getMessage());
+            }
         }
     }
 
@@ -174,7 +191,7 @@ class ControlPlaneTest {
     @Test
     void aConnectionThatNeverHandshakesIsClosed() throws IOException {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
-                MAX_FRAME, RequestScheduler.INLINE, Duration.ofMillis(300), Duration.ofMinutes(10));
+                MAX_FRAME, RequestScheduler.INLINE, Duration.ofMillis(300), Duration.ofMinutes(10), ControlServer.Admission.ANY);
              Socket silent = new Socket(s.address().getAddress(), s.address().getPort())) {
             silent.setSoTimeout(10_000);
             long start = System.nanoTime();
@@ -187,7 +204,7 @@ class ControlPlaneTest {
     void anIdleConnectionHoldingNothingIsClosed() throws IOException {
         // The idle time counts from authentication (a slow handshake is the handshake timeout's business).
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
-                MAX_FRAME, RequestScheduler.INLINE, TIMEOUT, Duration.ofSeconds(1));
+                MAX_FRAME, RequestScheduler.INLINE, TIMEOUT, Duration.ofSeconds(1), ControlServer.Admission.ANY);
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
             long deadline = System.nanoTime() + 20_000_000_000L;
             while (c.isOpen() && System.nanoTime() < deadline) {
@@ -202,7 +219,7 @@ class ControlPlaneTest {
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
             session.onClose(() -> { }); // as a CONNECT does: the data connection ends with this one
             return payload;
-        }, MAX_FRAME, RequestScheduler.INLINE, TIMEOUT, Duration.ofSeconds(1));
+        }, MAX_FRAME, RequestScheduler.INLINE, TIMEOUT, Duration.ofSeconds(1), ControlServer.Admission.ANY);
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
             c.call((byte) 1, new byte[] {5}, TIMEOUT);
             Thread.sleep(3000);
@@ -210,47 +227,69 @@ class ControlPlaneTest {
         }
     }
 
+    /** A peer that pipelines (two requests at once, by hand: our client never does) is not one of ours: it is closed. */
     @Test
     void aSecondRequestWhileOneIsUnderWayClosesTheConnection() throws Exception {
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
-        try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
+        try (ControlServer s = new ControlServer(ANY, null, (session, type, payload) -> {
             release.await();
             return payload;
-        }, MAX_FRAME, RequestScheduler.of(pool), TIMEOUT, Duration.ofMinutes(10));
-             ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
-            // The client's calls are sequential; a peer that pipelines is not ours: send two requests at once by hand.
-            assertThrows(IOException.class, () -> c.call((byte) 1, new byte[] {1}, Duration.ofMillis(200)));
-            IOException second = assertThrows(IOException.class, () -> c.call((byte) 1, new byte[] {2}, TIMEOUT));
-            assertTrue(second.getMessage().contains("closed"), second.getMessage());
-            assertFalse(c.isOpen());
+        }, MAX_FRAME, RequestScheduler.of(pool), TIMEOUT, Duration.ofMinutes(10), ControlServer.Admission.ANY);
+             Socket raw = new Socket(s.address().getAddress(), s.address().getPort())) {
+            raw.setSoTimeout(10_000);
+            java.io.DataOutputStream out = new java.io.DataOutputStream(raw.getOutputStream());
+            byte[] app = "app-1".getBytes(StandardCharsets.UTF_8);
+            out.writeInt(2 + app.length);
+            out.write(new byte[] {ControlFrame.HELLO_UNAUTHENTICATED, ControlFrame.PROTOCOL_VERSION});
+            out.write(app);
+            for (long call = 1; call <= 2; call++) {
+                out.writeInt(2 + 8 + 1);
+                out.write(new byte[] {ControlFrame.REQUEST, 1});
+                out.writeLong(call);
+                out.write(7);
+            }
+            out.flush();
+            DataInputStream in = new DataInputStream(raw.getInputStream());
+            byte[] authOk = new byte[in.readInt()];
+            in.readFully(authOk);
+            assertEquals(ControlFrame.AUTH_OK, authOk[0]);
+            assertEquals(-1, in.read(), "the pipelining connection was closed");
         } finally {
             release.countDown();
             pool.shutdownNow();
         }
     }
 
+    /**
+     * A call timed out while the server still handles it: the next call on the same connection waits
+     * for that reply instead of sending a second request (which would close the connection and every
+     * data connection set up on it). With requests on a real executor, as in production.
+     */
     @Test
-    void aReplyAfterATimeoutIsNotTakenForTheNext() throws IOException {
+    void aCallAfterOneThatTimedOutWaitsForItsReply_andTheSessionStays() throws Exception {
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+        java.util.concurrent.atomic.AtomicBoolean sessionClosed = new java.util.concurrent.atomic.AtomicBoolean();
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
             String asked = new String(payload, StandardCharsets.UTF_8);
+            session.onClose(() -> sessionClosed.set(true)); // as a CONNECT's data connection does
             if (asked.equals("slow")) {
-                try {
-                    Thread.sleep(1500);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+                Thread.sleep(1500);
             }
             return ("answer to " + asked).getBytes(StandardCharsets.UTF_8);
-        }, MAX_FRAME);
+        }, MAX_FRAME, RequestScheduler.of(pool), TIMEOUT, Duration.ofMinutes(10), ControlServer.Admission.ANY);
              ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
             IOException late = assertThrows(IOException.class,
                     () -> c.call((byte) 1, "slow".getBytes(StandardCharsets.UTF_8), Duration.ofMillis(200)));
             assertTrue(late.getMessage().contains("did not come"), late.getMessage());
-            // The slow call's answer arrives during the next call: it must not be taken for this one's.
+            // The slow call's answer arrives during the next call: waited for, and not taken for this one's.
             assertArrayEquals("answer to next".getBytes(StandardCharsets.UTF_8),
                     c.call((byte) 1, "next".getBytes(StandardCharsets.UTF_8), TIMEOUT));
             assertEquals(1, c.staleReplies());
+            assertTrue(c.isOpen(), "the connection survived the call that timed out");
+            assertFalse(sessionClosed.get(), "what the session set up ended with it");
+        } finally {
+            pool.shutdownNow();
         }
     }
 
@@ -264,6 +303,40 @@ class ControlPlaneTest {
             assertTrue(System.nanoTime() - start < TIMEOUT.toNanos() + 5_000_000_000L, "bounded");
             assertTrue(e.getMessage().contains(s.address().toString()) || e.getMessage().contains("closed"), e.getMessage());
             assertFalse(c.isOpen());
+        }
+    }
+
+    /**
+     * A HELLO for an application this node does not serve was refused at once, one for an application
+     * it serves answered with a challenge: a peer holding no secret could list the applications a node
+     * serves. Both get a challenge now, and both fail alike at the response.
+     */
+    @Test
+    void aHelloForAnApplicationNotServedHereIsAnsweredAsForOneThatIs() throws Exception {
+        try (ControlServer s = server(Map.of("app-1", SECRET))) {
+            for (String app : java.util.List.of("app-1", "app-not-here")) {
+                try (Socket raw = new Socket(s.address().getAddress(), s.address().getPort())) {
+                    raw.setSoTimeout(10_000);
+                    byte[] hello = new ChallengeResponse.Client("some-other-secret-0123456789".getBytes(StandardCharsets.UTF_8), app)
+                            .hello();
+                    java.io.DataOutputStream out = new java.io.DataOutputStream(raw.getOutputStream());
+                    out.writeInt(2 + hello.length);
+                    out.write(new byte[] {ControlFrame.HELLO, ControlFrame.PROTOCOL_VERSION});
+                    out.write(hello);
+                    out.flush();
+                    DataInputStream in = new DataInputStream(raw.getInputStream());
+                    byte[] frame = new byte[in.readInt()];
+                    in.readFully(frame);
+                    assertEquals(ControlFrame.CHALLENGE, frame[0], app + ": answered with kind " + frame[0]);
+                    assertEquals(2 + ChallengeResponse.NONCE, frame.length, app + ": a nonce, nothing else");
+                    out.writeInt(2 + ChallengeResponse.MAC);
+                    out.write(new byte[] {ControlFrame.RESPONSE, 0});
+                    out.write(new byte[ChallengeResponse.MAC]);
+                    out.flush();
+                    assertEquals(-1, in.read(), app + ": a wrong proof is refused by closing, nothing said");
+                }
+            }
+            assertEquals(0, handled.get());
         }
     }
 }

@@ -42,7 +42,7 @@ class HalfOpenConnectionFloodTest {
         List<SocketChannel> flood = new ArrayList<>();
         // A handshake timeout far beyond the test: only the bound can close the flood's connections in time.
         try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
-                MAX_FRAME, RequestScheduler.INLINE, Duration.ofMinutes(5), Duration.ofMinutes(10))) {
+                MAX_FRAME, RequestScheduler.INLINE, Duration.ofMinutes(5), Duration.ofMinutes(10), ControlServer.Admission.ANY)) {
             int threadsBefore = Thread.getAllStackTraces().size();
             InetAddress attacker = InetAddress.getByName("127.0.0.2"); // loopback too, another address
             for (int i = 0; i < FLOOD; i++) {
@@ -73,6 +73,40 @@ class HalfOpenConnectionFloodTest {
             }
             await(() -> s.unauthenticatedConnections() == 0);
             assertEquals(0, s.unauthenticatedConnections(), "a closed connection gives its place back");
+        } finally {
+            for (SocketChannel ch : flood) {
+                ch.close();
+            }
+        }
+    }
+
+    /**
+     * The all-addresses bound (1,024) falls to four addresses of 256 each. Full, the service closes the
+     * oldest waiting connection of the address that holds the most to let in a connection from an
+     * address that holds fewer: a newcomer from a fifth address authenticates through the flood.
+     */
+    @Test
+    void aFloodFromFourAddressesCannotKeepANewcomerOut() throws Exception {
+        List<SocketChannel> flood = new ArrayList<>();
+        try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> payload,
+                MAX_FRAME, RequestScheduler.INLINE, Duration.ofMinutes(5), Duration.ofMinutes(10), ControlServer.Admission.ANY)) {
+            for (int a = 2; a <= 5; a++) {
+                InetAddress attacker = InetAddress.getByName("127.0.0." + a);
+                for (int i = 0; i < ControlServer.MAX_UNAUTHENTICATED_PER_ADDRESS; i++) {
+                    SocketChannel ch = SocketChannel.open();
+                    ch.bind(new InetSocketAddress(attacker, 0));
+                    ch.connect(s.address());
+                    flood.add(ch);
+                }
+            }
+            await(() -> s.unauthenticatedConnections() == ControlServer.MAX_UNAUTHENTICATED);
+            assertEquals(ControlServer.MAX_UNAUTHENTICATED, s.unauthenticatedConnections(), "every place taken by the flood");
+            InetAddress newcomer = InetAddress.getByName("127.0.0.6");
+            try (ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT, newcomer)) {
+                assertArrayEquals("x".getBytes(StandardCharsets.UTF_8), c.call((byte) 1, new byte[] {'x'}, TIMEOUT),
+                        "a newcomer from an address holding no place is served through a full table");
+            }
+            assertTrue(s.unauthenticatedConnections() <= ControlServer.MAX_UNAUTHENTICATED);
         } finally {
             for (SocketChannel ch : flood) {
                 ch.close();

@@ -25,7 +25,7 @@ class FairServerQueueTest {
 
     @Test
     void tasksThatBlockHoldNoMoreThreadsThanTheirApplicationsShare() throws Exception {
-        FairServerQueue queue = new FairServerQueue(threads, 16, 2);
+        FairServerQueue queue = new FairServerQueue(threads, 16, 2, Integer.MAX_VALUE);
         CountDownLatch release = new CountDownLatch(1);
         CountDownLatch twoBlocked = new CountDownLatch(2);
         for (int i = 0; i < 5; i++) { // five dials that hang until released
@@ -46,7 +46,7 @@ class FairServerQueueTest {
 
     @Test
     void beyondItsWaitingShareAnApplicationIsRefused_andOthersAreNot() throws Exception {
-        FairServerQueue queue = new FairServerQueue(threads, 2, 1);
+        FairServerQueue queue = new FairServerQueue(threads, 2, 1, Integer.MAX_VALUE);
         CountDownLatch release = new CountDownLatch(1);
         assertTrue(queue.submit("hog", () -> await(release))); // runs
         eventually(() -> queue.running("hog") == 1);
@@ -78,7 +78,7 @@ class FairServerQueueTest {
 
     @Test
     void aFailingTaskDoesNotStrandTheNextOfItsApplication() throws Exception {
-        FairServerQueue queue = new FairServerQueue(threads, 16, 1);
+        FairServerQueue queue = new FairServerQueue(threads, 16, 1, Integer.MAX_VALUE);
         CountDownLatch release = new CountDownLatch(1);
         CountDownLatch second = new CountDownLatch(1);
         queue.submit("a", () -> {
@@ -88,6 +88,31 @@ class FairServerQueueTest {
         queue.submit("a", second::countDown); // waits: one of a's may run at a time
         release.countDown();
         assertTrue(second.await(10, TimeUnit.SECONDS), "the task after a failing one never ran");
+    }
+
+    /** A user running several applications holds no more threads than one user's share, however many applications. */
+    @Test
+    void tasksOfOneUsersApplicationsHoldNoMoreThreadsThanTheUsersShare() throws Exception {
+        FairServerQueue queue = new FairServerQueue(threads, 16, 2, 2);
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch twoBlocked = new CountDownLatch(2);
+        for (String app : List.of("mallory-1", "mallory-2", "mallory-3")) {
+            for (int i = 0; i < 2; i++) { // dials that hang until released, two per application
+                assertTrue(queue.submit(app, "mallory", () -> {
+                    twoBlocked.countDown();
+                    await(release);
+                }));
+            }
+        }
+        assertTrue(twoBlocked.await(10, TimeUnit.SECONDS));
+        CountDownLatch served = new CountDownLatch(1);
+        assertTrue(queue.submit("alice-1", "alice", served::countDown));
+        assertTrue(served.await(10, TimeUnit.SECONDS), "another user waited for mallory's tasks");
+        assertEquals(2, queue.running("mallory-1") + queue.running("mallory-2") + queue.running("mallory-3"),
+                "mallory's applications together ran only the user's share");
+        release.countDown();
+        eventually(() -> queue.waiting("mallory-1") + queue.waiting("mallory-2") + queue.waiting("mallory-3") == 0
+                && queue.running("mallory-1") + queue.running("mallory-2") + queue.running("mallory-3") == 0);
     }
 
     private static void await(CountDownLatch latch) {

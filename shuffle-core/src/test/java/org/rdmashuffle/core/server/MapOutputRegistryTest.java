@@ -121,7 +121,7 @@ class MapOutputRegistryTest {
     void closingARegionNeverHoldsTheRegistryLock() throws Exception {
         CountDownLatch closing = new CountDownLatch(1);
         CountDownLatch closeStarted = new CountDownLatch(1);
-        try (MapOutputRegistry registry = new MapOutputRegistry(slowToClose(closing, closeStarted), 10_000, 1_000, now::get)) {
+        try (MapOutputRegistry registry = new MapOutputRegistry(slowToClose(closing, closeStarted), 12_000, 1_000, now::get)) {
             registry.register(1, 1, dataFile("c1.data", 6000), new long[] {0, 6000});
             registry.register(1, 2, dataFile("c2.data", 6000), new long[] {0, 6000});
             registry.describe(1, 1, 0, 1);
@@ -131,7 +131,7 @@ class MapOutputRegistryTest {
             assertTrue(closeStarted.await(10, TimeUnit.SECONDS), "output 1 was never released");
             CompletableFuture<Long> other = CompletableFuture.supplyAsync(registry::registeredBytes, threads);
             try {
-                assertEquals(6000L, other.get(5, TimeUnit.SECONDS), "the registry answered while a region closed");
+                assertEquals(8192L, other.get(5, TimeUnit.SECONDS), "the registry answered while a region closed");
             } finally {
                 closing.countDown();
             }
@@ -141,26 +141,26 @@ class MapOutputRegistryTest {
 
     @Test
     void applicationsShareTheNodesBudget_andTakeOnlyIdleRegionsFromEachOther() throws IOException {
-        RegisteredMemoryBudget node = new RegisteredMemoryBudget(10_000);
-        try (MapOutputRegistry a = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get);
-             MapOutputRegistry b = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get)) {
-            a.register("app-a", 1, 1, dataFile("a1.data", 6000), new long[] {0, 6000});
-            a.register("app-a", 1, 2, dataFile("a2.data", 3000), new long[] {0, 3000});
-            b.register("app-b", 1, 1, dataFile("b1.data", 6000), new long[] {0, 6000});
+        RegistryBudget node = new RegistryBudget(40960);
+        try (MapOutputRegistry a = new MapOutputRegistry(pd, 40960, 1_000, node, now::get);
+             MapOutputRegistry b = new MapOutputRegistry(pd, 40960, 1_000, node, now::get)) {
+            a.register("app-a", 1, 1, dataFile("a1.data", 24576), new long[] {0, 24576});
+            a.register("app-a", 1, 2, dataFile("a2.data", 12288), new long[] {0, 12288});
+            b.register("app-b", 1, 1, dataFile("b1.data", 24576), new long[] {0, 24576});
             a.describe("app-a", 1, 1, 0, 1);
             RegisteredMemoryExhaustedException full = assertThrows(RegisteredMemoryExhaustedException.class,
                     () -> b.describe("app-b", 1, 1, 0, 1));
-            assertTrue(full.getMessage().contains("node's registered-memory budget of 10000 bytes"), full.getMessage());
-            assertEquals(6000, node.usedBytes(), "b's failed attempt gave its reservation back; a's region, in its lease, stays");
+            assertTrue(full.getMessage().contains("node's registered-memory budget (24576 bytes in 1 regions in use"), full.getMessage());
+            assertEquals(24576, node.usedBytes(), "b's failed attempt gave its reservation back; a's region, in its lease, stays");
             assertEquals(1, a.registeredRegions());
 
             now.addAndGet(2 * SECOND); // a's lease runs out: its idle region makes room for b
             b.describe("app-b", 1, 1, 0, 1);
             assertEquals(0, a.registeredRegions());
-            assertEquals(6000, node.usedBytes());
+            assertEquals(24576, node.usedBytes());
 
             a.describe("app-a", 1, 2, 0, 1); // fits beside b's: nothing released
-            assertEquals(9000, node.usedBytes());
+            assertEquals(36864, node.usedBytes());
             assertThrows(RegisteredMemoryExhaustedException.class, () -> a.describe("app-a", 1, 1, 0, 1),
                     "b's region is in its lease");
             assertEquals(1, b.registeredRegions());
@@ -171,36 +171,37 @@ class MapOutputRegistryTest {
     /** The largest holder's idle regions go first: the small one's stay registered. */
     @Test
     void roomIsTakenFromTheLargestIdleHolderFirst() throws IOException {
-        RegisteredMemoryBudget node = new RegisteredMemoryBudget(10_000);
-        try (MapOutputRegistry big = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get);
-             MapOutputRegistry small = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get);
-             MapOutputRegistry late = new MapOutputRegistry(pd, 10_000, 1_000, node, now::get)) {
-            big.register("big", 1, 1, dataFile("big.data", 7000), new long[] {0, 7000});
-            small.register("small", 1, 1, dataFile("small.data", 2000), new long[] {0, 2000});
-            late.register("late", 1, 1, dataFile("late.data", 3000), new long[] {0, 3000});
+        RegistryBudget node = new RegistryBudget(40960);
+        try (MapOutputRegistry big = new MapOutputRegistry(pd, 40960, 1_000, node, now::get);
+             MapOutputRegistry small = new MapOutputRegistry(pd, 40960, 1_000, node, now::get);
+             MapOutputRegistry late = new MapOutputRegistry(pd, 40960, 1_000, node, now::get)) {
+            big.register("big", 1, 1, dataFile("big.data", 28672), new long[] {0, 28672});
+            small.register("small", 1, 1, dataFile("small.data", 8192), new long[] {0, 8192});
+            late.register("late", 1, 1, dataFile("late.data", 12288), new long[] {0, 12288});
             big.describe("big", 1, 1, 0, 1);
             small.describe("small", 1, 1, 0, 1);
             now.addAndGet(2 * SECOND);
             late.describe("late", 1, 1, 0, 1);
             assertEquals(0, big.registeredRegions());
             assertEquals(1, small.registeredRegions());
-            assertEquals(5000, node.usedBytes());
+            assertEquals(20480, node.usedBytes());
         }
     }
 
     @Test
     void theLimitReleasesTheLeastRecentlyDescribedOutsideTheirLease() throws IOException {
-        try (MapOutputRegistry registry = new MapOutputRegistry(pd, 10_000, 1_000, now::get)) {
-            registry.register(1, 1, dataFile("1.data", 6000), new long[] {0, 6000});
-            registry.register(1, 2, dataFile("2.data", 6000), new long[] {0, 6000});
+        try (MapOutputRegistry registry = new MapOutputRegistry(pd, 40960, 1_000, now::get)) {
+            registry.register(1, 1, dataFile("1.data", 24576), new long[] {0, 24576});
+            registry.register(1, 2, dataFile("2.data", 24576), new long[] {0, 24576});
             registry.describe(1, 1, 0, 1);
             RegisteredMemoryExhaustedException busy = assertThrows(RegisteredMemoryExhaustedException.class,
                     () -> registry.describe(1, 2, 0, 1));
-            assertTrue(busy.getMessage().contains("limit of 10000 bytes: 6000 bytes are registered"), busy.getMessage());
+            assertTrue(busy.getMessage().contains("limits of 40960 bytes and 2147483647 regions: 24576 bytes in 1 regions are registered"),
+                    busy.getMessage());
             now.addAndGet(2 * SECOND); // output 1's lease has run out
             registry.describe(1, 2, 0, 1);
             assertEquals(1, registry.registeredRegions());
-            assertEquals(6000, registry.registeredBytes());
+            assertEquals(24576, registry.registeredBytes());
             now.addAndGet(2 * SECOND);
             registry.describe(1, 1, 0, 1); // registered again on demand
             assertEquals(3, registry.registrations());
@@ -213,7 +214,8 @@ class MapOutputRegistryTest {
             registry.register(3, 9, dataFile("big.data", 5000), new long[] {0, 5000});
             RegisteredMemoryExhaustedException e = assertThrows(RegisteredMemoryExhaustedException.class,
                     () -> registry.describe(3, 9, 0, 1));
-            assertEquals("map output 9 of shuffle 3 has 5000 bytes, more than the registered-memory limit of 1000", e.getMessage());
+            assertEquals("map output 9 of shuffle 3 pins 8192 bytes (whole pages), more than the registered-memory limit of 1000",
+                    e.getMessage());
         }
     }
 
@@ -245,7 +247,7 @@ class MapOutputRegistryTest {
         registry.describe(1, 1, 0, 1);
         registry.describe(2, 1, 0, 1);
         registry.unregisterShuffle(1);
-        assertEquals(2000, registry.registeredBytes());
+        assertEquals(4096, registry.registeredBytes(), "a 2000-byte file pins a page");
         assertEquals(1, registry.mapOutputs());
         registry.close();
         assertEquals(0, registry.registeredBytes());
@@ -429,7 +431,7 @@ class MapOutputRegistryTest {
             assertEquals(one, CompletableFuture.supplyAsync(() -> registry.describe("app", 0, 1, 0, 1), threads)
                     .get(10, TimeUnit.SECONDS), "a registered output waited for another output's registration");
             assertNull(registry.describeIfRegistered("app", 0, 2, 0, 1), "map 2 is not registered yet");
-            assertEquals(6000, registry.registeredBytes(), "map 2's bytes are reserved while it registers");
+            assertEquals(4096 + 8192, registry.registeredBytes(), "map 2's pages are reserved while it registers");
             assertFalse(first.isDone() || sameOutput.isDone());
 
             registration.proceed.countDown();

@@ -29,6 +29,7 @@ public final class SparkShuffleServer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SparkShuffleServer.class.getName());
 
     private final Map<String, byte[]> secrets = new ConcurrentHashMap<>();
+    private final Map<String, String> users = new ConcurrentHashMap<>();
     private final SparkOutputFiles outputs;
     private final RdmaShuffleEngine engine;
 
@@ -38,7 +39,17 @@ public final class SparkShuffleServer implements AutoCloseable {
      */
     public SparkShuffleServer(EngineConfig config, Function<String, Confinement> applications, VerbsProvider provider) {
         this.outputs = new SparkOutputFiles(applications);
-        this.engine = RdmaShuffleEngine.startService(config, secrets::get, provider);
+        this.engine = RdmaShuffleEngine.startService(config, new org.rdmashuffle.core.ServedApplications() {
+            @Override
+            public byte[] secret(String app) {
+                return secrets.get(app);
+            }
+
+            @Override
+            public String user(String app) {
+                return users.getOrDefault(app, app);
+            }
+        }, provider);
         engine.resolver(outputs);
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle Spark service: map outputs served over " + engine.providerName()
                 + " device " + engine.deviceName() + " at " + engine.address());
@@ -50,17 +61,31 @@ public final class SparkShuffleServer implements AutoCloseable {
      * is refused, because then nobody could be told apart from the application.
      */
     public void applicationStarted(String appId, byte[] secret) {
+        applicationStarted(appId, appId, secret);
+    }
+
+    /**
+     * As {@link #applicationStarted(String, byte[])}, run by {@code user}: the application's resources
+     * here count against that user's share of the node as well as its own.
+     */
+    public void applicationStarted(String appId, String user, byte[] secret) {
         if (secret == null || secret.length == 0) {
             throw new IllegalArgumentException("Spark application " + appId + " has no shuffle secret (spark.authenticate "
                     + "is false): the RDMA shuffle service serves only applications that authenticate");
         }
+        users.put(appId, user == null ? appId : user);
         secrets.put(appId, secret.clone());
     }
 
-    /** Stops serving {@code appId} and deregisters its outputs' regions; returns how many outputs it had here. */
+    /**
+     * Stops serving {@code appId}: its reducers are refused from now on and its connections closed;
+     * its outputs' regions are deregistered off the caller's thread. Returns how many outputs it had here.
+     */
     public int applicationStopped(String appId) {
         secrets.remove(appId);
-        return engine.unregisterApplication(appId);
+        int outputs = engine.unregisterApplication(appId);
+        users.remove(appId);
+        return outputs;
     }
 
     /** Whether {@code appId} is being served. */

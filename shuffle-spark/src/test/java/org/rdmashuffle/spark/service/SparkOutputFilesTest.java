@@ -155,4 +155,69 @@ class SparkOutputFilesTest {
         IOException e = assertThrows(IOException.class, () -> filesOf("application_1_0001", app).resolve("application_1_0001", 0, 1));
         assertTrue(e.getMessage().contains("more than the " + Confinement.MAX_INDEX_BYTES), e.getMessage());
     }
+
+    /**
+     * A tenant plants {@code blockmgr-*} dirs and sub dirs that are links, to another application's
+     * executor dir (holding the very output it asks for) or to a path that does not exist: if the
+     * search followed them, the reducer's answer ("map output file refused" vs "no such map output")
+     * would tell which paths exist elsewhere on the node. No link is searched, so both look the same.
+     */
+    @Test
+    void aPlantedBlockManagerLinkIsNotFollowed_andIsNoExistenceOracle() throws IOException {
+        Path nmLocal = dir.resolve("nm-local");
+        Path bobs = nmLocal.resolve("usercache/bob/appcache/application_1_0009/blockmgr-b");
+        for (String file : List.of("shuffle_0_5_0.index", "shuffle_0_5_0.data")) {
+            writeIndex(bobs.resolve(SparkOutputFiles.subDirOf(file, 1)).resolve(file), 0, 8);
+        }
+        Path toExisting = plantLinks(nmLocal.resolve("usercache/mallory/appcache/application_1_0001"), bobs);
+        Path toMissing = plantLinks(nmLocal.resolve("usercache/mallory/appcache/application_1_0002"),
+                bobs.resolveSibling("blockmgr-gone"));
+
+        assertEquals("no such output", outcome(filesOf("application_1_0001", toExisting), "application_1_0001"),
+                "links to another application's outputs");
+        assertEquals("no such output", outcome(filesOf("application_1_0002", toMissing), "application_1_0002"),
+                "links to nothing");
+    }
+
+    /** An application dir with a linked {@code blockmgr-x} and a real {@code blockmgr-a} whose sub dirs are links, all to {@code target}. */
+    private static Path plantLinks(Path app, Path target) throws IOException {
+        Files.createDirectories(app.resolve("blockmgr-a"));
+        Files.createSymbolicLink(app.resolve("blockmgr-x"), target);
+        for (String file : List.of("shuffle_0_5_0.index", "shuffle_0_5_0.data")) {
+            String sub = SparkOutputFiles.subDirOf(file, 1);
+            if (Files.notExists(app.resolve("blockmgr-a").resolve(sub), java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                Files.createSymbolicLink(app.resolve("blockmgr-a").resolve(sub), target.resolve(sub));
+            }
+        }
+        return app;
+    }
+
+    /** What a reducer asking for map 5 of shuffle 0 is told, in the service's fixed phrases. */
+    private static String outcome(SparkOutputFiles files, String app) {
+        try {
+            return files.resolve(app, 0, 5) == null ? "no such output" : "found";
+        } catch (org.rdmashuffle.core.server.files.RefusedFileException e) {
+            return "refused";
+        } catch (IOException e) {
+            return "failed";
+        }
+    }
+
+    /**
+     * A tenant creates thousands of {@code blockmgr-*} entries so that every reducer's request for a
+     * missing output would read them all, and every sub dir of each: the search reads a bounded number.
+     */
+    @Test
+    void aFloodOfBlockManagerDirectoriesIsSearchedOnlyUpToTheBound() throws IOException {
+        Path app = dir.resolve("application_1_0001");
+        for (int i = 0; i < 5000; i++) {
+            Files.createDirectories(app.resolve("blockmgr-" + i));
+        }
+        SparkOutputFiles files = filesOf("application_1_0001", app);
+
+        assertNull(files.resolve("application_1_0001", 0, 1));
+        assertEquals(1, files.searches());
+        assertTrue(files.scanned() <= SparkOutputFiles.MAX_MANAGERS,
+                files.scanned() + " entries read: more than the " + SparkOutputFiles.MAX_MANAGERS + " managers searched");
+    }
 }

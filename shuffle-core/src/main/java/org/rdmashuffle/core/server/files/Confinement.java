@@ -3,27 +3,36 @@ package org.rdmashuffle.core.server.files;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFileAttributes;
+import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
+import java.util.function.Predicate;
 
 /**
- * Where one application's map outputs may be opened on this node, and whose they must be: the
- * serving side's answer to a tenant that plants a symbolic link, a FIFO, a hard link or a huge index
- * among its outputs. Stricter than Hadoop's ShuffleHandler ({@code SecureIOUtils.openForRandomRead}),
- * which checks the owner only:
+ * Where one application's map outputs may be opened and searched for on this node, and whose they must
+ * be: the serving side's answer to a tenant that plants a symbolic link, a FIFO, a hard link, a huge
+ * index or a flood of entries among its outputs. Stricter than Hadoop's ShuffleHandler
+ * ({@code SecureIOUtils.openForRandomRead}), which checks the owner only:
  * <ol>
- *   <li>open(2) with {@code O_NOFOLLOW | O_NONBLOCK}: a link as the file itself is refused, a FIFO
- *       cannot block the opening thread;</li>
+ *   <li>a path must lie below one of the application's directories, and is reached one name at a time
+ *       without following a symbolic link anywhere ({@link NoFollowWalk}): a link on the way, or as the
+ *       file itself, is refused alike whether or not its target exists, so what lies behind it is never
+ *       looked up (no existence oracle into other directories, no hang on a dead mount); the file is
+ *       opened with {@code O_NONBLOCK}, so a FIFO cannot block the opening thread;</li>
  *   <li>the inode opened is then examined through its {@code /proc/self/fd} entry, never by name again
  *       (a name can be swapped between a check and an open): it must be a regular file, owned by the
  *       application's user when an owner is given, and really lie in one of the application's
- *       directories (a linked directory on the way is resolved here, and refused if it leads out);</li>
+ *       directories;</li>
  *   <li>the channel handed out is reopened from that entry, so it is the inode checked.</li>
  * </ol>
- * Errors are {@link RefusedFileException}s naming the path: for the node's log only.
+ * Searches go through the same walk: {@link #exists} looks up a name without following it, and
+ * {@link #list} reads a directory reached so, a bounded number of entries. Errors are
+ * {@link RefusedFileException}s (or other {@link IOException}s) naming the path: for the node's log only.
  */
 public final class Confinement {
     /**
@@ -48,20 +57,20 @@ public final class Confinement {
     /**
      * The canonical path of an application's directory {@code relative} below {@code trustedBase}, a
      * directory the operator configured (a NodeManager local dir, whose own path may contain links).
-     * No component of {@code relative} may be a link: an application owns its directories and could
-     * replace one with a link to anywhere.
+     * No component of {@code relative} may be a link, and none is followed to find out: an application
+     * owns its directories and could replace one with a link to anywhere.
+     *
+     * @throws RefusedFileException if a component is a link, or {@code relative} leads out of the base
+     * @throws java.nio.file.NoSuchFileException if the directory is missing
      */
     public static Path applicationDir(Path trustedBase, String relative) throws IOException {
         Path rel = Path.of(relative).normalize();
         if (rel.isAbsolute() || rel.startsWith("..") || rel.toString().isEmpty()) {
             throw new RefusedFileException("'" + relative + "' is not a directory below " + trustedBase);
         }
-        Path expected = trustedBase.toRealPath().resolve(rel);
-        Path real = expected.toRealPath();
-        if (!real.equals(expected)) {
-            throw new RefusedFileException(expected + " is, or runs through, a symbolic link (to " + real + ")");
-        }
-        return real;
+        Path dir = trustedBase.toRealPath().resolve(rel);
+        NoFollowOpen.close(NoFollowWalk.openDirectory(dir)); // reached without a link: canonical
+        return dir;
     }
 
     /**
@@ -90,7 +99,7 @@ public final class Confinement {
 
     /** Opens {@code file} as the class describes; read-write if {@code writable} and permitted. */
     public FileChannel open(Path file, boolean writable) throws IOException {
-        int fd = NoFollowOpen.open(file);
+        int fd = NoFollowWalk.openFile(below(file, false));
         try {
             Path opened = Path.of("/proc/self/fd/" + fd);
             check(file, opened);
@@ -104,6 +113,58 @@ public final class Confinement {
             return FileChannel.open(opened, StandardOpenOption.READ);
         } finally {
             NoFollowOpen.close(fd);
+        }
+    }
+
+    /**
+     * Whether {@code file}, below one of the application's directories, is there: its directory reached
+     * without following a link, and an entry of its name in it. The entry is not followed nor opened: a
+     * link or FIFO there counts as present, and {@link #open} refuses it; a linked or missing directory
+     * on the way counts as absent, whatever the link leads to.
+     */
+    public boolean exists(Path file) throws IOException {
+        return NoFollowWalk.hasEntry(below(file, false));
+    }
+
+    /**
+     * Names in {@code dir} (one of the application's directories, or below one) that {@code wanted}
+     * accepts: at most {@code maxNames}, from at most {@code maxScanned} entries read, in the order the
+     * directory yields them. The directory is reached without following a link and read through the
+     * {@code /proc/self/fd} entry of the inode reached; its entries are only named, never followed.
+     *
+     * @throws RefusedFileException if {@code dir} or a directory on the way is a link
+     */
+    public Listing list(Path dir, Predicate<String> wanted, int maxNames, int maxScanned) throws IOException {
+        int fd = NoFollowWalk.openDirectory(below(dir, true));
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(Path.of("/proc/self/fd/" + fd))) {
+            List<String> names = new ArrayList<>();
+            int scanned = 0;
+            for (Iterator<Path> it = entries.iterator(); it.hasNext(); ) {
+                if (scanned == maxScanned || names.size() == maxNames) {
+                    return new Listing(names, scanned, true);
+                }
+                String name = it.next().getFileName().toString();
+                scanned++;
+                if (wanted.test(name)) {
+                    names.add(name);
+                }
+            }
+            return new Listing(names, scanned, false);
+        } finally {
+            NoFollowOpen.close(fd);
+        }
+    }
+
+    /**
+     * What {@link #list} found.
+     *
+     * @param names the names accepted
+     * @param scanned the entries read
+     * @param truncated whether a bound stopped the reading before the directory's end
+     */
+    public record Listing(List<String> names, int scanned, boolean truncated) {
+        public Listing {
+            names = List.copyOf(names);
         }
     }
 
@@ -129,6 +190,19 @@ public final class Confinement {
         }
     }
 
+    /**
+     * {@code path}, refused unless it lies below one of the application's directories (or is one, if
+     * {@code orDirItself}). Compared as given: a path with ".." is refused later, by the walk.
+     */
+    private Path below(Path path, boolean orDirItself) throws RefusedFileException {
+        for (Path dir : realDirs) {
+            if (path.startsWith(dir) && (orDirItself || !path.equals(dir))) {
+                return path;
+            }
+        }
+        throw new RefusedFileException(path + " lies outside the application's directories");
+    }
+
     /** The checks of step 2 on the inode behind {@code opened} (a /proc/self/fd entry), opened as {@code file}. */
     private void check(Path file, Path opened) throws IOException {
         PosixFileAttributes a = Files.readAttributes(opened, PosixFileAttributes.class); // follows the entry to the inode
@@ -139,6 +213,7 @@ public final class Confinement {
             throw new RefusedFileException(file + " is owned by " + a.owner().getName() + ", not by " + owner
                     + ", the application's user");
         }
+        // Already below by name with no link on the way; the inode's own path also covers a tree mounted over.
         Path real = Files.readSymbolicLink(opened);
         for (Path dir : realDirs) {
             if (real.startsWith(dir) && !real.equals(dir)) {
@@ -147,7 +222,6 @@ public final class Confinement {
         }
         throw new RefusedFileException(file + " lies outside the application's directories (it is " + real + ")");
     }
-
 
     /** An application's data file, opened within this confinement. */
     public OutputFile file(Path file) {

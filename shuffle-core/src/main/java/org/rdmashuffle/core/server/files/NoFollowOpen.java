@@ -12,59 +12,53 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
-import java.nio.file.Path;
 
 /**
- * open(2) and close(2) through the FFM API: Java's own file opening cannot ask for O_NONBLOCK (a FIFO
- * would block the opening thread until a writer came) nor hand out the descriptor, whose
- * {@code /proc/self/fd} entry is how {@link ConfinedFiles} checks the inode it opened rather than a
- * name someone may have swapped since.
+ * openat(2) and close(2) through the FFM API: Java's own file opening cannot open one name relative
+ * to a directory already opened (how {@link NoFollowWalk} steps through a path without the kernel
+ * resolving, and following, the rest of it), ask for {@code O_NONBLOCK} (a FIFO would block the
+ * opening thread until a writer came) nor hand out the descriptor, whose {@code /proc/self/fd} entry
+ * is how {@link Confinement} examines the inode it opened rather than a name someone may have swapped
+ * since. Flag and errno values are Linux's (x86_64 and aarch64 share them).
  */
 final class NoFollowOpen {
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final MethodHandle OPEN = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("open"),
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT),
-            Linker.Option.firstVariadicArg(2), Linker.Option.captureCallState("errno"));
+    private static final MethodHandle OPENAT = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("openat"),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT),
+            Linker.Option.firstVariadicArg(3), Linker.Option.captureCallState("errno"));
     private static final MethodHandle CLOSE = LINKER.downcallHandle(LINKER.defaultLookup().findOrThrow("close"),
             FunctionDescriptor.of(JAVA_INT, JAVA_INT));
 
-    // Linux (asm-generic and x86) values.
-    private static final int O_RDONLY = 0;
-    private static final int O_NONBLOCK = 04000;
-    private static final int O_NOFOLLOW = 0400000;
-    private static final int O_CLOEXEC = 02000000;
-    private static final int ELOOP = 40;
-    private static final int ENOENT = 2;
+    /** The {@code dirfd} that makes openat(2) resolve a relative name from the working directory (ignored for "/"). */
+    static final int AT_FDCWD = -100;
+    static final int O_RDONLY = 0;
+    static final int O_NONBLOCK = 04000;
+    static final int O_DIRECTORY = 0200000;
+    static final int O_NOFOLLOW = 0400000;
+    static final int O_CLOEXEC = 02000000;
+    /** A descriptor that only names an inode (no read permission needed, nothing opened): for directories walked through. */
+    static final int O_PATH = 010000000;
+    static final int ENOENT = 2;
+    static final int ENOTDIR = 20;
+    static final int ELOOP = 40;
 
     private NoFollowOpen() {
     }
 
     /**
-     * Opens {@code file} read-only without following a symbolic link as its last component and
-     * without blocking on a FIFO; returns the descriptor, to be given to {@link #close(int)}.
+     * openat(2) of {@code name} relative to the directory {@code dirfd} with {@code flags}: the new
+     * descriptor (for {@link #close(int)}), or minus the errno it failed with. An errno, not an
+     * exception: a search meets "no such file" far more often than a file.
      */
-    static int open(Path file) throws IOException {
+    static int openat(int dirfd, String name, int flags) throws IOException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CAPTURE);
-            int fd = (int) OPEN.invokeExact(state, arena.allocateFrom(file.toString()),
-                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
-            if (fd >= 0) {
-                return fd;
-            }
-            int errno = (int) ERRNO.get(state, 0L);
-            if (errno == ELOOP) {
-                throw new RefusedFileException(file + " is a symbolic link");
-            }
-            if (errno == ENOENT) {
-                throw new java.nio.file.NoSuchFileException(file.toString());
-            }
-            throw new IOException("open(" + file + ", O_NOFOLLOW) failed: errno " + errno);
-        } catch (IOException e) {
-            throw e;
+            int fd = (int) OPENAT.invokeExact(state, dirfd, arena.allocateFrom(name), flags, 0);
+            return fd >= 0 ? fd : -(int) ERRNO.get(state, 0L);
         } catch (Throwable t) {
-            throw new IOException("open(" + file + "): downcall failed: " + t, t);
+            throw new IOException("openat(" + dirfd + ", " + name + "): downcall failed: " + t, t);
         }
     }
 

@@ -2,6 +2,7 @@ package org.rdmashuffle.core.server.files;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -66,7 +67,34 @@ class ConfinementTest {
         Files.createSymbolicLink(manager.resolve("0a"), secret.getParent());
         Path viaLink = manager.resolve("0a").resolve(secret.getFileName());
         RefusedFileException e = assertThrows(RefusedFileException.class, () -> confinement.open(viaLink, false));
-        assertTrue(e.getMessage().contains("outside the application's directories"), e.getMessage());
+        assertTrue(e.getMessage().contains(manager.resolve("0a") + " is a symbolic link"), e.getMessage());
+    }
+
+    /**
+     * The tenant probes another application's directory through links on the way to a file name: if a
+     * link to an existing directory were refused while one to a missing path were "no such file", the
+     * reducer's error would tell which directories exist. Both must fail alike, without looking behind.
+     */
+    @Test
+    void aLinkedDirectoryOnTheWayIsRefused_whetherOrNotItsTargetExists() throws IOException {
+        Path theirs = Files.createDirectories(dir.resolve("nm-local/usercache/bob/appcache/application_1_0009/blockmgr-9/0a"));
+        Files.writeString(theirs.resolve("shuffle_0_1_0.data"), "bob's output");
+        Path toExisting = Files.createSymbolicLink(Files.createDirectories(appDir.resolve("blockmgr-1")).resolve("0a"), theirs);
+        Path toMissing = Files.createSymbolicLink(Files.createDirectories(appDir.resolve("blockmgr-2")).resolve("0a"),
+                dir.resolve("nm-local/usercache/bob/appcache/application_1_0010/blockmgr-9/0a"));
+
+        IOException existing = assertThrows(IOException.class,
+                () -> confinement.open(toExisting.resolve("shuffle_0_1_0.data"), false));
+        IOException missing = assertThrows(IOException.class,
+                () -> confinement.readAll(toMissing.resolve("shuffle_0_1_0.data"), 1024));
+
+        assertEquals(RefusedFileException.class, existing.getClass(), String.valueOf(existing));
+        assertEquals(RefusedFileException.class, missing.getClass(), "a missing target told apart: " + missing);
+        assertEquals(existing.getMessage().replace("blockmgr-1", "blockmgr-2"), missing.getMessage(),
+                "the same words whether or not the target exists");
+        assertTrue(existing.getMessage().contains("symbolic link"), existing.getMessage());
+        assertFalse(existing.getMessage().contains("bob") || missing.getMessage().contains("bob"),
+                "a target named: " + existing.getMessage() + " / " + missing.getMessage());
     }
 
     @Test
