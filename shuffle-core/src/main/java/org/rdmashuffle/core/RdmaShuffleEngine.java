@@ -6,14 +6,8 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
@@ -34,7 +28,8 @@ import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.protocol.MessageCodec;
 import org.rdmashuffle.core.server.ApplicationStops;
-import org.rdmashuffle.core.server.FairServerQueue;
+import org.rdmashuffle.core.server.ControlAdmission;
+import org.rdmashuffle.core.server.FairThreads;
 import org.rdmashuffle.core.server.OutputSearches;
 import org.rdmashuffle.core.server.ServiceLimits;
 import org.rdmashuffle.core.server.ServiceUsage;
@@ -104,12 +99,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ServiceLimits limits;
     /** Connections each application and user holds, against {@link #limits}. */
     private final ServiceUsage usage;
-    /** Searches of the node's disks for outputs nobody registered; bounded per application, per user. */
-    private final ExecutorService lookupThreads;
-    /** The lookup threads' work, fair across applications, one search of a user at a time; null in an executor's engine. */
-    private final FairServerQueue lookupWork;
-    /** The connector threads' work (control requests), fair across applications, two of a user at a time. */
-    private final FairServerQueue connectWork;
+    /** Searches of the node's disks for outputs nobody registered, one of a user at a time; null in an executor's engine. */
+    private final FairThreads lookups;
     /** Ends stopped applications' tenants, off the caller's thread (YARN's dispatcher must not wait on a peer). */
     private final ApplicationStops stops;
     private final Tenants tenants;
@@ -119,19 +110,20 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     /** Buffers reads land in: an executor's engine only (a shuffle service does not fetch). */
     private final RegisteredBufferPool fetchBuffers;
     private final FetchBudget budget;
-    /** Answer the fetch requests the poller cannot answer at once, taken from {@link #serverWork}. */
-    private final ExecutorService servers;
-    /** The servers' work, round-robin across applications and bounded per application. */
-    private final FairServerQueue serverWork;
+    /**
+     * Answer the fetch requests the poller cannot answer at once, a few outputs' slow work per turn,
+     * round-robin across applications, bounded per application, all but one of them at most for one user.
+     */
+    private final FairThreads servers;
     /** Answers fetch requests on serving connections: ready ones on the poller, the others on {@link #servers}. */
     private final FetchRequestServer requestServer;
     /**
      * Run control-plane requests (a CONNECT creates and connects queue pairs, which on the software
-     * provider dials the peer): off the control plane's event loop, taken fairly across applications,
+     * provider may dial the peer): off the control plane's event loop, taken fairly across applications,
      * at most two of one user at a time (one whose dials hang leaves threads for the others), bounded,
      * so a slow or hostile peer holds up at most these threads, never other peers' handshakes.
      */
-    private final ThreadPoolExecutor connectors;
+    private final FairThreads connectors;
     /**
      * Queue-pair set-up (either side) holds the read lock; close takes the write lock before it frees
      * device resources, so no set-up creates a QP on a destroyed PD.
@@ -188,20 +180,15 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }
-            AtomicInteger lookupIds = new AtomicInteger();
-            this.lookupThreads = service ? new ThreadPoolExecutor(ServiceLimits.LOOKUP_THREADS, ServiceLimits.LOOKUP_THREADS, 30,
-                    TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> Thread.ofPlatform().daemon()
-                    .name("rdma-shuffle-lookup-" + lookupIds.getAndIncrement()).unstarted(r)) : null;
-            if (lookupThreads != null) {
-                ((ThreadPoolExecutor) lookupThreads).allowCoreThreadTimeOut(true);
-                made.add(lookupThreads::shutdownNow);
+            FairThreads searches = this.lookups = !service ? null : new FairThreads("rdma-shuffle-lookup",
+                    ServiceLimits.LOOKUP_THREADS, ServiceLimits.LOOKUP_QUEUE_PER_APPLICATION, 1, limits.lookupThreadsPerUser());
+            if (searches != null) {
+                made.add(searches::close);
             }
-            FairServerQueue lookups = this.lookupWork = lookupThreads == null ? null : new FairServerQueue(lookupThreads,
-                    ServiceLimits.LOOKUP_QUEUE_PER_APPLICATION, 1, limits.lookupThreadsPerUser());
             // An executor's engine has one tenant, its own; a service makes one per application as they come.
-            this.tenants = new Tenants(context, config, limits, service, userOf, lookups == null
+            this.tenants = new Tenants(context, config, limits, service, userOf, searches == null
                     ? app -> OutputSearches.Lookups.INLINE
-                    : app -> search -> lookups.submit(app, userOf.apply(app), search), cqEntries);
+                    : app -> search -> searches.submit(app, userOf.apply(app), search), cqEntries);
             this.own = service ? null : tenants.of(MapOutputRegistry.OWN);
             if (own != null) {
                 made.add(own);
@@ -239,13 +226,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 made.add(fetchBuffers);
                 fetchBuffers.grow(); // the first slab now: the first fetches wait for nothing
             }
-            AtomicInteger serverIds = new AtomicInteger();
-            this.servers = Executors.newFixedThreadPool(config.serverThreads(), r -> Thread.ofPlatform().daemon()
-                    .name("rdma-shuffle-server-" + serverIds.getAndIncrement()).unstarted(r));
-            made.add(servers::shutdownNow);
-            this.serverWork = new FairServerQueue(servers, ServiceLimits.SERVER_QUEUE_PER_APPLICATION, Integer.MAX_VALUE,
-                    limits.serverThreadsPerUser());
-            this.requestServer = new FetchRequestServer(serverWork, new FetchRequestServer.Replies() {
+            this.servers = new FairThreads("rdma-shuffle-server", config.serverThreads(), ServiceLimits.SERVER_QUEUE_PER_APPLICATION,
+                    Integer.MAX_VALUE, limits.serverThreadsPerUser());
+            made.add(servers::close);
+            this.requestServer = new FetchRequestServer(servers, new FetchRequestServer.Replies() {
                 @Override
                 public void send(DataConnection c, Message m) {
                     RdmaShuffleEngine.this.send(c, m, false);
@@ -290,38 +274,13 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             byte[] appSecret = secret == null ? null : secret.clone();
             Function<String, byte[]> secrets = service ? (services == null ? null : services::secret)
                     : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
-            AtomicInteger connectorIds = new AtomicInteger();
-            // The pool's own queue holds one turn per request waiting: bounded by the fair queue's per-application bound.
-            this.connectors = new ThreadPoolExecutor(ServiceLimits.CONNECTOR_THREADS, ServiceLimits.CONNECTOR_THREADS, 30,
-                    TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(), r -> Thread.ofPlatform().daemon()
-                    .name("rdma-shuffle-connector-" + connectorIds.getAndIncrement()).unstarted(r));
-            connectors.allowCoreThreadTimeOut(true);
-            made.add(connectors::shutdownNow);
-            FairServerQueue connects = this.connectWork = new FairServerQueue(connectors, ServiceLimits.CONNECT_QUEUE_PER_APPLICATION,
-                    limits.connectorsPerUser(), limits.connectorsPerUser());
+            this.connectors = new FairThreads("rdma-shuffle-connector", ServiceLimits.CONNECTOR_THREADS,
+                    ServiceLimits.CONNECT_QUEUE_PER_APPLICATION, limits.connectorsPerUser(), limits.connectorsPerUser());
+            made.add(connectors::close);
             this.stops = new ApplicationStops(this::endTenant, config.connectTimeout().toMillis() + 2000);
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
-                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, (app, task) -> connects.submit(app, userOf.apply(app), task),
-                    limits.handshakeTimeout(), limits.controlIdleTimeout(), new ControlServer.Admission() {
-                        @Override
-                        public String admit(String app) {
-                            if (tenants.hasStopped(app)) {
-                                return "application " + app + " has stopped";
-                            }
-                            String full = usage.tryAdd(ServiceUsage.Kind.CONTROL, app);
-                            if (full != null) {
-                                LOG.log(System.Logger.Level.INFO, "rdma-shuffle: a control connection of " + app + " refused: " + full);
-                                return org.rdmashuffle.core.control.ServerBusyException.MESSAGE;
-                            }
-                            return null;
-                        }
-
-                        @Override
-                        public void leave(String app) {
-                            usage.remove(ServiceUsage.Kind.CONTROL, app);
-                        }
-                    });
+                    secrets, this::onControlRequest, MAX_CONTROL_FRAME, (app, task) -> connectors.submit(app, userOf.apply(app), task),
+                    limits.handshakeTimeout(), limits.controlIdleTimeout(), new ControlAdmission(tenants::hasStopped, usage));
             made.add(controlServer);
             for (CompletionPoller p : pollers) {
                 p.start();
@@ -894,12 +853,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             submitter.close(); // calls queued run now, and fail: the engine is closed
         }
         timer.shutdownNow();
-        serverWork.close();
-        connectWork.close();
-        servers.shutdownNow();
-        if (lookupThreads != null) {
-            lookupWork.close();
-            lookupThreads.shutdownNow(); // a search waiting on a disk keeps its thread; nothing waits for it
+        servers.close();
+        connectors.close();
+        if (lookups != null) {
+            lookups.close(); // a search waiting on a disk keeps its thread; nothing waits for it
         }
         try {
             timer.awaitTermination(1, TimeUnit.SECONDS); // a fetch-buffer slab being registered there
@@ -910,12 +867,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             asyncEvents.close();
             // A server thread may be in a disk search (it then finds the registry closed) or in a
             // registration, which cannot be interrupted: the registry's close waits for that one.
-            servers.awaitTermination(1, TimeUnit.SECONDS);
+            servers.awaitTermination(1000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
         controlServer.close();
-        connectors.shutdownNow();
         if (fetching != null) {
             fetching.stopSettingUp(); // fetches waiting for a connection fail now, not after the set-ups under way
         }

@@ -34,7 +34,7 @@ public final class FetchRequestServer {
     private static final java.util.function.Function<Message.FetchRequest, Message> BUSY = r -> new Message.ErrorResponse(
             r.requestId(), "the server is busy with this application's requests: try again");
 
-    private final FairServerQueue work;
+    private final FairThreads work;
     private final Replies replies;
     private final ServiceUsage usage;
 
@@ -42,7 +42,7 @@ public final class FetchRequestServer {
      * @param work the server threads' queue, bounded per application, its running bound per user
      * @param usage where the blocks of requests being answered off the poller are counted
      */
-    public FetchRequestServer(FairServerQueue work, Replies replies, ServiceUsage usage) {
+    public FetchRequestServer(FairThreads work, Replies replies, ServiceUsage usage) {
         this.work = work;
         this.replies = replies;
         this.usage = usage;

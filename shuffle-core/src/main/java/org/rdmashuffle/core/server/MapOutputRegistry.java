@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -56,28 +55,19 @@ public final class MapOutputRegistry implements AutoCloseable {
     private static final int MAX_ATTEMPTS = 8;
 
     private final ProtectionDomain pd;
-    private final RegistryLimits limits;
     /** Shared with the other applications' registries of a serving engine. */
     private final RegistryBudget budget;
     /** Whose share of the budget this registry draws on. */
     private final String user;
-    private final long leaseNanos;
     private final long lookupTimeoutNanos;
     private final LongSupplier clock;
     private final OutputSearches searches;
     /** Outputs by application and shuffle, then map id. */
     private final Map<ShuffleKey, Map<Long, MapOutput>> outputs = new HashMap<>();
-    /** Regions deregistered under the lock, to be closed outside it. */
-    private final List<MemoryRegion> toClose = new ArrayList<>();
-    /** Registered outputs in least-recently-described order. */
-    private final LinkedHashMap<MapOutput, Boolean> registered = new LinkedHashMap<>(16, 0.75f, true);
-    /** Outputs found on disk with no region and no registration under way: the index cache's eviction order. */
-    private final LinkedHashMap<MapOutput, Boolean> idleIndexes = new LinkedHashMap<>(16, 0.75f, true);
-    /** Pages registered now or reserved by registrations under way, and their regions. */
-    private long registeredBytes;
-    private int regions;
-    /** Heap held by the indexes of outputs found on disk. */
-    private long indexBytes;
+    /** Its regions: the LRU, what they count against the limits, those to close. Guarded by this. */
+    private final RegisteredRegions regions;
+    /** The indexes of outputs found on disk: their heap, and which may be forgotten. Guarded by this. */
+    private final IndexCache indexes;
     /** Registrations running outside the lock; {@link #close} waits for them. */
     private final Set<CompletableFuture<Void>> registrationsUnderWay = new HashSet<>();
     private long registrations;
@@ -141,13 +131,13 @@ public final class MapOutputRegistry implements AutoCloseable {
     MapOutputRegistry(ProtectionDomain pd, RegistryLimits limits, RegistryBudget budget, String user, long leaseMillis,
                       long lookupTimeoutMillis, OutputSearches.Lookups lookups, LongSupplier clock) {
         this.pd = pd;
-        this.limits = limits;
         this.budget = budget;
         this.user = user;
-        this.leaseNanos = leaseMillis * 1_000_000L;
         this.lookupTimeoutNanos = lookupTimeoutMillis * 1_000_000L;
         this.clock = clock;
         this.searches = new OutputSearches(lookups);
+        this.indexes = new IndexCache(limits, budget, user);
+        this.regions = new RegisteredRegions(limits, budget, user, leaseMillis * 1_000_000L, clock, indexes);
         budget.join(this);
     }
 
@@ -199,7 +189,7 @@ public final class MapOutputRegistry implements AutoCloseable {
             release(previous);
         }
         if (out.resolved) {
-            idleIndexes.put(out, Boolean.TRUE);
+            indexes.idle(out);
         }
     }
 
@@ -240,12 +230,10 @@ public final class MapOutputRegistry implements AutoCloseable {
                     return d;
                 }
                 if (out.registration == null) {
-                    shortage = makeRoom(out, reclaimed);
+                    shortage = regions.reserve(out, reclaimed); // kept while the file is registered outside the lock
                     if (shortage == RegistryBudget.Shortage.NONE) {
-                        registeredBytes += out.pinnedBytes(); // reserved while the file is registered outside the lock
-                        regions++;
                         out.registration = new CompletableFuture<>();
-                        idleIndexes.remove(out);
+                        indexes.busy(out);
                         registrationsUnderWay.add(out.registration);
                         mine = true;
                         registration = out.registration;
@@ -347,7 +335,7 @@ public final class MapOutputRegistry implements AutoCloseable {
                 if (out != null) {
                     return out;
                 }
-                shortage = reserveIndex(heap, candidate, lastTry);
+                shortage = indexes.reserve(heap, candidate, lastTry, this::forgetIndexed);
                 if (shortage == RegistryBudget.Shortage.NONE) {
                     put(candidate);
                     return candidate;
@@ -357,51 +345,13 @@ public final class MapOutputRegistry implements AutoCloseable {
         }
     }
 
-    /**
-     * Under the lock: reserves {@code heap} bytes of index for {@code forWhom}, forgetting this
-     * registry's least recently used idle indexes as needed. Says who is short if only the user's or the
-     * node's budget is and {@code lastTry} is not set; otherwise throws IndexMemoryExhaustedException.
-     */
-    private RegistryBudget.Shortage reserveIndex(long heap, MapOutput forWhom, boolean lastTry) {
-        if (heap > limits.indexBytes()) {
-            throw new IndexMemoryExhaustedException(forWhom + ": its index needs " + heap
-                    + " bytes of heap, more than the limit of " + limits.indexBytes());
-        }
-        while (indexBytes + heap > limits.indexBytes() && evictIdleIndex()) {
-            // forgetting this application's least recently used outputs without a region
-        }
-        if (indexBytes + heap > limits.indexBytes()) {
-            throw new IndexMemoryExhaustedException(forWhom + ": the indexes held for this application take "
-                    + indexBytes + " of its " + limits.indexBytes() + " bytes, all of outputs being registered or read");
-        }
-        RegistryBudget.Shortage s;
-        while ((s = budget.tryReserveIndex(user, heap)) != RegistryBudget.Shortage.NONE && evictIdleIndex()) {
-            // the user's or the node's index heap is short: this application's idle indexes first
-        }
-        if (s != RegistryBudget.Shortage.NONE) {
-            if (!lastTry) {
-                return s;
-            }
-            throw new IndexMemoryExhaustedException(forWhom + ": the " + (s == RegistryBudget.Shortage.USER ? "user's" : "node's")
-                    + " index heap is spent on outputs being registered or read");
-        }
-        indexBytes += heap;
-        return RegistryBudget.Shortage.NONE;
-    }
-
-    /** Under the lock: forgets the least recently used output found on disk that has no region; false if none. */
-    private boolean evictIdleIndex() {
-        Iterator<MapOutput> eldest = idleIndexes.keySet().iterator();
-        if (!eldest.hasNext()) {
-            return false;
-        }
-        MapOutput victim = eldest.next();
+    /** Under the lock: takes an output found on disk with no region out of the tables; found again if asked for. */
+    private void forgetIndexed(MapOutput victim) {
         Map<Long, MapOutput> maps = outputs.get(new ShuffleKey(victim.app, victim.shuffleId));
         if (maps != null && maps.remove(victim.mapId, victim) && maps.isEmpty()) {
             outputs.remove(new ShuffleKey(victim.app, victim.shuffleId));
         }
         release(victim);
-        return true;
     }
 
     /**
@@ -411,10 +361,10 @@ public final class MapOutputRegistry implements AutoCloseable {
     long releaseIdleIndexes(long bytes) {
         long freed = 0;
         synchronized (this) {
-            while (!closed && freed < bytes && !idleIndexes.isEmpty()) {
-                long before = indexBytes;
-                evictIdleIndex();
-                freed += before - indexBytes;
+            while (!closed && freed < bytes && indexes.hasIdle()) {
+                long before = indexes.bytes();
+                indexes.forgetOne(this::forgetIndexed);
+                freed += before - indexes.bytes();
             }
         }
         return freed;
@@ -450,13 +400,13 @@ public final class MapOutputRegistry implements AutoCloseable {
         long length = index.offset(end) - offset;
         long raw = index.rawLength(start, end, length);
         if (length == 0) {
-            idleIndexes.get(out); // touch: an output whose blocks are asked for stays in the cache
+            indexes.touch(out); // an output whose blocks are asked for stays in the cache
             return new BlockDescriptor(out.shuffleId, out.mapId, start, end, 0, 0, 0, raw);
         }
         if (out.region == null) {
             return null;
         }
-        registered.get(out); // touch: most recently used
+        regions.touch(out);
         out.describedAt = clock.getAsLong();
         return new BlockDescriptor(out.shuffleId, out.mapId, start, end, out.region.address() + offset, length,
                 out.region.rkey(), raw);
@@ -516,13 +466,13 @@ public final class MapOutputRegistry implements AutoCloseable {
             registrationsUnderWay.remove(registration);
             if (failure == null && !out.released && !closed) {
                 out.region = region;
-                registered.put(out, Boolean.TRUE);
+                regions.added(out);
                 registrations++;
                 region = null;
             } else {
-                unreserve(out); // give the reservation back
+                regions.unreserve(out); // give the reservation back
                 if (out.resolved && !out.released && !closed) {
-                    idleIndexes.put(out, Boolean.TRUE);
+                    indexes.idle(out);
                 }
             }
         }
@@ -537,106 +487,27 @@ public final class MapOutputRegistry implements AutoCloseable {
     }
 
     /**
-     * Under the lock: reserves a region of {@code forWhom}'s pages under this registry's limits and in
-     * the budget (its user's and the node's), deregistering this application's least recently
-     * described regions outside their lease as needed. Says who is short if only the budget is and
-     * {@code lastTry} is not set (the caller then takes other applications' idle regions, outside this
-     * lock, and tries again); otherwise throws RegisteredMemoryExhaustedException naming the numbers.
-     */
-    private RegistryBudget.Shortage makeRoom(MapOutput forWhom, boolean lastTry) {
-        long bytes = forWhom.pinnedBytes();
-        if (bytes > limits.bytes()) {
-            throw new RegisteredMemoryExhaustedException(forWhom + " pins " + bytes
-                    + " bytes (whole pages), more than the registered-memory limit of " + limits.bytes());
-        }
-        while ((registeredBytes + bytes > limits.bytes() || regions + 1 > limits.regions()) && releaseIdle()) {
-            // this application's least recently described regions outside their lease
-        }
-        if (registeredBytes + bytes > limits.bytes() || regions + 1 > limits.regions()) {
-            throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of " + forWhom
-                    + " would exceed the registered-memory limits of " + limits.bytes() + " bytes and " + limits.regions()
-                    + " regions: " + registeredBytes + " bytes in " + regions + " regions are registered and all were "
-                    + "described within the lease");
-        }
-        RegistryBudget.Shortage s;
-        while ((s = budget.tryReserveRegion(user, bytes)) != RegistryBudget.Shortage.NONE && releaseIdle()) {
-            // the user's or the node's budget is short: this application's idle regions first
-        }
-        if (s == RegistryBudget.Shortage.NONE || !lastTry) {
-            return s;
-        }
-        throw new RegisteredMemoryExhaustedException("registering " + bytes + " bytes of " + forWhom + " would exceed the "
-                + (s == RegistryBudget.Shortage.USER ? "user's share of " : "") + "node's registered-memory budget ("
-                + budget.usedBytes() + " bytes in " + budget.usedRegions() + " regions in use, all described within the lease)");
-    }
-
-    /** Under the lock: deregisters the least recently described region outside its lease; false if there is none. */
-    private boolean releaseIdle() {
-        long now = clock.getAsLong();
-        for (Iterator<MapOutput> lru = registered.keySet().iterator(); lru.hasNext(); ) {
-            MapOutput victim = lru.next();
-            if (now - victim.describedAt < leaseNanos) {
-                continue; // a reducer may be reading it
-            }
-            lru.remove();
-            deregister(victim);
-            return true;
-        }
-        return false;
-    }
-
-    /**
      * Deregisters this registry's least recently described regions outside their lease until {@code
      * bytes} and {@code count} regions are released or none is left; returns the bytes released. For
      * the budget, when another application needs room.
      */
     long releaseIdle(long bytes, int count) {
-        long released = 0;
-        int n = 0;
+        long released;
         synchronized (this) {
             if (closed) {
                 return 0;
             }
-            long before = registeredBytes;
-            while ((registeredBytes > before - bytes || n < count) && releaseIdle()) {
-                n++;
-            }
-            released = before - registeredBytes;
+            released = regions.release(bytes, count);
         }
         closeDeregistered();
         return released;
     }
 
-    /**
-     * Under the lock: takes {@code out}'s region off the books; {@link #closeDeregistered()} closes it
-     * after the lock is released. Closing waits for transfers still using the region (the software
-     * provider, up to seconds), which must not hold up every other request to the registry.
-     */
-    private void deregister(MapOutput out) {
-        toClose.add(out.region);
-        out.region = null;
-        unreserve(out); // given back now, so makeRoom sees the room it made; the pages stay pinned until the close
-        if (out.resolved && !out.released) {
-            idleIndexes.put(out, Boolean.TRUE);
-        }
-    }
-
-    /** Under the lock: gives back what a region of {@code out} reserved. */
-    private void unreserve(MapOutput out) {
-        registeredBytes -= out.pinnedBytes();
-        regions--;
-        budget.releaseRegion(user, out.pinnedBytes());
-    }
-
-    /** Closes the regions deregistered so far, outside the lock. */
+    /** Closes the regions deregistered so far, outside the lock: closing waits for transfers still using them. */
     private void closeDeregistered() {
         List<MemoryRegion> now;
         synchronized (this) {
-            if (toClose.isEmpty()) {
-                return;
-            }
-            now = new ArrayList<>(toClose);
-            toClose.clear();
+            now = regions.takeToClose();
         }
         now.forEach(MemoryRegion::close);
     }
@@ -647,15 +518,9 @@ public final class MapOutputRegistry implements AutoCloseable {
             return;
         }
         out.released = true;
-        if (out.region != null) {
-            registered.remove(out);
-            deregister(out);
-        }
+        regions.forget(out);
         if (out.resolved) {
-            idleIndexes.remove(out);
-            long heap = out.index.heapBytes();
-            indexBytes -= heap;
-            budget.releaseIndex(user, heap);
+            indexes.release(out);
         }
     }
 
@@ -706,17 +571,17 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     /** Bytes (whole pages) registered with the device now, or reserved by registrations under way. */
     public synchronized long registeredBytes() {
-        return registeredBytes;
+        return regions.bytes();
     }
 
     /** Regions registered now. */
     public synchronized int registeredRegions() {
-        return registered.size();
+        return regions.registered();
     }
 
     /** Heap held by the indexes of outputs found on disk. */
     public synchronized long indexBytes() {
-        return indexBytes;
+        return indexes.bytes();
     }
 
     /** Registrations made since creation: equals the number of distinct outputs described unless regions were released. */
