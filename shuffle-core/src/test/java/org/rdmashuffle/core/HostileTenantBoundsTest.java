@@ -139,7 +139,9 @@ class HostileTenantBoundsTest {
                 slot.asSlice(0, 64).fill((byte) (0x5A + k));
                 return 64;
             });
-            assertTrue(sent > 50, "the flood was cut off before it got going: " + sent);
+            // On a device the service's error, which cannot land, fails after its RNR retries (about a second):
+            // an emulated guest sends fewer in that time than the host. More than a send queue's worth is an attack.
+            assertTrue(sent > 16, "the flood was cut off before it got going: " + sent);
             assertTrue(node.service.timerTasks() <= 4, node.service.timerTasks() + " timer tasks after " + sent
                     + " malformed messages");
             EngineTestSupport.eventually("the connection retired", () -> node.service.counters().servingConnections() == 0);
