@@ -5,6 +5,11 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import org.rdmashuffle.core.BlockId;
 import org.rdmashuffle.core.protocol.Message;
@@ -42,15 +47,16 @@ public final class FetchRequestHandler {
         private int passes;
         /** Since when it has waited for the slow work of its next block (0: it does not wait). */
         private long waitingSince;
-        /** The slow work of its next block it waits for: looked at again on its next turn. */
-        private java.util.concurrent.CompletableFuture<MapOutput> awaited;
-        private java.util.concurrent.CompletableFuture<?> waitFor;
+        /**
+         * The slow work of its next block (a search, another request's registration) it waits for before
+         * its next turn, which looks at how it ended: a search is forgotten once done, and asking again
+         * would start another. Null if it waits for nothing.
+         */
+        private CompletableFuture<MapOutput> awaited;
 
-        /** The slow work the request waits for before its next turn (a search, another request's registration); null if none. */
-        public java.util.concurrent.CompletableFuture<?> takeWaitFor() {
-            java.util.concurrent.CompletableFuture<?> f = waitFor;
-            waitFor = null;
-            return f;
+        /** What the request waits for before its next turn; null: the next turn may come at once. */
+        public CompletableFuture<?> waitingFor() {
+            return awaited;
         }
     }
 
@@ -59,11 +65,11 @@ public final class FetchRequestHandler {
         Progress p = new Progress();
         Message m;
         while ((m = answerInTurns(app, request, layoutBytes, p, Integer.MAX_VALUE)) == null) {
-            java.util.concurrent.CompletableFuture<?> f = p.takeWaitFor();
+            CompletableFuture<?> f = p.waitingFor();
             if (f != null) {
                 try {
-                    f.get(registry.lookupTimeoutNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
-                } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException failedOrLate) {
+                    f.get(registry.lookupTimeoutNanos(), TimeUnit.NANOSECONDS);
+                } catch (ExecutionException | TimeoutException failedOrLate) {
                     // the next turn says so
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -78,7 +84,7 @@ public final class FetchRequestHandler {
      * One turn at {@code request}: the slow work of at most {@code maxSlowOutputs} of its blocks that
      * need it (from where the last turn stopped), and once none is left the answer, as {@link
      * #answerIfReady} gives it; null when another turn is needed — at once, or (if {@link
-     * Progress#takeWaitFor} gives something) once a search on disk or another request's registration
+     * Progress#waitingFor} gives something) once a search on disk or another request's registration
      * of the next block's output is done: no thread waits for those. A block whose slow work is not done
      * within the lookup timeout is refused. A request whose outputs keep being released before the last
      * is described (registered memory too short for all of them) is refused after {@value #MAX_PASSES}
@@ -95,8 +101,7 @@ public final class FetchRequestHandler {
                         return null; // the rest in a later turn
                     }
                     slow++;
-                    // The work waited for last turn (a search is forgotten once done: asking again would start another).
-                    java.util.concurrent.CompletableFuture<MapOutput> pending = p.awaited != null ? p.awaited
+                    CompletableFuture<MapOutput> pending = p.awaited != null ? p.awaited
                             : registry.pendingWork(app, b.shuffleId(), b.mapId());
                     p.awaited = null;
                     if (pending != null) {
@@ -109,7 +114,6 @@ public final class FetchRequestHandler {
                                         + " of shuffle " + b.shuffleId() + " took longer than "
                                         + registry.lookupTimeoutNanos() / 1_000_000 + " ms");
                             }
-                            p.waitFor = pending;
                             p.awaited = pending;
                             return null;
                         }
@@ -122,7 +126,7 @@ public final class FetchRequestHandler {
                     }
                     registry.describe(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition());
                 }
-            } catch (java.util.concurrent.CompletionException e) {
+            } catch (CompletionException e) {
                 return refusal(app, request, b, e.getCause() instanceof RuntimeException r ? r
                         : new IllegalStateException(e.getCause()));
             } catch (RuntimeException e) {

@@ -96,7 +96,7 @@ public final class FetchRequestServer {
             finish(c, r, answer);
             return;
         }
-        java.util.concurrent.CompletableFuture<?> waitFor = p.takeWaitFor();
+        java.util.concurrent.CompletableFuture<?> waitFor = p.waitingFor();
         if (waitFor == null) {
             queueTurn(c, r, layoutBytes, p); // the rest after the other applications' turns
         } else {
