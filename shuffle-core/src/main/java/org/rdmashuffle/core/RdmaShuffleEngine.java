@@ -250,6 +250,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.sender = new MetadataSender(ids, codec, new MetadataSender.Listener() {
                 @Override
                 public void connectionFailed(DataConnection c, Throwable cause) {
+                    if (!c.markFailureReported()) {
+                        return; // its other sends failing (a flush): one timer task per connection, not per send
+                    }
                     // Not inline: a sender may be a fetcher holding its lock, and failing a connection takes
                     // its fetcher's lock (another fetcher's, or a re-entry into its own).
                     try {
@@ -781,7 +784,9 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         if (c.attachment() instanceof PeerFetcher f) {
             f.fail(cause);
         } else {
-            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: closing " + c + ": " + cause.getMessage());
+            if (c.markClosing()) { // logged once per connection, however many ways it fails
+                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: closing " + c + ": " + cause.getMessage());
+            }
             retire(c);
         }
     }

@@ -36,6 +36,9 @@ public final class FetchRequestHandler {
     static final int MAX_PASSES = 3;
 
     private final MapOutputRegistry registry;
+    /** A tenant chooses how many of its requests are refused: logged once a minute, with a count. */
+    private final org.rdmashuffle.verbs.util.RepeatedWarning refusals =
+            new org.rdmashuffle.verbs.util.RepeatedWarning(LOG, 60, java.util.concurrent.TimeUnit.SECONDS);
 
     public FetchRequestHandler(MapOutputRegistry registry) {
         this.registry = registry;
@@ -170,13 +173,12 @@ public final class FetchRequestHandler {
     }
 
     /** The error about block {@code b}; an exception that is not about the request (a bug) is rethrown. */
-    private static Message refusal(String app, Message.FetchRequest request, BlockId b, RuntimeException e) {
+    private Message refusal(String app, Message.FetchRequest request, BlockId b, RuntimeException e) {
         String kind = kindOf(e);
         if (kind == null) {
             throw e;
         }
-        LOG.log(System.Logger.Level.INFO, () -> "rdma-shuffle: refused " + b + (app.isEmpty() ? "" : " of " + app)
-                + " (" + kind + "): " + e.getMessage());
+        refusals.warn("rdma-shuffle: refused " + b + (app.isEmpty() ? "" : " of " + app) + " (" + kind + "): " + e.getMessage());
         return new Message.ErrorResponse(request.requestId(),
                 e instanceof NoSuchMapOutputException ? Message.ErrorKind.NO_SUCH_OUTPUT : Message.ErrorKind.REFUSED, b,
                 b + ": " + kind);

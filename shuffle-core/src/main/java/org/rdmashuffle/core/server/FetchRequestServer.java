@@ -126,7 +126,9 @@ public final class FetchRequestServer {
             replies.send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
                     + c.peerReceiveBufferSize() + "-byte receive buffer"));
         } catch (RuntimeException e) {
-            replies.connectionFailed(c, e);
+            if (!c.isClosing()) { // else retired meanwhile (its application stopped, its peer cut off): nobody to tell
+                replies.connectionFailed(c, e);
+            }
         }
     }
 }

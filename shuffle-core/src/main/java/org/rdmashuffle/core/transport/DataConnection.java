@@ -37,6 +37,8 @@ public final class DataConnection implements AutoCloseable {
     int queuedSends;
     /** Set once the engine has decided to close it (a protocol error): what it receives from then on is dropped. */
     private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Set by the first failure reported of its sends: the others (a flush of every one) are not reported again. */
+    private final java.util.concurrent.atomic.AtomicBoolean failureReported = new java.util.concurrent.atomic.AtomicBoolean();
 
     /**
      * @param tenant whose PD the queue pairs are on: every lkey and rkey they use is of that PD
@@ -111,6 +113,11 @@ public final class DataConnection implements AutoCloseable {
      */
     public boolean markClosing() {
         return closing.compareAndSet(false, true);
+    }
+
+    /** True for the first failure of its sends reported, false for the others: one failure is handled, not a flush's worth. */
+    public boolean markFailureReported() {
+        return failureReported.compareAndSet(false, true);
     }
 
     /** Whether it is being closed (marked, or closed already): its messages are no longer delivered. */

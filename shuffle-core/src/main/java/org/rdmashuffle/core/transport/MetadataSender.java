@@ -231,12 +231,11 @@ public final class MetadataSender {
                 t.queuedBytes -= q.encoded().length;
                 q.connection().queuedSends--;
             }
+            MemorySegment.copy(q.encoded(), 0, t.sendPool().slot(slot), java.lang.foreign.ValueLayout.JAVA_BYTE, 0,
+                    q.encoded().length);
             try {
-                MemorySegment.copy(q.encoded(), 0, t.sendPool().slot(slot), java.lang.foreign.ValueLayout.JAVA_BYTE, 0,
-                        q.encoded().length);
                 postEncoded(q.connection(), slot, q.encoded().length, q.closeAfter());
-            } catch (RuntimeException e) {
-                t.sendPool().release(slot);
+            } catch (RuntimeException e) { // the slot is back already (postEncoded gives it back when the post fails)
                 listener.connectionFailed(q.connection(), e);
             }
         }
