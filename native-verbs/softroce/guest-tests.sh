@@ -83,7 +83,8 @@ rm -rf "$reports" && mkdir -p "$reports"
 # device (the engine end to end, fault injection, two processes, server, transport), all on rxe0;
 # the pure-Java ones (protocol, control) come along, being quick.
 # Left out: CrossHostFetchTest (it needs --pair), and tests tagged software-provider-only (attacks on
-# the software provider's dialling) or timing (waits compared, meaningless on an emulated CPU).
+# the software provider's dialling) or timing (waits compared, meaningless on an emulated CPU), and the
+# fuzz tests (their inputs are replayed on the host; docs/fuzzing.md).
 cp="$root/native-verbs/target/test-classes:$root/shuffle-core/target/test-classes:$root/shuffle-core/target/classes:$(cat "$root/shuffle-core/target/test-classpath.txt")"
 # C1 only: the guest emulates the CPU, and C2 compiles would dominate a short run.
 jvm=(java -Xmx768m -XX:TieredStopAtLevel=1 --enable-native-access=ALL-UNNAMED)
@@ -93,7 +94,7 @@ ${jvm[*]} -cp '$root/native-verbs/target/classes' org.rdmashuffle.verbs.tools.Do
 ${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.provider=ibverbs -Drdmashuffle.test.timeoutSeconds=120 \
   -cp '$cp' org.junit.platform.console.ConsoleLauncher execute \
   --select-package org.rdmashuffle.verbs --select-package org.rdmashuffle.core --exclude-classname '.*CrossHost.*' \
-  --exclude-tag software-provider-only --exclude-tag timing --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
+  --exclude-tag software-provider-only --exclude-tag timing --exclude-tag jazzer --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
 if ((bench)); then
   guest_cmd+="
 echo '--- RDMA_READ bandwidth: perftest ib_read_bw vs rdma-shuffle, same rxe0, same boot'

@@ -33,10 +33,11 @@ import org.rdmashuffle.verbs.WorkRequestOpcode;
 /**
  * A reducer written by hand from verbs and the control plane, as an attacker would: it authenticates
  * for its own application (it holds that secret), then sends what it likes, posts receives or not,
- * and reads any (address, rkey) it has got hold of. One queue pair with its own receive queue.
+ * and reads any (address, rkey) it has got hold of. One queue pair with its own receive queue. Public,
+ * in this module's test jar: the hostile-tenant soak (benchmarks) attacks a service across hosts with it.
  */
-final class HostileReducer implements AutoCloseable {
-    static final int BUFFER = 32 << 10;
+public final class HostileReducer implements AutoCloseable {
+    public static final int BUFFER = 32 << 10;
     private static final int RECEIVES = 8;
     private static final int SENDS = 16;
     private static final Duration WAIT = Duration.ofSeconds(30);
@@ -58,7 +59,7 @@ final class HostileReducer implements AutoCloseable {
     private int serverQpNumber;
 
     /** Authenticates for {@code app} at {@code service}'s control plane and connects one queue pair. */
-    HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret) throws IOException {
+    public HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret) throws IOException {
         this(provider, service, app, secret, SENDS);
     }
 
@@ -67,7 +68,7 @@ final class HostileReducer implements AutoCloseable {
      * {@code sendQueue} deep: it may have that many sends in flight (written into its 16 send slots in
      * turn, so a slot may be rewritten before its send goes: each holds a whole message either way).
      */
-    HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret, int sendQueue)
+    public HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret, int sendQueue)
             throws IOException {
         String device = EngineTestSupport.usesDevice() ? System.getenv("SOFTROCE_DEVICE") : null;
         this.context = provider.devices().stream().filter(d -> device == null || d.name().equals(device)).findFirst()
@@ -97,21 +98,21 @@ final class HostileReducer implements AutoCloseable {
         }
     }
 
-    int serverQpNumber() {
+    public int serverQpNumber() {
         return serverQpNumber;
     }
 
     /** Asks the service, on this reducer's control connection, to end the data connection of its queue pair {@code qpn}. */
-    void disconnect(int qpn) throws IOException {
+    public void disconnect(int qpn) throws IOException {
         control.call(ConnectCodec.DISCONNECT, ConnectCodec.encodeDisconnect(qpn), WAIT);
     }
 
-    boolean controlOpen() {
+    public boolean controlOpen() {
         return control.isOpen();
     }
 
     /** Posts every receive slot, once (a reducer that never does this is an attack of its own). */
-    void postReceives() {
+    public void postReceives() {
         if (receivesPosted) {
             return;
         }
@@ -123,7 +124,7 @@ final class HostileReducer implements AutoCloseable {
     }
 
     /** SENDs {@code length} bytes of what {@code fill} wrote into the next send slot. */
-    void sendRaw(java.util.function.ToIntFunction<MemorySegment> fill) {
+    public void sendRaw(java.util.function.ToIntFunction<MemorySegment> fill) {
         long offset = (long) (RECEIVES + (int) (nextWrId % SENDS)) * BUFFER;
         int length = fill.applyAsInt(memory.segment().asSlice(offset, BUFFER));
         sendWr.get(0).reset().wrId(nextWrId++).opcode(WorkRequestOpcode.SEND).flags(SendFlags.SIGNALED)
@@ -136,7 +137,7 @@ final class HostileReducer implements AutoCloseable {
      * answer, and reposts each receive an answer used (so the service never sees RNR): a flood the
      * protocol allows. Returns the answers received meanwhile.
      */
-    int flood(int n, java.util.function.IntFunction<Message> message) throws IOException {
+    public int flood(int n, java.util.function.IntFunction<Message> message) throws IOException {
         postReceives();
         int sent = 0;
         int outstanding = 0;
@@ -175,7 +176,7 @@ final class HostileReducer implements AutoCloseable {
      * queue allows, waiting only for its own sends to complete; posts no receive. Returns how many were
      * sent before one failed (the service closed the connection), or {@code n}.
      */
-    int sendPaced(int n, java.util.function.BiFunction<Integer, MemorySegment, Integer> fill) throws IOException {
+    public int sendPaced(int n, java.util.function.BiFunction<Integer, MemorySegment, Integer> fill) throws IOException {
         int sent = 0;
         int outstanding = 0;
         long deadline = System.nanoTime() + WAIT.toNanos();
@@ -204,14 +205,14 @@ final class HostileReducer implements AutoCloseable {
     }
 
     /** Posts {@code n} SENDs of {@code m} at once, without waiting for any (the send queue must be that deep). */
-    void sendWithoutWaiting(int n, Message m) {
+    public void sendWithoutWaiting(int n, Message m) {
         for (int i = 0; i < n; i++) {
             sendRaw(slot -> codec.encode(m, slot));
         }
     }
 
     /** Sends {@code m} and returns the first message that comes back (its receive slot posted again). */
-    Message ask(Message m) throws IOException {
+    public Message ask(Message m) throws IOException {
         sendRaw(slot -> codec.encode(m, slot));
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (System.nanoTime() < deadline) {
@@ -235,7 +236,7 @@ final class HostileReducer implements AutoCloseable {
     }
 
     /** The descriptors the service hands this reducer for {@code blocks} of shuffle {@code shuffle}. */
-    List<BlockDescriptor> describe(int shuffle, List<BlockId> blocks) throws IOException {
+    public List<BlockDescriptor> describe(int shuffle, List<BlockId> blocks) throws IOException {
         Message answer = ask(new Message.FetchRequest(1, shuffle, blocks));
         if (answer instanceof Message.FetchResponse r) {
             return r.blocks();

@@ -43,6 +43,14 @@ public final class EndpointCodec {
             }
             byte[] token = new byte[tokenLength];
             in.get(token);
+            for (byte b : token) {
+                // Printable ASCII only: anything else would not survive a String (fuzzing found bytes >= 0x80
+                // turned into '?', so two tokens on the wire became one).
+                if (b < 0x21 || b > 0x7E) {
+                    throw new MalformedMessageException("endpoint with a token byte 0x" + Integer.toHexString(b & 0xFF)
+                            + ": tokens are printable ASCII");
+                }
+            }
             if (lid < 0 || lid > 0xFFFF) {
                 throw new MalformedMessageException("endpoint with LID " + lid);
             }

@@ -41,4 +41,20 @@ class EndpointCodecTest {
         badQpn[0] = 0x7F; // a QPN beyond 24 bits
         assertThrows(MalformedMessageException.class, () -> EndpointCodec.decode(badQpn));
     }
+
+    /**
+     * Found by ConnectCodecFuzzTest (its crash inputs are replayed too): a token byte of 0x80 or above
+     * became U+FFFD when decoded and '?' when encoded again, so two tokens on the wire became one.
+     */
+    @Test
+    void aTokenWithABytePastPrintableAsciiIsRefused() {
+        byte[] good = EndpointCodec.encode(new QueuePairEndpoint(1, 2, GID, 3, Mtu.MTU_2048, "tok"));
+        byte[] high = good.clone();
+        high[high.length - 1] = (byte) 0xA8;
+        assertTrue(assertThrows(MalformedMessageException.class, () -> EndpointCodec.decode(high)).getMessage()
+                .contains("token byte 0xa8"));
+        byte[] control = good.clone();
+        control[control.length - 2] = 0x0A;
+        assertThrows(MalformedMessageException.class, () -> EndpointCodec.decode(control));
+    }
 }
