@@ -6,14 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 
 import org.apache.hadoop.mapred.IndexRecord;
 import org.apache.hadoop.mapred.JobConf;
 import org.apache.hadoop.mapred.SpillRecord;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
-import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.server.MapOutputRegistry;
@@ -35,7 +32,7 @@ class MapOutputFilesTest {
     void anOutputTheMapLeftIsFound() throws IOException {
         Path nmLocal = dir.resolve("nm-local");
         writeOutput(attemptDir(nmLocal, "mallory", MALLORYS));
-        MapOutputFiles files = new MapOutputFiles(localDirs(dir.resolve("nm-local-empty"), nmLocal), job -> "mallory", false);
+        MapOutputFiles files = new MapOutputFiles(new FakeLocalDirs(dir.resolve("nm-local-empty"), nmLocal), job -> "mallory", false);
 
         MapOutputRegistry.ResolvedOutput out = files.resolve(MALLORYS, MapReduceIds.SHUFFLE, mapId(MALLORYS));
 
@@ -56,7 +53,7 @@ class MapOutputFilesTest {
         Path bobsAttempt = writeOutput(attemptDir(nmLocal, "bob", BOBS));
         plantLink(attemptDir(nmLocal, "mallory", MALLORYS), bobsAttempt);
         plantLink(attemptDir(nmLocal, "mallory", MALLORYS_OTHER), bobsAttempt.resolveSibling("attempt_gone"));
-        MapOutputFiles files = new MapOutputFiles(localDirs(nmLocal), job -> "mallory", false);
+        MapOutputFiles files = new MapOutputFiles(new FakeLocalDirs(nmLocal), job -> "mallory", false);
 
         assertEquals("no such output", outcome(files, MALLORYS), "a link to Bob's output");
         assertEquals("no such output", outcome(files, MALLORYS_OTHER), "a link to nothing");
@@ -98,39 +95,5 @@ class MapOutputFilesTest {
         index.putIndex(new IndexRecord(100, 1000, 350), 1);
         index.writeToFile(new org.apache.hadoop.fs.Path(attemptDir.resolve("file.out.index").toString()), new JobConf(false));
         return attemptDir;
-    }
-
-    /** The NodeManager's local-dir handler over {@code roots}: like Hadoop's, it tests existence following links. */
-    private static AuxiliaryLocalPathHandler localDirs(Path... roots) {
-        return new AuxiliaryLocalPathHandler() {
-            @Override
-            public org.apache.hadoop.fs.Path getLocalPathForRead(String path) throws IOException {
-                for (org.apache.hadoop.fs.Path p : getAllLocalPathsForRead(path)) {
-                    return p;
-                }
-                throw new org.apache.hadoop.util.DiskChecker.DiskErrorException("Could not find " + path);
-            }
-
-            @Override
-            public org.apache.hadoop.fs.Path getLocalPathForWrite(String path) {
-                return new org.apache.hadoop.fs.Path(roots[0].resolve(path).toString());
-            }
-
-            @Override
-            public org.apache.hadoop.fs.Path getLocalPathForWrite(String path, long size) {
-                return getLocalPathForWrite(path);
-            }
-
-            @Override
-            public Iterable<org.apache.hadoop.fs.Path> getAllLocalPathsForRead(String path) {
-                List<org.apache.hadoop.fs.Path> found = new ArrayList<>();
-                for (Path root : roots) {
-                    if (Files.exists(root.resolve(path))) {
-                        found.add(new org.apache.hadoop.fs.Path(root.resolve(path).toString()));
-                    }
-                }
-                return found;
-            }
-        };
     }
 }

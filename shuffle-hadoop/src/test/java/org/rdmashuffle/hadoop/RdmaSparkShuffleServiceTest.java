@@ -23,7 +23,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.server.api.ApplicationInitializationContext;
 import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
-import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
 import org.apache.hadoop.yarn.server.api.AuxiliaryService;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -82,40 +81,6 @@ class RdmaSparkShuffleServiceTest {
         }
     }
 
-    /** The NodeManager's local dirs, as the auxiliary-service API exposes them. */
-    private AuxiliaryLocalPathHandler localDirs(Path... roots) {
-        return new AuxiliaryLocalPathHandler() {
-            @Override
-            public org.apache.hadoop.fs.Path getLocalPathForRead(String path) throws IOException {
-                for (org.apache.hadoop.fs.Path p : getAllLocalPathsForRead(path)) {
-                    return p;
-                }
-                throw new IOException("no " + path);
-            }
-
-            @Override
-            public org.apache.hadoop.fs.Path getLocalPathForWrite(String path) {
-                return new org.apache.hadoop.fs.Path(roots[0].resolve(path).toString());
-            }
-
-            @Override
-            public org.apache.hadoop.fs.Path getLocalPathForWrite(String path, long size) {
-                return getLocalPathForWrite(path);
-            }
-
-            @Override
-            public Iterable<org.apache.hadoop.fs.Path> getAllLocalPathsForRead(String path) {
-                List<org.apache.hadoop.fs.Path> found = new ArrayList<>();
-                for (Path r : roots) {
-                    if (Files.exists(r.resolve(path))) {
-                        found.add(new org.apache.hadoop.fs.Path(r.resolve(path).toString()));
-                    }
-                }
-                return found;
-            }
-        };
-    }
-
     /** What an executor of {@link #APP} run by alice leaves: map 5 of shuffle 0, three partitions. */
     private byte[] writeSparkOutput(Path nmLocalDir) throws IOException {
         Path sub = Files.createDirectories(nmLocalDir.resolve("usercache/alice/appcache/" + APP + "/blockmgr-1234/0d"));
@@ -140,7 +105,7 @@ class RdmaSparkShuffleServiceTest {
         conf.set("rdma.shuffle.fetchBufferMemory", "16m");
         RdmaSparkShuffleService service = new RdmaSparkShuffleService(spark);
         service.setRecoveryPath(new org.apache.hadoop.fs.Path(dir.resolve("recovery").toString()));
-        service.setAuxiliaryLocalPathHandler(localDirs(dir.resolve("nm-local-0"), nmLocalDir));
+        service.setAuxiliaryLocalPathHandler(new FakeLocalDirs(dir.resolve("nm-local-0"), nmLocalDir));
         service.init(conf);
         service.start();
         return service;

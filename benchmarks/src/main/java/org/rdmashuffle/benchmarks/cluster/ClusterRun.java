@@ -140,14 +140,16 @@ public final class ClusterRun implements AutoCloseable {
         return jar;
     }
 
-    private static List<String> namespacesLeft(String prefix) throws IOException, InterruptedException {
+    /** Network namespaces whose names start with {@code prefix}: what a run's bed left, if anything. */
+    public static List<String> namespacesLeft(String prefix) throws IOException, InterruptedException {
         Process p = new ProcessBuilder("ip", "netns", "list").redirectErrorStream(true).start();
         String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         p.waitFor(10, TimeUnit.SECONDS);
         return text.lines().map(l -> l.split(" ")[0]).filter(n -> n.startsWith(prefix)).toList();
     }
 
-    private static List<String> processesLeft(Path runDir) {
+    /** Processes (other than this one) whose command line names {@code runDir}: what a run left, if anything. */
+    public static List<String> processesLeft(Path runDir) {
         String dir = runDir.toAbsolutePath().toString();
         List<String> left = new ArrayList<>();
         ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid())

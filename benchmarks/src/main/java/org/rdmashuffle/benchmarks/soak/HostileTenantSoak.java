@@ -3,7 +3,6 @@ package org.rdmashuffle.benchmarks.soak;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
@@ -19,6 +18,7 @@ import java.util.jar.JarOutputStream;
 import java.util.stream.Stream;
 
 import org.rdmashuffle.benchmarks.cluster.ClusterBed;
+import org.rdmashuffle.benchmarks.cluster.ClusterRun;
 
 /**
  * The hostile-tenant soak: on three hosts of the cluster bed, the NodeManager's RDMA service for Spark
@@ -182,8 +182,8 @@ public final class HostileTenantSoak {
                 }
             }
         }
-        leftNamespaces = namespacesLeft(prefix);
-        leftProcesses = processesLeft(runDir);
+        leftNamespaces = ClusterRun.namespacesLeft(prefix);
+        leftProcesses = ClusterRun.processesLeft(runDir);
         SoakReport report = SoakReport.read(runDir, MEASURED, aborted, leftNamespaces, leftProcesses);
         String text = report.text();
         out.print(text);
@@ -304,21 +304,5 @@ public final class HostileTenantSoak {
             return files.filter(f -> f.getFileName().toString().matches(pattern)).findFirst()
                     .orElseThrow(() -> new IllegalStateException("no " + pattern + " in " + target + ": build it with " + how));
         }
-    }
-
-    private static List<String> namespacesLeft(String prefix) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("ip", "netns", "list").redirectErrorStream(true).start();
-        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        p.waitFor(10, TimeUnit.SECONDS);
-        return text.lines().map(l -> l.split(" ")[0]).filter(n -> n.startsWith(prefix)).toList();
-    }
-
-    private static List<String> processesLeft(Path runDir) {
-        String dir = runDir.toString();
-        List<String> left = new ArrayList<>();
-        ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid())
-                .filter(h -> h.info().commandLine().map(c -> c.contains(dir)).orElse(false))
-                .forEach(h -> left.add(h.pid() + " " + h.info().command().orElse("?")));
-        return left;
     }
 }

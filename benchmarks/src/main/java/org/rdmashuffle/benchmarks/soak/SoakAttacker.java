@@ -131,7 +131,7 @@ public final class SoakAttacker {
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
-        String[] s = awaitFile(SoakFiles.control(runDir).resolve(SoakFiles.SERVICE_READY)).split(":");
+        String[] s = SoakFiles.await(SoakFiles.control(runDir).resolve(SoakFiles.SERVICE_READY)).split(":");
         InetSocketAddress service = new InetSocketAddress(InetAddress.getByName(s[0]), Integer.parseInt(s[1]));
         new SoakAttacker(runDir, localDir, InetAddress.getByName(address), InetAddress.getByName(victim), service,
                 connectTimeout).run();
@@ -222,17 +222,6 @@ public final class SoakAttacker {
             }
             Thread.sleep(20);
         }
-    }
-
-    private static String awaitFile(Path file) throws InterruptedException {
-        for (int i = 0; i < 1200; i++) {
-            String s = SoakFiles.read(file);
-            if (!s.isEmpty()) {
-                return s;
-            }
-            Thread.sleep(100);
-        }
-        throw new IllegalStateException(file + " did not appear in 120 s");
     }
 
     // ------------------------------------------------------------------ planting in its own directories

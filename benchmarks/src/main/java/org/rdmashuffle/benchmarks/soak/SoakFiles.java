@@ -133,4 +133,16 @@ final class SoakFiles {
     static Path appDir(Path serviceLocalDir, String user, String app) {
         return serviceLocalDir.resolve("usercache").resolve(user).resolve("appcache").resolve(app);
     }
+
+    /** The text of {@code file} once it is there (not empty), waited for at most 120 s. */
+    static String await(Path file) throws InterruptedException {
+        for (int i = 0; i < 1200; i++) {
+            String s = read(file);
+            if (!s.isEmpty()) {
+                return s;
+            }
+            Thread.sleep(100);
+        }
+        throw new IllegalStateException(file + " did not appear in 120 s");
+    }
 }

@@ -87,8 +87,8 @@ public final class SoakVictim {
 
     private void run(String address, Path localDir, int inFlight, int maxBlocks) throws Exception {
         Path control = SoakFiles.control(runDir);
-        String[] app = await(control.resolve(SoakFiles.VICTIM_APP)).split(" ");
-        String[] service = await(control.resolve(SoakFiles.SERVICE_READY)).split(":");
+        String[] app = SoakFiles.await(control.resolve(SoakFiles.VICTIM_APP)).split(" ");
+        String[] service = SoakFiles.await(control.resolve(SoakFiles.SERVICE_READY)).split(":");
         InetSocketAddress serviceAddress = new InetSocketAddress(InetAddress.getByName(service[0]), Integer.parseInt(service[1]));
         long bytes = writeOutputs(SoakFiles.appDir(localDir, SoakService.VICTIM_USER, app[0]));
         System.out.printf("wrote %d map outputs of %d partitions (%d bytes) for %s%n", maps, partitions, bytes, app[0]);
@@ -116,17 +116,6 @@ public final class SoakVictim {
             System.out.println("engine at the end: " + engine.counters());
         }
         SoakFiles.write(control.resolve(SoakFiles.VICTIM_DONE), "ok", false);
-    }
-
-    private static String await(Path file) throws InterruptedException {
-        for (int i = 0; i < 1200; i++) {
-            String s = SoakFiles.read(file);
-            if (!s.isEmpty()) {
-                return s;
-            }
-            Thread.sleep(100);
-        }
-        throw new IllegalStateException(file + " did not appear in 120 s");
     }
 
     /** Spark's layout, one block manager dir (one executor with one local dir on the node); sizes 1-16 KiB. */
