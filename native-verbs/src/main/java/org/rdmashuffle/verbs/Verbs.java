@@ -23,9 +23,14 @@ public final class Verbs {
     private Verbs() {
     }
 
-    /** Every provider in this build, in order of preference. */
+    /** Every provider in this build, in order of preference, with default settings. */
     public static List<VerbsProvider> providers() {
-        return List.of(IbverbsProvider.instance(), SoftwareProvider.instance());
+        return providers(ProviderSettings.NONE);
+    }
+
+    /** Every provider in this build, in order of preference, configured by {@code settings}. */
+    public static List<VerbsProvider> providers(ProviderSettings settings) {
+        return List.of(IbverbsProvider.instance(), SoftwareProvider.shared(SoftwareProvider.Config.of(settings)));
     }
 
     /** The outcome of choosing a provider: the provider, or null with the reason none could be used. */
@@ -38,9 +43,14 @@ public final class Verbs {
         }
     }
 
-    /** Chooses a provider and logs the choice and its reason once, at INFO. */
+    /** Chooses a provider with default settings and logs the choice and its reason once, at INFO. */
     public static Selection choose(String choice) {
-        Selection s = select(choice);
+        return choose(choice, ProviderSettings.NONE);
+    }
+
+    /** Chooses a provider configured by {@code settings}, and logs the choice and its reason once, at INFO. */
+    public static Selection choose(String choice, ProviderSettings settings) {
+        Selection s = select(choice, settings);
         LOG.log(s.provider() != null ? System.Logger.Level.INFO : System.Logger.Level.WARNING,
                 "rdma-shuffle verbs provider: " + (s.provider() != null ? s.provider().name() : "none") + " -- " + s.reason());
         return s;
@@ -48,10 +58,21 @@ public final class Verbs {
 
     /** Chooses a provider by name ({@code auto}, {@code ibverbs}, {@code software}) without logging; never throws. */
     public static Selection select(String choice) {
+        return select(choice, ProviderSettings.NONE);
+    }
+
+    /** {@link #select(String)} of providers configured by {@code settings}; never throws (bad settings are the reason). */
+    public static Selection select(String choice, ProviderSettings settings) {
+        List<VerbsProvider> providers;
+        try {
+            providers = providers(settings);
+        } catch (IllegalArgumentException e) {
+            return new Selection(null, e.getMessage());
+        }
         String wanted = choice == null ? AUTO : choice.trim().toLowerCase(Locale.ROOT);
         if (wanted.equals(AUTO)) {
             StringBuilder why = new StringBuilder();
-            for (VerbsProvider p : providers()) {
+            for (VerbsProvider p : providers) {
                 Availability a = p.availability();
                 if (a.available()) {
                     return new Selection(p, "auto: " + p.name() + " is usable (" + a.cause() + ")"
@@ -61,7 +82,7 @@ public final class Verbs {
             }
             return new Selection(null, "auto: no provider is usable here -- " + why);
         }
-        for (VerbsProvider p : providers()) {
+        for (VerbsProvider p : providers) {
             if (p.name().equals(wanted)) {
                 Availability a = p.availability();
                 return a.available()
@@ -70,6 +91,6 @@ public final class Verbs {
             }
         }
         return new Selection(null, "unknown provider '" + choice + "'; known: auto, "
-                + String.join(", ", providers().stream().map(VerbsProvider::name).toList()));
+                + String.join(", ", providers.stream().map(VerbsProvider::name).toList()));
     }
 }

@@ -25,6 +25,26 @@ public interface VerbsProvider {
         return a.available() ? null : a.cause();
     }
 
+    /**
+     * Whether this provider's completions are made by threads of its own in this process (a device
+     * emulated in software) rather than by hardware. The layers above tune to it: a poller that
+     * busy-polls would take the core from the very thread making the completion, and posting wakes
+     * those threads while the poster is still in its call.
+     */
+    default boolean completesOnItsOwnThreads() {
+        return false;
+    }
+
+    /**
+     * The IP address this provider's data path connects from, for a provider whose queue pairs are
+     * joined over IP by the provider itself (a peer then dials back only the address its control
+     * connection came from, so control connections must come from here); null for a device, whose
+     * GID is not an address the process connects from.
+     */
+    default java.net.InetAddress dataPathAddress(VerbsContext context) {
+        return null;
+    }
+
     /** The devices this provider sees ({@code ibv_get_device_list}). */
     List<VerbsDevice> devices();
 

@@ -23,6 +23,7 @@ import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.control.ControlClientPool;
 import org.rdmashuffle.core.control.ControlServer;
 import org.rdmashuffle.core.control.ControlSession;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.protocol.ConnectCodec;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
@@ -140,7 +141,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ConnectionTable connections = new ConnectionTable();
     /** The fetching side's connections: an executor's engine only. */
     private final FetchingConnections fetching;
-    /** Runs fetch calls off the caller's thread (see {@link EngineConfig#handOffFetchesFor}); null: inline. */
+    /** Runs fetch calls off the caller's thread (see {@link EngineConfig#handOffFetchesOn}); null: inline. */
     private final FetchSubmitter submitter;
     private final FetchTransport transport = new Transport();
     /** Test hook: while set, registering a fetch-buffer slab fails with it (as ibv_reg_mr does out of pinnable memory). */
@@ -172,11 +173,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             this.budget = new FetchBudget(config.maxBytesInFlight(), profile.maxChains());
             CompletionDispatcher dispatcher = new CompletionDispatcher(this::onReceive, this::onSendCompleted,
                     this::onReadCompleted);
-            boolean softwareProvider = provider instanceof org.rdmashuffle.verbs.software.SoftwareProvider;
             this.pollers = new CompletionPoller[config.pollerThreads()];
             for (int i = 0; i < pollers.length; i++) {
                 pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, cqEntries, 64,
-                        config.busyPollFor(softwareProvider), softwareProvider, dispatcher);
+                        config.busyPollOn(provider), provider.completesOnItsOwnThreads(), dispatcher);
                 CompletionPoller p = pollers[i];
                 made.add(p::close);
             }
@@ -268,11 +268,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 }
             }, limits.sendDeadline().toMillis());
             this.controlClients = new ControlClientPool(secret, appId, MAX_CONTROL_FRAME, config.connectTimeout(),
-                    DeviceSetup.softwareDataAddress(provider, context, profile.options()), config.controlClientThreads());
+                    provider.dataPathAddress(context), config.controlClientThreads());
             made.add(controlClients);
             this.fetching = own == null ? null : new FetchingConnections(config, own, queuePairs, profile.options(),
                     profile.maxReadSge(), profile.sgeListBroken(), controlClients, transport, lifecycle.readLock(), () -> closed, connections::track);
-            this.submitter = own == null || !config.handOffFetchesFor(softwareProvider) ? null
+            this.submitter = own == null || !config.handOffFetchesOn(provider) ? null
                     : new FetchSubmitter("rdma-shuffle-fetch-submitter");
             byte[] appSecret = secret == null ? null : secret.clone();
             Function<String, byte[]> secrets = service ? (services == null ? null : services::secret)
@@ -319,7 +319,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     /** Starts an engine on the provider {@code config} names ({@code auto} picks libibverbs if usable, else software). */
     public static RdmaShuffleEngine start(EngineConfig config, String appId, byte[] secret) {
-        return new RdmaShuffleEngine(config, appId, secret, Verbs.choose(config.provider()).orElseThrow());
+        return new RdmaShuffleEngine(config, appId, secret, Verbs.choose(config.provider(), config.providerSettings()).orElseThrow());
     }
 
     /**

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.EngineTestSupport.Collector;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.verbs.Gid;
 import org.rdmashuffle.verbs.VerbsProvider;
 

@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.verbs.VerbsProvider;
 import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
 import org.rdmashuffle.verbs.software.SoftwareProvider;

@@ -16,8 +16,9 @@ import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.EngineTestSupport.Collector;
 import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.protocol.Message;
-import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.core.transport.DataConnection.Role;
 
 /**

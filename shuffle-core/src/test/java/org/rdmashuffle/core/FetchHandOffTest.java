@@ -17,6 +17,7 @@ import org.rdmashuffle.core.EngineTestSupport.Collector;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.transport.DataConnection;
 

@@ -21,6 +21,7 @@ import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.BlockId;
 
 /**
  * The reducer's fetch path where it used to hang or fail for a block's size: the fetch buffers, the

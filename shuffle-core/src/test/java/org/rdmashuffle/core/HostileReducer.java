@@ -7,10 +7,11 @@ import java.time.Duration;
 import java.util.List;
 
 import org.rdmashuffle.core.control.ControlClient;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.protocol.ConnectCodec;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.protocol.MessageCodec;
-import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
@@ -86,7 +87,7 @@ public final class HostileReducer implements AutoCloseable {
         try {
             // From the address of our data listener, as an engine connects: a software-provider service dials only that.
             this.control = ControlClient.connect(service, secret, app, 64 << 10, WAIT,
-                    org.rdmashuffle.core.transport.DeviceSetup.softwareDataAddress(provider, context, options));
+                    provider.dataPathAddress(context));
             byte[] reply = control.call(ConnectCodec.CONNECT,
                     ConnectCodec.encode(new ConnectCodec.Connect(BUFFER, List.of(qp.localEndpoint(options)))), WAIT);
             QueuePairEndpoint theirs = ConnectCodec.decode(reply).endpoints().getFirst();

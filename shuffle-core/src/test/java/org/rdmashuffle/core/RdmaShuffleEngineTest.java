@@ -17,6 +17,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.rdmashuffle.core.EngineTestSupport.Collector;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.BlockId;
 
 /** The engine end to end, two engines in one JVM: what a reducer asks for arrives intact, within the bounds. */
 class RdmaShuffleEngineTest {

@@ -18,6 +18,7 @@ import org.rdmashuffle.core.EngineTestSupport.Collector;
 import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.server.MapOutputRegistry;
 import org.rdmashuffle.core.server.files.OutputFile;
 import org.rdmashuffle.verbs.VerbsProvider;

@@ -23,6 +23,7 @@ import org.rdmashuffle.core.EngineTestSupport.Collector;
 import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.verbs.VerbsProvider;
 
 /** The engine across two JVMs: the serving side is a separate process, which one test kills mid-fetch. */

@@ -2,7 +2,6 @@ package org.rdmashuffle.hadoop;
 
 import org.apache.hadoop.conf.Configuration;
 import org.rdmashuffle.core.config.EngineConfig;
-import org.rdmashuffle.verbs.software.SoftwareProvider;
 
 /**
  * The settings of the YARN service ({@code yarn-site.xml}) and of the MapReduce consumer
@@ -20,8 +19,8 @@ final class HadoopSettings {
     static final String SERVICE_AUTHENTICATE = PREFIX + "service.authenticate";
     /** true: a reducer that cannot use RDMA (no device, no service on a node) fetches over HTTP instead of failing. */
     static final String MAPREDUCE_FALLBACK = PREFIX + "mapreduce.fallback";
-    /** The software provider's data listener (it defaults to loopback). */
-    static final String SOFTWARE_BIND_ADDRESS = PREFIX + "software.bindAddress";
+    /** The software provider's data listener (it defaults to the engine's bind address, loopback for a wildcard). */
+    static final String SOFTWARE_BIND_ADDRESS = PREFIX + EngineConfig.KEY_SOFTWARE_BIND_ADDRESS;
     /** YARN's name for this node (yarn-site.xml); its default is the host's name. */
     static final String NODE_MANAGER_HOSTNAME = "yarn.nodemanager.hostname";
     /** The environment variable YARN sets in every container: the host its NodeManager registered as. */
@@ -39,9 +38,6 @@ final class HadoopSettings {
         EngineConfig c = EngineConfig.fromProperties(PREFIX, conf::get);
         c.set(EngineConfig.KEY_BIND_ADDRESS, bindAddress);
         c.set(EngineConfig.KEY_CONTROL_PORT, Integer.toString(controlPort));
-        if (System.getProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY) == null) {
-            System.setProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY, conf.get(SOFTWARE_BIND_ADDRESS, bindAddress));
-        }
         return c.validate();
     }
 

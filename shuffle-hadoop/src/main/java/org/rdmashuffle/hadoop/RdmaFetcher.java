@@ -24,7 +24,7 @@ import org.apache.hadoop.mapreduce.task.reduce.MapOutput;
 import org.apache.hadoop.mapreduce.task.reduce.MergeManager;
 import org.apache.hadoop.mapreduce.task.reduce.ShuffleClientMetrics;
 import org.apache.hadoop.mapreduce.task.reduce.ShuffleSchedulerImpl;
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;

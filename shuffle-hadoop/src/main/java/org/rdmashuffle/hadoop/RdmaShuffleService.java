@@ -60,7 +60,7 @@ public class RdmaShuffleService extends ShuffleHandler {
     @Override
     protected void serviceStart() throws Exception {
         super.serviceStart();
-        VerbsProvider provider = Verbs.choose(engineConfig.provider()).orElseThrow();
+        VerbsProvider provider = Verbs.choose(engineConfig.provider(), engineConfig.providerSettings()).orElseThrow();
         try {
             engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? new org.rdmashuffle.core.ServedApplications() {
                 @Override

@@ -23,7 +23,7 @@ import org.apache.hadoop.yarn.server.api.ContainerInitializationContext;
 import org.apache.hadoop.yarn.server.api.ContainerTerminationContext;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.server.files.Confinement;
-import org.rdmashuffle.spark.service.SparkShuffleServer;
+import org.rdmashuffle.core.service.SparkShuffleServer;
 import org.rdmashuffle.verbs.Verbs;
 
 /**
@@ -117,7 +117,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
         spark.start();
         try {
             server = new SparkShuffleServer(engineConfig, this::confinement,
-                    Verbs.choose(engineConfig.provider()).orElseThrow());
+                    Verbs.choose(engineConfig.provider(), engineConfig.providerSettings()).orElseThrow());
         } catch (RuntimeException e) {
             throw HadoopSettings.serviceCannotStart("Spark service (spark_shuffle)", SPARK_SERVICE_PORT, e);
         }

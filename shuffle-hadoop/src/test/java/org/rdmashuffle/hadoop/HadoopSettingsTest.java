@@ -5,10 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.net.InetAddress;
 
 import org.apache.hadoop.conf.Configuration;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.rdmashuffle.verbs.software.SoftwareProvider;
+import org.rdmashuffle.core.config.EngineConfig;
 
 /**
  * Where a node's engines listen when the operator leaves it to them: at the address YARN knows the
@@ -17,29 +15,14 @@ import org.rdmashuffle.verbs.software.SoftwareProvider;
  * leaves reducers knocking where nothing listens.
  */
 class HadoopSettingsTest {
-    /** The settings also name the software provider's listener for the process: kept as other tests left it. */
-    private String providerBindAddress;
-
-    @BeforeEach
-    void keepTheProcesssListenerAddress() {
-        providerBindAddress = System.getProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY);
-    }
-
-    @AfterEach
-    void restoreTheProcesssListenerAddress() {
-        if (providerBindAddress == null) {
-            System.clearProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY);
-        } else {
-            System.setProperty(SoftwareProvider.BIND_ADDRESS_PROPERTY, providerBindAddress);
-        }
-    }
-
     @Test
     void aServiceListeningOnEveryAddressServesDataAtTheNodesYarnHostname() {
         Configuration conf = new Configuration(false);
         conf.set(HadoopSettings.NODE_MANAGER_HOSTNAME, "127.0.0.7");
-        HadoopSettings.serviceEngineConfig(conf, 0);
+        EngineConfig engine = HadoopSettings.serviceEngineConfig(conf, 0);
         assertEquals("127.0.0.7", conf.get(HadoopSettings.SOFTWARE_BIND_ADDRESS));
+        assertEquals("127.0.0.7", engine.providerSettings().get(EngineConfig.KEY_SOFTWARE_BIND_ADDRESS, null),
+                "what the engine hands the provider it chooses");
     }
 
     @Test

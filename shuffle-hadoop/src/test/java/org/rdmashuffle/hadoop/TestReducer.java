@@ -8,7 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.hadoop.mapreduce.TaskAttemptID;
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;

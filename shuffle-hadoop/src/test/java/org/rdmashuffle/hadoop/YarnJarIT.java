@@ -17,6 +17,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.service.Service;
 import org.junit.jupiter.api.Test;
 
+
 /**
  * The jar operators put on the NodeManager's classpath (and MapReduce's): it holds the service, the
  * consumer and the engine, its Netty and Kryo relocated; loaded beside Hadoop's jars with none of our
@@ -35,15 +36,14 @@ class YarnJarIT {
                 if (name.endsWith(".class") && !name.startsWith("org/rdmashuffle/")) {
                     unrelocated.add(name);
                 }
-                if (name.endsWith(".class") && name.startsWith("org/rdmashuffle/spark/")
-                        && !name.startsWith("org/rdmashuffle/spark/service/")) {
+                if (name.endsWith(".class") && name.startsWith("org/rdmashuffle/spark/")) {
                     needingSpark.add(name);
                 }
             }
             for (String needed : List.of("org/rdmashuffle/hadoop/RdmaShuffleService.class",
                     "org/rdmashuffle/hadoop/RdmaShuffleConsumerPlugin.class", "org/rdmashuffle/core/RdmaShuffleEngine.class",
                     "org/rdmashuffle/hadoop/RdmaSparkShuffleService.class",
-                    "org/rdmashuffle/spark/service/SparkShuffleServer.class",
+                    "org/rdmashuffle/core/service/SparkShuffleServer.class",
                     "org/rdmashuffle/shaded/io/netty/channel/nio/NioIoHandler.class",
                     "org/rdmashuffle/shaded/com/esotericsoftware/kryo/Kryo.class")) {
                 assertTrue(jar.getEntry(needed) != null, "missing " + needed);

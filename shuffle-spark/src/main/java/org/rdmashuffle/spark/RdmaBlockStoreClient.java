@@ -11,7 +11,7 @@ import org.apache.spark.network.shuffle.BlockFetchingListener;
 import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.network.shuffle.DownloadFileManager;
 import org.apache.spark.network.shuffle.checksum.Cause;
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchException;
 import org.rdmashuffle.core.client.BlockFetchListener;

@@ -53,7 +53,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     /** Fall back to Spark's transport when the engine cannot start (default true). */
     public static final String FALLBACK = PREFIX + "fallback";
     /**
-     * Outputs are served by the node's shuffle service ({@link org.rdmashuffle.spark.service.SparkShuffleServer}),
+     * Outputs are served by the node's shuffle service ({@link org.rdmashuffle.core.service.SparkShuffleServer}),
      * not by the executor that wrote them, so they outlive it; needs {@code spark.shuffle.service.enabled}
      * and {@code spark.authenticate} (default false).
      */
@@ -182,14 +182,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
         SparkEnv env = SparkEnv.get();
         BlockManager bm = env.blockManager();
         String host = bm.blockManagerId().host();
-        // The software provider's data listener defaults to loopback; on a cluster it must be reachable.
-        if (System.getProperty(org.rdmashuffle.verbs.software.SoftwareProvider.BIND_ADDRESS_PROPERTY) == null) {
-            System.setProperty(org.rdmashuffle.verbs.software.SoftwareProvider.BIND_ADDRESS_PROPERTY,
-                    conf.get(PREFIX + "software.bindAddress", host));
-        }
         EngineConfig config = EngineConfig.fromProperties(PREFIX, key -> conf.getOption(key).isDefined() ? conf.get(key) : null);
         if (!conf.contains(PREFIX + EngineConfig.KEY_BIND_ADDRESS)) {
             config.set(EngineConfig.KEY_BIND_ADDRESS, host);
+        }
+        // The software provider's data listener must be reachable from the other executors: the host's address.
+        if (!conf.contains(PREFIX + EngineConfig.KEY_SOFTWARE_BIND_ADDRESS)) {
+            config.set(EngineConfig.KEY_SOFTWARE_BIND_ADDRESS, host);
         }
         if (!conf.contains(PREFIX + EngineConfig.KEY_FETCH_BUFFER_MEMORY)) {
             config.set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, Long.toString(fetchBufferMemory(conf)));

@@ -33,7 +33,7 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.config.EngineConfig;
-import org.rdmashuffle.spark.service.SparkShuffleServer;
+import org.rdmashuffle.core.service.SparkShuffleServer;
 import org.rdmashuffle.verbs.Verbs;
 import scala.Tuple2;
 

@@ -195,13 +195,13 @@ class RdmaBlockStoreClientTest {
         for (String name : new String[] {"shuffle_0_0_0", "shuffle_3_123456789012_7", "shuffle_1_2_3_9", "shuffle_1_2_3_",
                 "shuffle_1_2", "shuffle_1__2_3", "shuffle_1_2_3_4_5", "shuffle_a_2_3", "rdd_1_2", "shuffle_1_2_3.data",
                 "shuffle_1_99999999999999999999_3", "shuffle_2147483648_1_1", "shuffle_1_2_5_5", "shuffle_-1_2_3", ""}) {
-            org.rdmashuffle.core.BlockId expected = null;
+            org.rdmashuffle.core.protocol.BlockId expected = null;
             try {
                 org.apache.spark.storage.BlockId b = org.apache.spark.storage.BlockId.apply(name);
                 if (b instanceof org.apache.spark.storage.ShuffleBlockId x) {
-                    expected = org.rdmashuffle.core.BlockId.of(x.shuffleId(), x.mapId(), x.reduceId());
+                    expected = org.rdmashuffle.core.protocol.BlockId.of(x.shuffleId(), x.mapId(), x.reduceId());
                 } else if (b instanceof org.apache.spark.storage.ShuffleBlockBatchId x && x.endReduceId() > x.startReduceId()) {
-                    expected = new org.rdmashuffle.core.BlockId(x.shuffleId(), x.mapId(), x.startReduceId(), x.endReduceId());
+                    expected = new org.rdmashuffle.core.protocol.BlockId(x.shuffleId(), x.mapId(), x.startReduceId(), x.endReduceId());
                 }
             } catch (Exception notABlock) { // Spark throws UnrecognizedBlockId, a checked exception, from Scala
                 // expected stays null

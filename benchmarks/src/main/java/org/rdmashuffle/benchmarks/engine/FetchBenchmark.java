@@ -21,7 +21,7 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.network.buffer.ManagedBuffer;
 import org.apache.spark.network.netty.NettyBlockTransferService;
 import org.apache.spark.network.shuffle.BlockFetchingListener;
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;

@@ -20,7 +20,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.HostileReducer;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchListener;

@@ -19,7 +19,7 @@ import org.apache.hadoop.yarn.server.api.AuxiliaryService;
 import org.rdmashuffle.core.EngineCounters;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
-import org.rdmashuffle.spark.service.SparkShuffleServer;
+import org.rdmashuffle.core.service.SparkShuffleServer;
 
 /**
  * The soak's service host: the NodeManager's RDMA service for Spark ({@code org.rdmashuffle.hadoop.RdmaSparkShuffleService},

@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;

@@ -62,7 +62,8 @@ public final class SoftwareReadVsSocket {
     private static int chainReads;
     private static String depth;
     /** How long the poller polls an empty CQ before it sleeps: {@code --busy-poll MICROS}, by default the engine's {@code busyPoll} on the software provider. */
-    private static long busyPollNanos = org.rdmashuffle.core.config.EngineConfig.defaults().busyPollFor(true).toNanos();
+    private static long busyPollNanos = org.rdmashuffle.core.config.EngineConfig.defaults()
+            .busyPollOn(org.rdmashuffle.verbs.software.SoftwareProvider.instance()).toNanos();
     private static boolean spin;
     private static final ConnectOptions OPTIONS = ConnectOptions.defaults(1, 0, Mtu.MTU_4096);
 

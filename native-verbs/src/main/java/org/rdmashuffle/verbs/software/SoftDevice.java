@@ -136,7 +136,7 @@ final class SoftDevice implements VerbsDevice {
         links.remove(link);
     }
 
-    /** Whether read answers from files the regions own go out with sendfile ({@link SoftwareProvider#SENDFILE_PROPERTY}). */
+    /** Whether read answers from files the regions own go out with sendfile ({@link SoftwareProvider#SETTING_SENDFILE}). */
     boolean sendsFiles() {
         return config.sendfile();
     }

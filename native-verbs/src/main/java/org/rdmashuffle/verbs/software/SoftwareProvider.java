@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 import org.rdmashuffle.verbs.Availability;
+import org.rdmashuffle.verbs.ProviderSettings;
 import org.rdmashuffle.verbs.VerbsDevice;
 import org.rdmashuffle.verbs.VerbsProvider;
 
@@ -23,17 +24,18 @@ import org.rdmashuffle.verbs.VerbsProvider;
  */
 public final class SoftwareProvider implements VerbsProvider, AutoCloseable {
     public static final String NAME = "software";
-    /** System property: address the default instance listens on (default 127.0.0.1). */
-    public static final String BIND_ADDRESS_PROPERTY = "rdmashuffle.verbs.software.bindAddress";
-    /** System property: TCP port of the default instance (default 0, any free port). */
-    public static final String PORT_PROPERTY = "rdmashuffle.verbs.software.port";
+    /** Setting: the IPv4 address the device's data listener binds to, its GID (default 127.0.0.1). */
+    public static final String SETTING_BIND_ADDRESS = "software.bindAddress";
+    /** Setting: the TCP port of the data listener, its LID field (default 0, any free port). */
+    public static final String SETTING_PORT = "software.port";
     /**
-     * System property: answer reads of files registered with {@code registerOwnedFile} with sendfile
-     * (default false: on loopback and veth it measured slower than writing from the mapping).
+     * Setting: answer reads of files registered with {@code registerOwnedFile} with sendfile (default
+     * false: on loopback and veth it measured slower than writing from the mapping).
      */
-    public static final String SENDFILE_PROPERTY = "rdmashuffle.verbs.software.sendfile";
+    public static final String SETTING_SENDFILE = "software.sendfile";
 
-    private static volatile SoftwareProvider instance;
+    /** The process's shared devices, one per configuration asked for: engines configured alike share one listener. */
+    private static final java.util.Map<Config, SoftwareProvider> SHARED = new java.util.concurrent.ConcurrentHashMap<>();
 
     private final SoftDevice device;
 
@@ -63,14 +65,27 @@ public final class SoftwareProvider implements VerbsProvider, AutoCloseable {
             return new Config(bindAddress, port, admission, on);
         }
 
-        static Config fromSystemProperties() {
-            String host = System.getProperty(BIND_ADDRESS_PROPERTY, "127.0.0.1");
+        /** The configuration {@code settings} name ({@link #SETTING_BIND_ADDRESS} and siblings); a bad value names its key. */
+        public static Config of(ProviderSettings settings) {
+            String host = settings.get(SETTING_BIND_ADDRESS, "127.0.0.1");
+            InetAddress address;
             try {
-                return new Config(InetAddress.getByName(host), Integer.getInteger(PORT_PROPERTY, 0), Admission.ISSUED_TOKEN,
-                        Boolean.getBoolean(SENDFILE_PROPERTY));
+                address = InetAddress.getByName(host);
             } catch (UnknownHostException e) {
-                throw new IllegalArgumentException("-D" + BIND_ADDRESS_PROPERTY + "=" + host + " is not an address", e);
+                throw new IllegalArgumentException(SETTING_BIND_ADDRESS + "=" + host + " is not an address", e);
             }
+            String port = settings.get(SETTING_PORT, "0");
+            int p;
+            try {
+                p = Integer.parseInt(port.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(SETTING_PORT + "=" + port + " is not a port", e);
+            }
+            if (p < 0 || p > 65535) {
+                throw new IllegalArgumentException(SETTING_PORT + "=" + port + " is not a port");
+            }
+            return new Config(address, p, Admission.ISSUED_TOKEN,
+                    Boolean.parseBoolean(settings.get(SETTING_SENDFILE, "false").trim()));
         }
     }
 
@@ -78,18 +93,17 @@ public final class SoftwareProvider implements VerbsProvider, AutoCloseable {
         this.device = new SoftDevice(config);
     }
 
-    /** The process-wide instance, configured by system properties; lives as long as the process. */
+    /** The process's shared device with default settings (loopback, any port); lives as long as the process. */
     public static SoftwareProvider instance() {
-        SoftwareProvider p = instance;
-        if (p == null) {
-            synchronized (SoftwareProvider.class) {
-                if (instance == null) {
-                    instance = new SoftwareProvider(Config.fromSystemProperties());
-                }
-                p = instance;
-            }
-        }
-        return p;
+        return shared(Config.of(ProviderSettings.NONE));
+    }
+
+    /**
+     * The process's shared device of this configuration, made at first use; lives as long as the
+     * process. Engines asking for the same configuration share it (one listener, one link per peer).
+     */
+    public static SoftwareProvider shared(Config config) {
+        return SHARED.computeIfAbsent(config, SoftwareProvider::new);
     }
 
     @Override
@@ -102,6 +116,19 @@ public final class SoftwareProvider implements VerbsProvider, AutoCloseable {
     public Availability availability() {
         java.net.InetSocketAddress a = device.listener().address();
         return Availability.ok("RC queue pairs over TCP, listening on " + a.getAddress().getHostAddress() + ":" + a.getPort());
+    }
+
+    /** Its completions are made by its link loops and posting threads. */
+    @Override
+    public boolean completesOnItsOwnThreads() {
+        return true;
+    }
+
+    /** Its listener's address (its GID): where its queue pairs' links are dialled from and to. */
+    @Override
+    public InetAddress dataPathAddress(org.rdmashuffle.verbs.VerbsContext context) {
+        org.rdmashuffle.verbs.GidEntry e = context.queryGid(1, 0);
+        return e == null ? null : e.gid().ipv4Address();
     }
 
     @Override

@@ -3,7 +3,7 @@ package org.rdmashuffle.core.client;
 import java.io.IOException;
 import java.util.List;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 
 /**
  * Blocks could not be fetched from a peer; the message names the peer, the blocks and the cause, and

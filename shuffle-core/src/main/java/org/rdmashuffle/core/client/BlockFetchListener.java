@@ -1,6 +1,6 @@
 package org.rdmashuffle.core.client;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 
 /**
  * Where fetched blocks go. Each requested block gets exactly one call, from a completion-poller

@@ -3,12 +3,12 @@ package org.rdmashuffle.core.client;
 import java.util.List;
 import java.util.Set;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.client.AwaitedRequests.Request;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
-import org.rdmashuffle.core.server.BlockDescriptor;
-import org.rdmashuffle.core.server.MapOutputLayout;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
+import org.rdmashuffle.core.protocol.MapOutputLayout;
 
 /**
  * Where a block is, made into reads in a {@link PeerFetcher}'s queue: from a descriptor in the peer's

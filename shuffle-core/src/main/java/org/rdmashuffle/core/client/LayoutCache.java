@@ -4,7 +4,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-import org.rdmashuffle.core.server.MapOutputLayout;
+import org.rdmashuffle.core.protocol.MapOutputLayout;
 
 /**
  * The map-output layouts one peer sent, so that blocks of an output already touched are read with no

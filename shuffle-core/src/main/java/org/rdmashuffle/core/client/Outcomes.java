@@ -5,7 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 
 /** Tells listeners what became of their blocks, with no lock held; a listener that throws costs only its own call. */
 final class Outcomes {

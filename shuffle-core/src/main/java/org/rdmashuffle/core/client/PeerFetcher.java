@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeoutException;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.client.AwaitedRequests.Request;
 import org.rdmashuffle.core.buffer.RegisteredBuffer;
 import org.rdmashuffle.core.protocol.MalformedMessageException;

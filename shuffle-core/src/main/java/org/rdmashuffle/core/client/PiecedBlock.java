@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.Objects;
 
 import org.rdmashuffle.core.buffer.RegisteredBuffer;
-import org.rdmashuffle.core.server.BlockDescriptor;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
 
 /**
  * A block larger than one fetch buffer, of any size: read in pieces of one buffer each, at most

@@ -2,11 +2,11 @@ package org.rdmashuffle.core.client;
 
 import java.util.List;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
-import org.rdmashuffle.core.server.BlockDescriptor;
-import org.rdmashuffle.core.server.MapOutputLayout;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
+import org.rdmashuffle.core.protocol.MapOutputLayout;
 
 /**
  * What a reducer believes of a peer's answer before it reads a byte: each descriptor names the block

@@ -2,7 +2,7 @@ package org.rdmashuffle.core.client;
 
 import java.util.ArrayDeque;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 
 /**
  * A fetcher's whole-block {@link Wanted}s and {@link Read}s, reused once their block is delivered: a

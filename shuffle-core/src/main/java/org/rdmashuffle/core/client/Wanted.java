@@ -1,6 +1,6 @@
 package org.rdmashuffle.core.client;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 
 /**
  * A block a caller asked for, and who to tell: the same object follows the block through every

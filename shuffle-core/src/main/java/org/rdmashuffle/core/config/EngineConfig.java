@@ -6,6 +6,9 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.function.Function;
 
+import org.rdmashuffle.verbs.ProviderSettings;
+import org.rdmashuffle.verbs.VerbsProvider;
+
 /**
  * Every setting of the engine, with its default. Engine adapters read them from their own
  * configuration under a prefix (Spark: {@code spark.shuffle.rdma.}, Hadoop: {@code
@@ -59,6 +62,10 @@ public final class EngineConfig {
     public static final String KEY_MAX_INDEX_MEMORY = "maxIndexMemory";
     public static final String KEY_MAX_SERVED_CONNECTIONS_PER_USER = "maxServedConnectionsPerUser";
     public static final String KEY_LOOKUP_TIMEOUT = "lookupTimeout";
+    /** The software provider's settings, handed to whichever provider is chosen ({@link #providerSettings()}). */
+    public static final String KEY_SOFTWARE_BIND_ADDRESS = "software.bindAddress";
+    public static final String KEY_SOFTWARE_PORT = "software.port";
+    public static final String KEY_SOFTWARE_SENDFILE = "software.sendfile";
 
     String provider = "auto";
     String device = null;
@@ -99,6 +106,10 @@ public final class EngineConfig {
     /** Unset (-1): three quarters of maxServedConnections, and at least maxServedConnectionsPerApplication. */
     int maxServedConnectionsPerUser = -1;
     Duration lookupTimeout = Duration.ofSeconds(10);
+    /** Unset (null): {@link #bindAddress}, or loopback if that is the wildcard address. */
+    String softwareBindAddress = null;
+    int softwarePort = 0;
+    boolean softwareSendfile = false;
 
     public static EngineConfig defaults() {
         return new EngineConfig();
@@ -132,7 +143,8 @@ public final class EngineConfig {
                 KEY_CONTROL_CLIENT_THREADS,
                 KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, KEY_REGISTERED_MEMORY_LIMIT_PER_USER, KEY_MAX_REGISTERED_REGIONS,
-                KEY_MAX_INDEX_MEMORY, KEY_MAX_SERVED_CONNECTIONS_PER_USER, KEY_LOOKUP_TIMEOUT);
+                KEY_MAX_INDEX_MEMORY, KEY_MAX_SERVED_CONNECTIONS_PER_USER, KEY_LOOKUP_TIMEOUT, KEY_SOFTWARE_BIND_ADDRESS,
+                KEY_SOFTWARE_PORT, KEY_SOFTWARE_SENDFILE);
     }
 
     /** Sets one key (without prefix) from its text form; returns this. */
@@ -172,6 +184,9 @@ public final class EngineConfig {
             case KEY_MAX_INDEX_MEMORY -> maxIndexMemory = parseBytes(v);
             case KEY_MAX_SERVED_CONNECTIONS_PER_USER -> maxServedConnectionsPerUser = Integer.parseInt(v);
             case KEY_LOOKUP_TIMEOUT -> lookupTimeout = parseDuration(v);
+            case KEY_SOFTWARE_BIND_ADDRESS -> softwareBindAddress = v.isEmpty() ? null : v;
+            case KEY_SOFTWARE_PORT -> softwarePort = Integer.parseInt(v);
+            case KEY_SOFTWARE_SENDFILE -> softwareSendfile = parseBoolean(v);
             default -> throw new IllegalArgumentException("unknown key " + key);
         }
         return this;
@@ -218,6 +233,7 @@ public final class EngineConfig {
         require(maxServedConnectionsPerUser == -1 || maxServedConnectionsPerUser >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_USER,
                 "positive", maxServedConnectionsPerUser);
         require(lookupTimeout.toMillis() > 0, KEY_LOOKUP_TIMEOUT, "positive", lookupTimeout);
+        require(softwarePort >= 0 && softwarePort <= 65535, KEY_SOFTWARE_PORT, "0..65535", softwarePort);
         return this;
     }
 
@@ -264,6 +280,7 @@ public final class EngineConfig {
         m.put(KEY_MAX_INDEX_MEMORY, Long.toString(maxIndexMemory));
         m.put(KEY_MAX_SERVED_CONNECTIONS_PER_USER, Integer.toString(maxServedConnectionsPerUser()));
         m.put(KEY_LOOKUP_TIMEOUT, lookupTimeout.toMillis() + "ms");
+        m.putAll(providerSettings().values());
         return m;
     }
 
@@ -346,22 +363,36 @@ public final class EngineConfig {
     public int controlClientThreads() { return controlClientThreads; }
     /**
      * How long an idle poller polls before it sleeps: as set, else {@link #DEVICE_BUSY_POLL} on a device
-     * and none on the software provider, whose completions come from its own threads: polling there
-     * takes the core from the thread that makes the completion (measured: docs/benchmarks.md, issue 18).
+     * and none on a provider that {@linkplain VerbsProvider#completesOnItsOwnThreads completes on its own
+     * threads} (the software provider): polling there takes the core from the thread that makes the
+     * completion (measured: docs/benchmarks.md, issue 18).
      */
-    public Duration busyPollFor(boolean softwareProvider) {
-        return busyPoll != null ? busyPoll : softwareProvider ? Duration.ZERO : DEVICE_BUSY_POLL;
+    public Duration busyPollOn(VerbsProvider provider) {
+        return busyPoll != null ? busyPoll : provider.completesOnItsOwnThreads() ? Duration.ZERO : DEVICE_BUSY_POLL;
     }
 
     /**
      * Whether a fetch call runs on a thread of the engine's (the caller returns at once) rather than
-     * the caller's: as set, else on the software provider only, where a call's posts are socket writes
-     * that wake the provider's threads while the caller (a reduce task, its fetch wait counted) is
-     * still in the call; on a device a post is a doorbell, cheaper than the hand-off.
+     * the caller's: as set, else on a provider that completes on its own threads, where a call's posts
+     * are socket writes that wake the provider's threads while the caller (a reduce task, its fetch
+     * wait counted) is still in the call; on a device a post is a doorbell, cheaper than the hand-off.
      */
-    public boolean handOffFetchesFor(boolean softwareProvider) {
-        return handOffFetches != null ? handOffFetches : softwareProvider;
+    public boolean handOffFetchesOn(VerbsProvider provider) {
+        return handOffFetches != null ? handOffFetches : provider.completesOnItsOwnThreads();
     }
+
+    /**
+     * What the provider is configured with when the engine chooses it: the software provider's data
+     * listener ({@code software.bindAddress}, by default the engine's {@link #bindAddress()} or loopback
+     * for a wildcard; {@code software.port}; {@code software.sendfile}).
+     */
+    public ProviderSettings providerSettings() {
+        String bind = softwareBindAddress != null ? softwareBindAddress
+                : bindAddress.equals("0.0.0.0") || bindAddress.equals("::") ? "127.0.0.1" : bindAddress;
+        return new ProviderSettings(Map.of(KEY_SOFTWARE_BIND_ADDRESS, bind, KEY_SOFTWARE_PORT, Integer.toString(softwarePort),
+                KEY_SOFTWARE_SENDFILE, Boolean.toString(softwareSendfile)));
+    }
+
     public Duration connectTimeout() { return connectTimeout; }
     public Duration fetchTimeout() { return fetchTimeout; }
 

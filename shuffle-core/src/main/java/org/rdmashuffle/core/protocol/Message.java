@@ -3,10 +3,7 @@ package org.rdmashuffle.core.protocol;
 import java.util.List;
 import java.util.Objects;
 
-import org.rdmashuffle.core.BlockId;
 
-import org.rdmashuffle.core.server.BlockDescriptor;
-import org.rdmashuffle.core.server.MapOutputLayout;
 
 /**
  * Metadata messages between a reducer and a serving process, sent as SEND/RECV over the QPs.

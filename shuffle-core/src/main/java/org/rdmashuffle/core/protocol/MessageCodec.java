@@ -11,9 +11,6 @@ import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
 
-import org.rdmashuffle.core.BlockId;
-import org.rdmashuffle.core.server.BlockDescriptor;
-import org.rdmashuffle.core.server.MapOutputLayout;
 
 /**
  * Encodes and decodes {@link Message}s with Kryo into registered receive buffers. Every message is

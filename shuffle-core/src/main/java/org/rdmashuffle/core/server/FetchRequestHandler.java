@@ -11,7 +11,9 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
+import org.rdmashuffle.core.protocol.BlockId;
+import org.rdmashuffle.core.protocol.MapOutputLayout;
 import org.rdmashuffle.core.protocol.Message;
 
 /**

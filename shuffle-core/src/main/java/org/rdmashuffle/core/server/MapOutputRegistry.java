@@ -17,6 +17,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 
+import org.rdmashuffle.core.protocol.BlockDescriptor;
+import org.rdmashuffle.core.protocol.MapOutputLayout;
 import org.rdmashuffle.core.server.files.OutputFile;
 import org.rdmashuffle.core.server.files.RefusedFileException;
 import org.rdmashuffle.verbs.Access;

@@ -1,5 +1,7 @@
 package org.rdmashuffle.core.server;
 
+import org.rdmashuffle.core.protocol.MapOutputLayout;
+
 /**
  * A map output's index as the registry keeps it: the partition offsets in its data file, and for
  * outputs whose partitions' raw (decompressed) sizes are recorded apart (MapReduce's) their running

@@ -7,7 +7,6 @@ import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.GidChoice;
-import org.rdmashuffle.verbs.GidEntry;
 import org.rdmashuffle.verbs.Mtu;
 import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.VerbsContext;
@@ -59,18 +58,5 @@ public final class DeviceSetup {
         ConnectOptions d = ConnectOptions.defaults(config.port(), gid.index(), mtu);
         return new ConnectOptions(d.portNumber(), d.gidIndex(), d.mtu(), Access.REMOTE_READ, Math.min(initiator, 255),
                 Math.min(responder, 255), minRnrTimer, d.timeout(), d.retryCount(), 7);
-    }
-
-    /**
-     * The software provider's data listener address (its port's IPv4 GID), where peers dial our queue
-     * pairs; null on a device (its GID is not an address we connect from). Control connections come
-     * from it, because a software-provider server dials back only where the control connection comes from.
-     */
-    public static java.net.InetAddress softwareDataAddress(VerbsProvider provider, VerbsContext ctx, ConnectOptions options) {
-        if (!org.rdmashuffle.verbs.software.SoftwareProvider.NAME.equals(provider.name())) {
-            return null;
-        }
-        GidEntry e = ctx.queryGid(options.portNumber(), Math.max(0, options.gidIndex()));
-        return e == null ? null : e.gid().ipv4Address();
     }
 }

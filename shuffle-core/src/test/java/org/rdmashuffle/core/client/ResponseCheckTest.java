@@ -8,10 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
-import org.rdmashuffle.core.BlockId;
+import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.protocol.Message;
-import org.rdmashuffle.core.server.BlockDescriptor;
-import org.rdmashuffle.core.server.MapOutputLayout;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
+import org.rdmashuffle.core.protocol.MapOutputLayout;
 
 /**
  * A peer's answer is checked before anything is read from it: descriptors must name the blocks asked,

@@ -42,34 +42,80 @@ class EngineConfigTest {
         assertEquals("fetchBufferMemory must be at least 1m, not 524288", e.getMessage());
     }
 
+    /** A provider as the engine sees it: only whether it completes on threads of its own. */
+    private static org.rdmashuffle.verbs.VerbsProvider provider(boolean ownThreads) {
+        return new org.rdmashuffle.verbs.VerbsProvider() {
+            @Override
+            public String name() {
+                return ownThreads ? "own-threads" : "device";
+            }
+
+            @Override
+            public org.rdmashuffle.verbs.Availability availability() {
+                return org.rdmashuffle.verbs.Availability.ok("a stub");
+            }
+
+            @Override
+            public java.util.List<org.rdmashuffle.verbs.VerbsDevice> devices() {
+                return java.util.List.of();
+            }
+
+            @Override
+            public boolean completesOnItsOwnThreads() {
+                return ownThreads;
+            }
+        };
+    }
+
+    private static final org.rdmashuffle.verbs.VerbsProvider SOFTWARE = provider(true);
+    private static final org.rdmashuffle.verbs.VerbsProvider DEVICE = provider(false);
+
     /** busyPoll unset is the provider's: none where the provider's own threads make the completions. */
     @Test
     void busyPoll_defaultsByProvider_andASetValueHoldsForBoth() {
         EngineConfig auto = read(Map.of());
-        assertEquals(java.time.Duration.ZERO, auto.busyPollFor(true));
-        assertEquals(java.time.Duration.ofNanos(50_000), auto.busyPollFor(false));
+        assertEquals(java.time.Duration.ZERO, auto.busyPollOn(SOFTWARE));
+        assertEquals(java.time.Duration.ofNanos(50_000), auto.busyPollOn(DEVICE));
         assertEquals("auto", auto.describe().get(EngineConfig.KEY_BUSY_POLL));
         EngineConfig set = read(Map.of("rdma.shuffle.busyPoll", "20us"));
-        assertEquals(java.time.Duration.ofNanos(20_000), set.busyPollFor(true));
-        assertEquals(java.time.Duration.ofNanos(20_000), set.busyPollFor(false));
+        assertEquals(java.time.Duration.ofNanos(20_000), set.busyPollOn(SOFTWARE));
+        assertEquals(java.time.Duration.ofNanos(20_000), set.busyPollOn(DEVICE));
         assertEquals("20us", set.describe().get(EngineConfig.KEY_BUSY_POLL));
-        assertEquals(java.time.Duration.ZERO, read(Map.of("rdma.shuffle.busyPoll", "auto")).busyPollFor(true));
+        assertEquals(java.time.Duration.ZERO, read(Map.of("rdma.shuffle.busyPoll", "auto")).busyPollOn(SOFTWARE));
     }
 
-    /** handOffFetches unset is the provider's: on the software provider only; a set value holds for both. */
+    /** handOffFetches unset is the provider's: on a provider completing on its own threads only; a set value holds for both. */
     @Test
     void handOffFetches_defaultsByProvider_andASetValueHoldsForBoth() {
         EngineConfig auto = read(Map.of());
-        assertTrue(auto.handOffFetchesFor(true));
-        assertTrue(!auto.handOffFetchesFor(false));
+        assertTrue(auto.handOffFetchesOn(SOFTWARE));
+        assertTrue(!auto.handOffFetchesOn(DEVICE));
         assertEquals("auto", auto.describe().get(EngineConfig.KEY_HAND_OFF_FETCHES));
         EngineConfig off = read(Map.of("rdma.shuffle.handOffFetches", "false"));
-        assertTrue(!off.handOffFetchesFor(true) && !off.handOffFetchesFor(false));
+        assertTrue(!off.handOffFetchesOn(SOFTWARE) && !off.handOffFetchesOn(DEVICE));
         assertEquals("false", off.describe().get(EngineConfig.KEY_HAND_OFF_FETCHES));
         EngineConfig on = read(Map.of("rdma.shuffle.handOffFetches", "TRUE"));
-        assertTrue(on.handOffFetchesFor(true) && on.handOffFetchesFor(false));
+        assertTrue(on.handOffFetchesOn(SOFTWARE) && on.handOffFetchesOn(DEVICE));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> read(Map.of("rdma.shuffle.handOffFetches", "yes")));
         assertEquals("rdma.shuffle.handOffFetches=yes: true, false or auto, not yes", e.getMessage());
+    }
+
+    /** The software provider's settings go to it as settings; its address follows the engine's unless set, never a wildcard. */
+    @Test
+    void providerSettings_carryTheSoftwareProvidersListener() {
+        assertEquals(Map.of("software.bindAddress", "127.0.0.1", "software.port", "0", "software.sendfile", "false"),
+                read(Map.of()).providerSettings().values());
+        assertEquals("10.0.0.7", read(Map.of("rdma.shuffle.bindAddress", "10.0.0.7")).providerSettings()
+                .get("software.bindAddress", null));
+        assertEquals("127.0.0.1", read(Map.of("rdma.shuffle.bindAddress", "0.0.0.0")).providerSettings()
+                .get("software.bindAddress", null));
+        EngineConfig set = read(Map.of("rdma.shuffle.bindAddress", "0.0.0.0", "rdma.shuffle.software.bindAddress", "10.0.0.8",
+                "rdma.shuffle.software.port", "7000", "rdma.shuffle.software.sendfile", "true"));
+        assertEquals(Map.of("software.bindAddress", "10.0.0.8", "software.port", "7000", "software.sendfile", "true"),
+                set.providerSettings().values());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> read(Map.of("rdma.shuffle.software.port", "70000")));
+        assertEquals("software.port must be 0..65535, not 70000", e.getMessage());
     }
 }

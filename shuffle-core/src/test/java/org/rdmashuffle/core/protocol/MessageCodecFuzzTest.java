@@ -10,7 +10,6 @@ import java.util.Arrays;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
 
-import org.rdmashuffle.core.server.MapOutputLayout;
 
 /**
  * The metadata messages a peer's queue pair delivers into our receive buffers (fetch requests on the

@@ -13,8 +13,6 @@ import java.util.Random;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.rdmashuffle.core.BlockId;
-import org.rdmashuffle.core.server.BlockDescriptor;
 
 /** Metadata messages round-trip; malformed, oversized and hostile bytes are refused by name, never crash. */
 class MessageCodecTest {
@@ -92,17 +90,17 @@ class MessageCodecTest {
 
     @Test
     void aResponseWithLayoutsRoundTrips_andALayoutPastTheAddressSpaceIsRefused() {
-        org.rdmashuffle.core.server.MapOutputLayout layout = new org.rdmashuffle.core.server.MapOutputLayout(3, 7L, 0x7000_0000L,
+        org.rdmashuffle.core.protocol.MapOutputLayout layout = new org.rdmashuffle.core.protocol.MapOutputLayout(3, 7L, 0x7000_0000L,
                 42, new long[] {0, 10, 10, 4000, 1L << 33});
         int n = codec.encode(new Message.FetchResponse(5, List.of(), List.of(layout)), buffer);
         Message.FetchResponse back = (Message.FetchResponse) codec.decode(buffer, n);
         assertEquals(1, back.layouts().size());
-        org.rdmashuffle.core.server.MapOutputLayout got = back.layouts().getFirst();
+        org.rdmashuffle.core.protocol.MapOutputLayout got = back.layouts().getFirst();
         assertEquals(List.of(3, 7L, 0x7000_0000L, 42), List.of(got.shuffleId(), got.mapId(), got.address(), got.rkey()));
         org.junit.jupiter.api.Assertions.assertArrayEquals(layout.offsets(), got.offsets());
         assertEquals(n - 4, layout.encodedSize(), "tag, request id, block count and layout count aside");
 
-        org.rdmashuffle.core.server.MapOutputLayout wraps = new org.rdmashuffle.core.server.MapOutputLayout(3, 7L, -16L, 42,
+        org.rdmashuffle.core.protocol.MapOutputLayout wraps = new org.rdmashuffle.core.protocol.MapOutputLayout(3, 7L, -16L, 42,
                 new long[] {0, 100});
         int w = codec.encode(new Message.FetchResponse(5, List.of(), List.of(wraps)), buffer);
         MalformedMessageException e = assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, w));

@@ -23,6 +23,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.core.server.files.OutputFile;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;

@@ -1,4 +1,4 @@
-package org.rdmashuffle.core.server;
+package org.rdmashuffle.core.protocol;
 
 /**
  * Where a reducer reads a block: {@code length} bytes at {@code address} of a region registered under
@@ -18,8 +18,8 @@ public record BlockDescriptor(int shuffleId, long mapId, int startPartition, int
         this(shuffleId, mapId, startPartition, endPartition, address, length, rkey, length);
     }
 
-    public org.rdmashuffle.core.BlockId blockId() {
-        return new org.rdmashuffle.core.BlockId(shuffleId, mapId, startPartition, endPartition);
+    public BlockId blockId() {
+        return new BlockId(shuffleId, mapId, startPartition, endPartition);
     }
 
     public boolean isEmpty() {

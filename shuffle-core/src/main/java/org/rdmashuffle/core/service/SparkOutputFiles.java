@@ -1,4 +1,4 @@
-package org.rdmashuffle.spark.service;
+package org.rdmashuffle.core.service;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;

@@ -1,4 +1,4 @@
-package org.rdmashuffle.spark.service;
+package org.rdmashuffle.core.service;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,6 +1,5 @@
-package org.rdmashuffle.core.server;
+package org.rdmashuffle.core.protocol;
 
-import org.rdmashuffle.core.BlockId;
 
 /**
  * Where every partition of one map output lies: partition {@code p} is the bytes
@@ -42,7 +41,7 @@ public record MapOutputLayout(int shuffleId, long mapId, long address, int rkey,
     }
 
     /** {@link #encodedSize()} of the layout of these offsets, computed once per output by the registry. */
-    static int encodedSize(int shuffleId, long mapId, long[] offsets) {
+    public static int encodedSize(int shuffleId, long mapId, long[] offsets) {
         int partitions = offsets.length - 1;
         long n = varSize(shuffleId) + varSize(mapId) + 8 + 4 + varSize(partitions);
         for (int p = 0; p < partitions; p++) {

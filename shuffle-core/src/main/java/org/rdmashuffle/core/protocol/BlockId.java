@@ -1,4 +1,4 @@
-package org.rdmashuffle.core;
+package org.rdmashuffle.core.protocol;
 
 /**
  * A shuffle block: partitions {@code [startPartition, endPartition)} of one map output. A single
