@@ -3,7 +3,7 @@
 #   benchmarks/jmh.sh                     every benchmark, JMH's defaults
 #   benchmarks/jmh.sh ReadChainBuild -prof gc   one of them, with JMH options
 # They run on the provider `auto` picks (the software provider on a machine without an RDMA device);
-# the Soft-RoCE guest runs them on rxe0: native-verbs/softroce/guest-tests.sh --bench.
+# the Soft-RoCE guest runs them on rxe0: softroce/guest-tests.sh --bench.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=../bin/jdk.sh

@@ -20,7 +20,7 @@ import org.rdmashuffle.verbs.VerbsProvider;
 /**
  * The engine across two hosts, each with its own device: the serving side is a {@link ServingProcess}
  * on the other host ({@code rdmashuffle.test.peer}, host:port), started there by the Soft-RoCE pair
- * run (native-verbs/softroce/guest-tests.sh --pair) with the outputs this test expects. Unlike one rxe
+ * run (softroce/guest-tests.sh --pair) with the outputs this test expects. Unlike one rxe
  * device looping packets to itself, this crosses a link: GID choice, address resolution, path MTU.
  */
 class CrossHostFetchTest {
@@ -36,7 +36,7 @@ class CrossHostFetchTest {
     private static InetSocketAddress peer() {
         String peer = System.getProperty("rdmashuffle.test.peer");
         Assumptions.assumeTrue(peer != null, "needs a serving engine on another host: run "
-                + "native-verbs/softroce/guest-tests.sh --pair (two Soft-RoCE guests on one wire)");
+                + "softroce/guest-tests.sh --pair (two Soft-RoCE guests on one wire)");
         int colon = peer.lastIndexOf(':');
         return new InetSocketAddress(peer.substring(0, colon), Integer.parseInt(peer.substring(colon + 1)));
     }

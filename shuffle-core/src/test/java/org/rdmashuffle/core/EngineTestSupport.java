@@ -17,17 +17,17 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
-import org.junit.jupiter.api.Assumptions;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.verbs.VerbsProvider;
-import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
 import org.rdmashuffle.verbs.software.SoftwareProvider;
+import org.rdmashuffle.verbs.testing.TestProviders;
 
 /**
- * Engines, map-output files and a collecting listener for the engine tests. Engines run on a fresh
+ * Engines, map-output files and a collecting listener for the engine tests. Engines run (chosen by
+ * {@link TestProviders}, native-verbs' test jar) on a fresh
  * software provider by default, or on the libibverbs device with {@code
  * -Drdmashuffle.test.provider=ibverbs} (the Soft-RoCE guest: {@code SOFTROCE_DEVICE}, {@code
  * SOFTROCE_GID_INDEX}).
@@ -79,39 +79,26 @@ final class EngineTestSupport {
     }
 
     static boolean usesDevice() {
-        return IbverbsProvider.NAME.equals(System.getProperty("rdmashuffle.test.provider", SoftwareProvider.NAME));
+        return TestProviders.usesDevice(SoftwareProvider.NAME);
     }
 
-    /** The provider for one engine: the device, or a software provider of its own (closed by the caller). */
+    /** The provider for one engine: the device, or a software provider of its own (closed by {@link #closeProvider}). */
     static VerbsProvider provider() {
-        if (usesDevice()) {
-            IbverbsProvider ibv = IbverbsProvider.instance();
-            if (!ibv.isAvailable()) {
-                if (Boolean.getBoolean("rdmashuffle.test.requireDevice")) {
-                    fail("ibverbs provider unavailable: " + ibv.unavailabilityCause());
-                }
-                Assumptions.abort("ibverbs provider unavailable: " + ibv.unavailabilityCause());
-            }
-            return ibv;
-        }
-        return new SoftwareProvider(SoftwareProvider.Config.loopback());
+        return TestProviders.fresh(SoftwareProvider.NAME);
     }
 
     /** The software provider counts its connected queue pairs: zero once every engine on it closed. */
     static void assertNoConnectionsLeft(VerbsProvider p) {
-        if (p instanceof SoftwareProvider s) {
-            try {
-                eventually("software provider connections closed: " + s.openConnections(), () -> s.openConnections() == 0);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+        try {
+            eventually("software provider connections closed: " + TestProviders.openConnections(p),
+                    () -> TestProviders.openConnections(p) == 0);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
     static void closeProvider(VerbsProvider p) {
-        if (p instanceof SoftwareProvider s) {
-            s.close();
-        }
+        TestProviders.close(p);
     }
 
     /** One map output on disk: random bytes cut into partitions of random sizes, some empty. */

@@ -60,7 +60,7 @@ class MapReduceOnLibibverbsAcrossTwoHostsTest {
         String sharedDir = System.getProperty("rdmashuffle.test.sharedDir");
         String address = System.getProperty("rdmashuffle.test.bindAddress");
         Assumptions.assumeTrue(sharedDir != null && address != null,
-                "needs the ResourceManager on another host with an rxe device: run native-verbs/softroce/guest-tests.sh --pair");
+                "needs the ResourceManager on another host with an rxe device: run softroce/guest-tests.sh --pair");
         Path shared = Path.of(sharedDir);
         TwoHostYarn.logTo(shared.resolve("yarn-" + TwoHostYarn.HOST0 + ".log"));
         YarnConfiguration conf = TwoHostYarn.configuration(0, shared);

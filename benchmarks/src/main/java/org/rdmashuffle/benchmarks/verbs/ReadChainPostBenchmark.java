@@ -20,7 +20,7 @@ import org.rdmashuffle.verbs.WorkCompletions;
  * Building and posting a chain of RDMA_READs (only the last signaled) and reaping its completion:
  * the engine's per-fetch cost on the verbs layer. Run with {@code -prof gc}: the target is
  * 0 B/op (gc.alloc.rate.norm), i.e. nothing allocated on the heap per post. Needs a device (the
- * Soft-RoCE guest runs it: native-verbs/softroce/guest-tests.sh --bench).
+ * Soft-RoCE guest runs it: softroce/guest-tests.sh --bench).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

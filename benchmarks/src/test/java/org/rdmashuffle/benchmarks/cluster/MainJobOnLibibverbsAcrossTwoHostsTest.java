@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
  * {@code guest-tests.sh --pair}, on the real libibverbs ({@code spark.shuffle.rdma.provider=ibverbs}):
  * the Master and one Worker run on the other host (started there by pair-tests.sh), this test starts
  * the second Worker on this host and submits the job in client mode from here, both shuffles one
- * after the other. Everything is started by {@code native-verbs/softroce/spark-standalone.sh} from
+ * after the other. Everything is started by {@code softroce/spark-standalone.sh} from
  * the kit the host made ({@code ClusterKit}, AOT caches included).
  *
  * <p>Needs {@code rdmashuffle.test.sparkKit} (the kit), {@code rdmashuffle.test.sparkMaster} (the
@@ -43,8 +43,8 @@ class MainJobOnLibibverbsAcrossTwoHostsTest {
         String master = System.getProperty("rdmashuffle.test.sparkMaster");
         String address = System.getProperty("rdmashuffle.test.bindAddress");
         Assumptions.assumeTrue(kit != null && master != null && address != null,
-                "needs Spark's Master on another host with an rxe device: run native-verbs/softroce/guest-tests.sh --pair");
-        Path script = Repository.root().resolve("native-verbs/softroce/spark-standalone.sh");
+                "needs Spark's Master on another host with an rxe device: run softroce/guest-tests.sh --pair");
+        Path script = Repository.root().resolve("softroce/spark-standalone.sh");
         Path logs = Files.createDirectories(Path.of(System.getProperty("rdmashuffle.test.logDir",
                 System.getProperty("java.io.tmpdir"))).resolve("spark-" + address));
         awaitMaster(URI.create(master));

@@ -7,8 +7,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.junit.jupiter.api.Assumptions;
-import org.rdmashuffle.verbs.Availability;
 import org.rdmashuffle.verbs.CompletionQueue;
 import org.rdmashuffle.verbs.ConnectOptions;
 import org.rdmashuffle.verbs.GidChoice;
@@ -21,53 +19,37 @@ import org.rdmashuffle.verbs.WorkCompletionOpcode;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 import org.rdmashuffle.verbs.WorkCompletions;
 import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
-import org.rdmashuffle.verbs.software.SoftwareProvider;
+import org.rdmashuffle.verbs.testing.TestProviders;
 
 /**
  * What every conformance test needs: the provider under test, a device with an active port, and
- * the GID to address it by. Which provider runs is chosen by {@code -Drdmashuffle.test.provider}
- * (default {@code ibverbs}), so the same suite re-runs on every provider.
- *
- * <p>Without a usable device the tests are skipped with the provider's reason; with
- * {@code -Drdmashuffle.test.requireDevice=true} (the Soft-RoCE guest sets it) they fail instead,
- * so a run that was meant to prove the real device path cannot pass by skipping.
+ * the GID to address it by. The provider is {@link TestProviders}' choice with {@code ibverbs} as
+ * the default, so the same suite re-runs on every provider ({@code -Drdmashuffle.test.provider}),
+ * and is skipped with the provider's reason (or, with {@code -Drdmashuffle.test.requireDevice=true},
+ * failed) where it is not usable.
  */
 public final class VerbsTestSupport {
-    public static final String PROVIDER_PROPERTY = "rdmashuffle.test.provider";
-    public static final String REQUIRE_DEVICE_PROPERTY = "rdmashuffle.test.requireDevice";
+    public static final String PROVIDER_PROPERTY = TestProviders.PROVIDER_PROPERTY;
+    public static final String REQUIRE_DEVICE_PROPERTY = TestProviders.REQUIRE_DEVICE_PROPERTY;
     public static final Duration TIMEOUT = Duration.ofSeconds(Long.getLong("rdmashuffle.test.timeoutSeconds", 60));
 
     private VerbsTestSupport() {
     }
 
     public static VerbsProvider provider() {
-        String name = System.getProperty(PROVIDER_PROPERTY, IbverbsProvider.NAME);
-        return switch (name) {
-            case IbverbsProvider.NAME -> IbverbsProvider.instance();
-            case SoftwareProvider.NAME -> SoftwareProvider.instance();
-            default -> throw new IllegalArgumentException("unknown provider in -D" + PROVIDER_PROPERTY + ": " + name);
-        };
+        return TestProviders.shared(IbverbsProvider.NAME);
     }
 
     /** Skips (or, when a device is required, fails) unless the provider is usable here. */
     public static VerbsProvider requireAvailable() {
-        VerbsProvider provider = provider();
-        Availability a = provider.availability();
-        if (!a.available()) {
-            String why = provider.name() + " provider unavailable: " + a.cause();
-            if (Boolean.getBoolean(REQUIRE_DEVICE_PROPERTY)) {
-                fail(why + " (and -D" + REQUIRE_DEVICE_PROPERTY + "=true)");
-            }
-            Assumptions.abort(why);
-        }
-        return provider;
+        return TestProviders.requireAvailable(provider());
     }
 
     /** The device to test: {@code SOFTROCE_DEVICE} / {@code -Drdmashuffle.test.device}, else the first with an active port. */
     public static Target target() {
         VerbsProvider provider = requireAvailable();
-        String wanted = System.getProperty("rdmashuffle.test.device",
-                provider instanceof IbverbsProvider ? System.getenv("SOFTROCE_DEVICE") : null);
+        String wanted = provider instanceof IbverbsProvider ? TestProviders.wantedDevice()
+                : System.getProperty("rdmashuffle.test.device");
         for (VerbsDevice d : provider.devices()) {
             if (wanted != null && !wanted.equals(d.name())) {
                 continue;
@@ -87,8 +69,7 @@ public final class VerbsTestSupport {
 
     /** GID index: {@code SOFTROCE_GID_INDEX} if set, else {@link GidChoice}'s (a RoCE v2 IPv4 entry; -1 on InfiniBand). */
     private static int gidIndex(VerbsContext ctx, PortAttributes port) {
-        String forced = System.getProperty("rdmashuffle.test.gidIndex",
-                ctx.device().name().startsWith("rxe") ? System.getenv("SOFTROCE_GID_INDEX") : null);
+        String forced = TestProviders.forcedGidIndex(ctx.device());
         if (forced != null) {
             return Integer.parseInt(forced);
         }

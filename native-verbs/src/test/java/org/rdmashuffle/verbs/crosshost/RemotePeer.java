@@ -43,7 +43,7 @@ final class RemotePeer implements AutoCloseable {
     static InetAddress bindAddress() throws IOException {
         String bind = System.getProperty("rdmashuffle.test.bindAddress");
         Assumptions.assumeTrue(bind != null && System.getProperty("rdmashuffle.test.remoteVerbsPeer") != null,
-                "needs a wire to another host: run native-verbs/softroce/guest-tests.sh --pair");
+                "needs a wire to another host: run softroce/guest-tests.sh --pair");
         return InetAddress.getByName(bind);
     }
 
@@ -51,7 +51,7 @@ final class RemotePeer implements AutoCloseable {
     static RemotePeer connect(PeerWire.Setup theirs, PeerWire.Setup ours, boolean failFast) throws IOException {
         String agent = System.getProperty("rdmashuffle.test.remoteVerbsPeer");
         Assumptions.assumeTrue(agent != null, "needs the verbs agent on another host: run "
-                + "native-verbs/softroce/guest-tests.sh --pair (two Soft-RoCE guests on one wire)");
+                + "softroce/guest-tests.sh --pair (two Soft-RoCE guests on one wire)");
         InetAddress bind = InetAddress.getByName(System.getProperty("rdmashuffle.test.bindAddress"));
         int colon = agent.lastIndexOf(':');
         Socket s = new Socket();

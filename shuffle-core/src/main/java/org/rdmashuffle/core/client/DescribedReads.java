@@ -25,18 +25,18 @@ final class DescribedReads {
     private final LayoutsAsked asked;
     private final Set<PiecedBlock> pieced;
     private final SpareReads spares;
-    private final FetchTransport transport;
+    private final FetchContext context;
     private final PiecedBlock.Recycler recycler;
     private final long timeoutNanos;
 
     DescribedReads(ReadQueue queued, LayoutCache layouts, LayoutsAsked asked, Set<PiecedBlock> pieced, SpareReads spares,
-                   FetchTransport transport, PiecedBlock.Recycler recycler, long timeoutNanos) {
+                   FetchContext context, PiecedBlock.Recycler recycler, long timeoutNanos) {
         this.queued = queued;
         this.layouts = layouts;
         this.asked = asked;
         this.pieced = pieced;
         this.spares = spares;
-        this.transport = transport;
+        this.context = context;
         this.recycler = recycler;
         this.timeoutNanos = timeoutNanos;
     }
@@ -52,7 +52,7 @@ final class DescribedReads {
         MapOutputLayout l = known == null ? null : known.layout();
         long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
         long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
-        if (length < 0 || ResponseCheck.tooManyPieces(length, transport.buffers().slabBytes())) {
+        if (length < 0 || ResponseCheck.tooManyPieces(length, context.buffers().slabBytes())) {
             return false;
         }
         read(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
@@ -76,7 +76,7 @@ final class DescribedReads {
             }
             asked.answeredWith(req.blocks().getFirst().id.shuffleId(), described.size(), answer.layouts().size());
         }
-        long now = System.nanoTime();
+        long now = context.nanoTime();
         for (Wanted w : asked.answered(req.blocks())) {
             if (!fromLayout(w, now, empty)) {
                 ask.add(w);
@@ -86,11 +86,11 @@ final class DescribedReads {
 
     /** Checks each descriptor against what was asked and queues its reads; returns what is wrong, if anything. */
     Throwable fromAnswer(Request req, Message.FetchResponse r, List<Wanted> empty) {
-        Throwable wrong = ResponseCheck.descriptors(r, req.blocks(), transport.buffers().slabBytes());
+        Throwable wrong = ResponseCheck.descriptors(r, req.blocks(), context.buffers().slabBytes());
         if (wrong != null) {
             return wrong;
         }
-        long now = System.nanoTime();
+        long now = context.nanoTime();
         for (int i = 0; i < req.blocks().size(); i++) {
             BlockDescriptor d = r.blocks().get(i);
             read(req.blocks().get(i), d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
@@ -112,7 +112,7 @@ final class DescribedReads {
         if (w.queuedSince < 0) {
             w.queuedSince = now;
         }
-        int pieceBytes = transport.buffers().slabBytes();
+        int pieceBytes = context.buffers().slabBytes();
         if (length == 0) {
             empty.add(w);
         } else if (length <= pieceBytes) {
@@ -123,7 +123,7 @@ final class DescribedReads {
             PiecedBlock p = new PiecedBlock(w, d, describedAt, pieceBytes, recycler, timeoutNanos);
             pieced.add(p);
             int ahead = (int) Math.min(p.pieces, Math.max(1, Math.min(PIECES_AHEAD,
-                    transport.buffers().limitBytes() / pieceBytes / 2)));
+                    context.buffers().limitBytes() / pieceBytes / 2)));
             for (; p.nextToQueue < ahead; p.nextToQueue++) {
                 queued.add(p.pieceRead(p.nextToQueue, now, null));
             }
@@ -141,7 +141,7 @@ final class DescribedReads {
         if (wrong != null || !pieced.contains(p)) {
             return wrong; // a block closed meanwhile has no pieces left to read
         }
-        long now = System.nanoTime();
+        long now = context.nanoTime();
         p.where = d;
         p.describedAt = now;
         for (Read r0 : p.parked) {

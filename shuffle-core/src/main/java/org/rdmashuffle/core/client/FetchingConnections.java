@@ -58,7 +58,9 @@ public final class FetchingConnections {
     private final int maxReadSge;
     private final boolean sgeListBroken;
     private final ControlClientPool controlClients;
-    private final FetchTransport transport;
+    private final FetchContext context;
+    /** A new connection as its fetcher sees it. */
+    private final java.util.function.Function<DataConnection, PeerChannel> channels;
     private final Lock setUp;
     private final BooleanSupplier closed;
     private final Consumer<DataConnection> register;
@@ -76,12 +78,13 @@ public final class FetchingConnections {
 
     /**
      * @param setUp held while queue pairs are made (the engine's close waits for it before freeing PDs)
+     * @param channels a new connection as its fetcher sees it
      * @param register records a new connection's QP numbers, so its completions find it
      */
     public FetchingConnections(EngineConfig config, TenantDomain own, QueuePairFactory queuePairs, ConnectOptions options,
                                int maxReadSge, boolean sgeListBroken, ControlClientPool controlClients,
-                               FetchTransport transport, Lock setUp, BooleanSupplier closed,
-                               Consumer<DataConnection> register) {
+                               FetchContext context, java.util.function.Function<DataConnection, PeerChannel> channels,
+                               Lock setUp, BooleanSupplier closed, Consumer<DataConnection> register) {
         this.config = config;
         this.own = own;
         this.queuePairs = queuePairs;
@@ -89,7 +92,8 @@ public final class FetchingConnections {
         this.maxReadSge = maxReadSge;
         this.sgeListBroken = sgeListBroken;
         this.controlClients = controlClients;
-        this.transport = transport;
+        this.context = context;
+        this.channels = channels;
         this.setUp = setUp;
         this.closed = closed;
         this.register = register;
@@ -272,12 +276,12 @@ public final class FetchingConnections {
                 config.postPath(), config.chainLength(), maxReadSge, sgeListBroken, theirs.endpoints().getFirst().gid());
         int perRequest = Math.max(1, Math.min(MessageCodec.MAX_ITEMS, Math.min(
                 (theirs.receiveBufferSize() - 32) / MAX_REQUESTED_BLOCK_BYTES, (config.receiveBufferSize() - 32) / MAX_DESCRIPTOR_BYTES)));
-        PeerFetcher f = new PeerFetcher(c, transport, new PeerFetcher.Limits(config.chainLength(), maxReadSge, config.maxChainBytes(),
+        PeerFetcher f = new PeerFetcher(channels.apply(c), context, new PeerFetcher.Limits(config.chainLength(), maxReadSge, config.maxChainBytes(),
                 config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos(),
                 // The peer's lease, if shorter than our timeout: a description is trusted for half of it.
                 theirs.leaseMillis() > 0 ? Math.min(config.fetchTimeout().toNanos(), theirs.leaseMillis() * 1_000_000L)
                         : config.fetchTimeout().toNanos()));
-        c.attach(f);
+        c.handle(new FetcherOwner(f));
         servedBy.put(f, new ServerSide(peer, theirs.endpoints().getFirst().qpNumber()));
         register.accept(c);
         return f;
@@ -317,6 +321,45 @@ public final class FetchingConnections {
     private void disconnectIfUnused(InetSocketAddress peer) {
         if (!fetchers.containsKey(peer) && !settingUp.containsKey(peer)) {
             controlClients.disconnect(peer);
+        }
+    }
+
+    /**
+     * The owner of a fetching connection: what happens on it goes to its fetcher; retired, the fetcher
+     * is forgotten ({@link #forget}). A malformed message fails the connection (its fetches are
+     * retried elsewhere or reported by the fetcher).
+     */
+    private final class FetcherOwner implements org.rdmashuffle.core.transport.ConnectionHandler {
+        private final PeerFetcher fetcher;
+
+        FetcherOwner(PeerFetcher fetcher) {
+            this.fetcher = fetcher;
+        }
+
+        @Override
+        public void onMessage(DataConnection c, org.rdmashuffle.core.protocol.Message m) {
+            fetcher.onMessage(m);
+        }
+
+        @Override
+        public void onReadCompleted(DataConnection c, long chainId, Throwable failure) {
+            fetcher.onChainCompleted(chainId, failure);
+        }
+
+        @Override
+        public void onFailure(DataConnection c, Throwable cause) {
+            fetcher.fail(cause);
+        }
+
+        @Override
+        public void onProtocolError(DataConnection c, String reason) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: malformed message on " + c + ": " + reason + "; closing it");
+            fetcher.fail(new MalformedMessageException(reason));
+        }
+
+        @Override
+        public void onRetired(DataConnection c) {
+            forget(fetcher);
         }
     }
 

@@ -12,12 +12,12 @@ import org.rdmashuffle.core.client.AwaitedRequests.Request;
 import org.rdmashuffle.core.buffer.RegisteredBuffer;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.Message;
-import org.rdmashuffle.core.transport.DataConnection;
 import org.rdmashuffle.core.transport.ReadPlan;
-import org.rdmashuffle.core.transport.WorkRequestIds;
 
 /**
- * Fetches blocks from one peer over one {@link DataConnection}: the data path of a reducer.
+ * Fetches blocks from one peer over one {@link PeerChannel} (a data connection's queue pairs): the
+ * data path of a reducer. It knows the channel and its {@link FetchContext} only through their
+ * interfaces, so a test drives it without queue pairs or wall-clock time ({@code PeerFetcherTest}).
  *
  * <ol>
  * <li>{@link #fetch} sends one FetchRequest per batch of blocks (as many as a receive buffer's answer
@@ -57,8 +57,8 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     }
 
 
-    private final DataConnection connection;
-    private final FetchTransport transport;
+    private final PeerChannel channel;
+    private final FetchContext context;
     private final Limits limits;
     private final AwaitedRequests awaiting = new AwaitedRequests();
     private final ReadQueue queued;
@@ -82,23 +82,23 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
     private boolean closedIdle;
     private boolean failed;
 
-    public PeerFetcher(DataConnection connection, FetchTransport transport, Limits limits) {
-        this.connection = connection;
-        this.transport = transport;
+    public PeerFetcher(PeerChannel channel, FetchContext context, Limits limits) {
+        this.channel = channel;
+        this.context = context;
         this.limits = limits;
         this.layouts = new LayoutCache(limits.leaseNanos() / 2);
         this.asked = new LayoutsAsked(limits.leaseNanos() / 2);
         this.coalescer = new Coalescer(limits.maxSge());
-        this.queued = new ReadQueue(limits.timeoutNanos(), limits.leaseNanos());
-        this.described = new DescribedReads(queued, layouts, asked, pieced, spares, transport, this, limits.timeoutNanos());
+        this.queued = new ReadQueue(limits.timeoutNanos(), limits.leaseNanos(), context.nanoTime());
+        this.described = new DescribedReads(queued, layouts, asked, pieced, spares, context, this, limits.timeoutNanos());
     }
 
-    public DataConnection connection() {
-        return connection;
+    public PeerChannel channel() {
+        return channel;
     }
 
     public String peer() {
-        return connection.peer();
+        return channel.peer();
     }
 
     /** Whether it failed, or is being closed for idleness: either way it takes no fetch. */
@@ -119,7 +119,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 return false;
             }
             idleSince = -1;
-            long now = System.nanoTime();
+            long now = context.nanoTime();
             for (BlockId b : blocks) {
                 Wanted w = spares.wanted(b, listener);
                 if (!failed && described.fromLayout(w, now, empty)) {
@@ -192,10 +192,10 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
 
     /** Under the lock: sends one request; returns what went wrong, if anything (the request then awaits the failure). */
     private Throwable send(List<Wanted> batch, PiecedBlock refreshing) {
-        long id = transport.nextId();
-        Message.FetchRequest request = awaiting.add(id, batch, refreshing, layouts, asked, System.nanoTime());
+        long id = context.nextId();
+        Message.FetchRequest request = awaiting.add(id, batch, refreshing, layouts, asked, context.nanoTime());
         try {
-            transport.send(connection, request);
+            channel.send(request);
             return null;
         } catch (RuntimeException e) {
             return e;
@@ -289,7 +289,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
 
     /** Posts chains while the bounds allow. Call with no fetcher's lock held. */
     public void pump() {
-        redescribeStale(System.nanoTime());
+        redescribeStale(context.nanoTime());
         Throwable postFailed = null;
         List<Read> noBuffer = null;
         RuntimeException allocationFailure = null;
@@ -312,10 +312,10 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 if (inFlight.bytes() > 0 && inFlight.bytes() + bytes > limits.maxBytesInFlight()) {
                     break; // resumed when one of ours completes
                 }
-                if (!transport.budget().tryAcquire(bytes)) {
+                if (!context.budget().tryAcquire(bytes)) {
                     // Wait first, then look once more: a release between the two would otherwise wake no one.
-                    transport.budget().await(this);
-                    if (!transport.budget().tryAcquire(bytes)) {
+                    context.budget().await(this);
+                    if (!context.budget().tryAcquire(bytes)) {
                         break;
                     }
                 }
@@ -326,7 +326,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     Read r = it.next();
                     if (r.buffer == null) {
                         try {
-                            r.buffer = transport.buffers().allocate(r.length);
+                            r.buffer = context.buffers().allocate(r.length);
                         } catch (RuntimeException e) { // registering a slab failed: this read fails, the rest go on
                             allocationFailure = e;
                             unregistered = r;
@@ -344,7 +344,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 for (Read r : reads) {
                     kept += r.length;
                 }
-                transport.budget().release(bytes - kept, reads.isEmpty());
+                context.budget().release(bytes - kept, reads.isEmpty());
                 if (unregistered != null) {
                     queued.remove(unregistered); // failed below, outside the lock
                     (noBuffer == null ? noBuffer = new ArrayList<>() : noBuffer).add(unregistered);
@@ -355,10 +355,10 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                     }
                     // Wait for a released buffer (or the timer), then look once more: a release between the
                     // two would otherwise wake no one.
-                    transport.budget().await(this);
+                    context.budget().await(this);
                     Read head = queued.peek();
                     try {
-                        head.buffer = transport.buffers().allocate(head.length);
+                        head.buffer = context.buffers().allocate(head.length);
                     } catch (RuntimeException e) { // the slab it waited for failed to register: it fails, as above
                         allocationFailure = e;
                         queued.remove(head);
@@ -376,18 +376,18 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 for (Read r : reads) {
                     building.add(r, r.buffer.address(), r.buffer.lkey());
                 }
-                long id = transport.nextId();
+                long id = context.nextId();
                 try {
-                    connection.postReads(WorkRequestIds.of(WorkRequestIds.READ, id), plan);
+                    channel.postReads(id, plan);
                 } catch (RuntimeException e) {
-                    transport.budget().release(bytes, true);
+                    context.budget().release(bytes, true);
                     postFailed = e; // the reads stay queued, with their buffers: the failure releases them
                     break;
                 }
-                long now = System.nanoTime();
+                long now = context.nanoTime();
                 queued.posted(take, now);
                 inFlight.add(id, new ChainsInFlight.Chain(reads, bytes, plan.requests(), now));
-                transport.budget().posted(plan.requests(), take);
+                context.budget().posted(plan.requests(), take);
             }
         }
         if (noBuffer != null) {
@@ -448,7 +448,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
         boolean queuedNext = false;
         synchronized (this) {
             if (!failed && pieced.contains(p) && p.nextToQueue < p.pieces) {
-                long now = System.nanoTime();
+                long now = context.nanoTime();
                 Read next = p.pieceRead(p.nextToQueue++, now, buffer);
                 if (p.parked != null) {
                     p.parked.add(next);
@@ -485,7 +485,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 return;
             }
         }
-        transport.budget().release(chain.bytes(), true);
+        context.budget().release(chain.bytes(), true);
         if (error != null) {
             // The reads may have left the queue pair in ERR: the connection goes, with every block it owes.
             fail(error, chain);
@@ -509,7 +509,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             }
         }
         pump();
-        transport.budget().wakeWaiters();
+        context.budget().wakeWaiters();
     }
 
     /** A piece landed: kept for its consumer (the block handed over at its first piece), or released if it is gone. */
@@ -625,7 +625,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
                 }
                 failRead(r, why, null);
             }
-            transport.budget().wakeWaiters();
+            context.budget().wakeWaiters();
         }
     }
 
@@ -677,9 +677,9 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             pieced.clear();
         }
         // Destroy the queue pairs before touching their buffers: until then the device may still write.
-        transport.retire(connection);
+        channel.retire();
         for (ChainsInFlight.Chain c : chains) {
-            transport.budget().release(c.bytes(), true);
+            context.budget().release(c.bytes(), true);
         }
         if (alsoFailed != null) {
             chains.add(alsoFailed);
@@ -717,7 +717,7 @@ public final class PeerFetcher implements PiecedBlock.Recycler {
             p.fail(new BlockFetchException(peer(), List.of(p.wanted.id), BlockFetchException.Kind.FAILED, reason, cause));
         }
         if (!chains.isEmpty()) {
-            transport.budget().wakeWaiters();
+            context.budget().wakeWaiters();
         }
     }
 

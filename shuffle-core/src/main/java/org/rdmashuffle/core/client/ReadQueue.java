@@ -20,7 +20,7 @@ final class ReadQueue implements Iterable<Read> {
     private final long timeoutNanos;
     private final long leaseNanos;
     /** When its fetcher last posted a chain. */
-    private long lastPosted = System.nanoTime();
+    private long lastPosted;
     /** When it was last looked through for stale reads: not on every pump (a profile found that O(queue) each time). */
     private long lastStaleScan;
 
@@ -28,7 +28,8 @@ final class ReadQueue implements Iterable<Read> {
      * @param timeoutNanos the fetch timeout: a read queued that long with nothing posted fails
      * @param leaseNanos the peer's lease on a described region: a read described half of it ago is described again
      */
-    ReadQueue(long timeoutNanos, long leaseNanos) {
+    ReadQueue(long timeoutNanos, long leaseNanos, long now) {
+        this.lastPosted = now;
         this.timeoutNanos = timeoutNanos;
         this.leaseNanos = leaseNanos;
     }

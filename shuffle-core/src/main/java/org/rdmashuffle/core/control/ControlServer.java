@@ -67,6 +67,8 @@ public final class ControlServer implements AutoCloseable {
     /** Peers decide how often we close their connections: the log says so once a minute, with a count. */
     private final RepeatedWarning closings = new RepeatedWarning(LOG, 60, TimeUnit.SECONDS);
     private final Function<String, byte[]> secrets;
+    /** The largest control frame either side of an engine takes (handshakes and CONNECTs are far smaller). */
+    public static final int MAX_FRAME_BYTES = 64 << 10;
     private final ControlHandler handler;
     private final RequestScheduler requests;
     private final Admission admission;

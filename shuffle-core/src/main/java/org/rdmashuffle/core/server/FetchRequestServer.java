@@ -2,6 +2,7 @@ package org.rdmashuffle.core.server;
 
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.transport.DataConnection;
+import org.rdmashuffle.core.transport.MetadataSender;
 
 /**
  * Answers the fetch requests that arrive on serving connections. An answer that is ready (every
@@ -14,16 +15,6 @@ import org.rdmashuffle.core.transport.DataConnection;
 public final class FetchRequestServer {
     private static final System.Logger LOG = System.getLogger(FetchRequestServer.class.getName());
 
-    /** How answers leave, and what becomes of a connection that cannot take one. */
-    public interface Replies {
-        /** Sends {@code m}; throws {@link IllegalArgumentException} if it cannot fit the reducer's receive buffer. */
-        void send(DataConnection c, Message m);
-
-        void connectionFailed(DataConnection c, Throwable cause);
-
-        void protocolError(DataConnection c, String reason);
-    }
-
     /**
      * Outputs one turn of a server thread may find on disk or register for a request: a turn is short
      * (each piece of slow work is bounded by the lookup timeout), and the request goes to the back of
@@ -35,82 +26,83 @@ public final class FetchRequestServer {
             r.requestId(), "the server is busy with this application's requests: try again");
 
     private final FairThreads work;
-    private final Replies replies;
+    /** How answers leave; a connection that cannot take one is failed to its owner. */
+    private final MetadataSender replies;
     private final ServiceUsage usage;
 
     /**
      * @param work the server threads' queue, bounded per application, its running bound per user
      * @param usage where the blocks of requests being answered off the poller are counted
      */
-    public FetchRequestServer(FairThreads work, Replies replies, ServiceUsage usage) {
+    public FetchRequestServer(FairThreads work, MetadataSender replies, ServiceUsage usage) {
         this.work = work;
         this.replies = replies;
         this.usage = usage;
     }
 
     /** A message received on serving connection {@code c}, on a poller thread. */
-    public void onMessage(DataConnection c, Message m) {
+    public void onMessage(ServedTenant t, DataConnection c, Message m) {
         if (!(m instanceof Message.FetchRequest r)) {
-            replies.protocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests are served");
+            c.handler().onProtocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests are served");
             return;
         }
-        FetchRequestHandler requests = c.tenant().requests();
+        FetchRequestHandler requests = t.requests();
         // Layouts in up to half the reducer's receive buffer; an answer that outgrows it anyway goes
         // without them (MetadataSender).
         int layoutBytes = r.withLayouts() ? c.peerReceiveBufferSize() / 2 : 0;
-        Message ready = requests.answerIfReady(c.tenant().app(), r, layoutBytes);
+        Message ready = requests.answerIfReady(t.app(), r, layoutBytes);
         if (ready != null) {
             reply(c, r, ready);
             return;
         }
         // Held in the heap until answered: counted against the application's, its user's and the node's bounds.
-        String full = usage.tryAdd(ServiceUsage.Kind.REQUEST_BLOCKS, c.tenant().app(), r.blocks().size());
+        String full = usage.tryAdd(ServiceUsage.Kind.REQUEST_BLOCKS, t.app(), r.blocks().size());
         if (full != null) {
             reply(c, r, BUSY.apply(r));
             return;
         }
-        queueTurn(c, r, layoutBytes, new FetchRequestHandler.Progress());
+        queueTurn(t, c, r, layoutBytes, new FetchRequestHandler.Progress());
     }
 
     /** Queues the next turn at {@code r}; a full queue is answered "busy". */
-    private void queueTurn(DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p) {
-        boolean queued = work.submit(c.tenant(), c.tenant().user(), () -> turn(c, r, layoutBytes, p));
+    private void queueTurn(ServedTenant t, DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p) {
+        boolean queued = work.submit(t, t.user(), () -> turn(t, c, r, layoutBytes, p));
         if (!queued) { // back-pressure: this application already has its share of the server threads' queue
-            finish(c, r, BUSY.apply(r));
+            finish(t, c, r, BUSY.apply(r));
         }
     }
 
-    private void turn(DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p) {
+    private void turn(ServedTenant t, DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p) {
         if (c.isClosed()) {
-            finish(c, r, null); // retired while the request waited: nobody to answer
+            finish(t, c, r, null); // retired while the request waited: nobody to answer
             return;
         }
         Message answer;
         try {
-            answer = c.tenant().requests().answerInTurns(c.tenant().app(), r, layoutBytes, p, SLOW_OUTPUTS_PER_TURN);
+            answer = t.requests().answerInTurns(t.app(), r, layoutBytes, p, SLOW_OUTPUTS_PER_TURN);
         } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
             answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
         }
         if (answer != null) {
-            finish(c, r, answer);
+            finish(t, c, r, answer);
             return;
         }
         java.util.concurrent.CompletableFuture<?> waitFor = p.waitingFor();
         if (waitFor == null) {
-            queueTurn(c, r, layoutBytes, p); // the rest after the other applications' turns
+            queueTurn(t, c, r, layoutBytes, p); // the rest after the other applications' turns
         } else {
             // No thread waits: the next turn is queued when the search or registration is done, or its time is up.
             java.util.concurrent.CompletableFuture.anyOf(waitFor, java.util.concurrent.CompletableFuture.runAsync(() -> { },
-                    java.util.concurrent.CompletableFuture.delayedExecutor(c.tenant().registry().lookupTimeoutNanos(),
+                    java.util.concurrent.CompletableFuture.delayedExecutor(t.registry().lookupTimeoutNanos(),
                             java.util.concurrent.TimeUnit.NANOSECONDS)))
-                    .whenComplete((done, failed) -> queueTurn(c, r, layoutBytes, p));
+                    .whenComplete((done, failed) -> queueTurn(t, c, r, layoutBytes, p));
         }
     }
 
     /** Ends a request answered off the poller: its blocks are counted out, and the answer (if any) sent. */
-    private void finish(DataConnection c, Message.FetchRequest r, Message answer) {
-        usage.remove(ServiceUsage.Kind.REQUEST_BLOCKS, c.tenant().app(), r.blocks().size());
+    private void finish(ServedTenant t, DataConnection c, Message.FetchRequest r, Message answer) {
+        usage.remove(ServiceUsage.Kind.REQUEST_BLOCKS, t.app(), r.blocks().size());
         if (answer != null) {
             reply(c, r, answer);
         }
@@ -121,13 +113,13 @@ public final class FetchRequestServer {
             return; // retired while a server thread answered
         }
         try {
-            replies.send(c, answer); // without its layouts if they do not fit (MetadataSender)
+            replies.send(c, answer, false); // without its layouts if they do not fit (MetadataSender)
         } catch (IllegalArgumentException tooBig) {
             replies.send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
-                    + c.peerReceiveBufferSize() + "-byte receive buffer"));
+                    + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
         } catch (RuntimeException e) {
             if (!c.isClosing()) { // else retired meanwhile (its application stopped, its peer cut off): nobody to tell
-                replies.connectionFailed(c, e);
+                c.handler().onFailure(c, e);
             }
         }
     }

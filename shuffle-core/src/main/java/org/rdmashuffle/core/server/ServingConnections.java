@@ -11,6 +11,8 @@ import org.rdmashuffle.core.control.ControlSession;
 import org.rdmashuffle.core.control.RequestRefusedException;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
 import org.rdmashuffle.core.protocol.ConnectCodec;
+import org.rdmashuffle.core.transport.ConnectionHandler;
+import org.rdmashuffle.core.transport.ConnectionTable;
 import org.rdmashuffle.core.transport.DataConnection;
 import org.rdmashuffle.core.transport.QueuePairFactory;
 import org.rdmashuffle.core.transport.TenantDomain;
@@ -27,21 +29,14 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
  * that session. A refusal is a {@link RequestRefusedException} whose text the reducer may read.
  */
 public final class ServingConnections {
-    /** Where the engine keeps its connections. */
-    public interface Table {
-        /** Records a new serving connection (by its QP numbers, for completions). */
-        void add(DataConnection c);
-
-        /** Destroys a connection's QPs and forgets it. */
-        void retire(DataConnection c);
-    }
-
     private final EngineConfig config;
-    private final Function<String, TenantDomain> tenantOf;
+    private final Function<String, ServedTenant> tenantOf;
+    /** The owner of a new connection of a tenant: what its completions go to. */
+    private final Function<ServedTenant, ConnectionHandler> owners;
     private final QueuePairFactory queuePairs;
     private final ConnectOptions options;
     private final boolean sgeListBroken;
-    private final Table table;
+    private final ConnectionTable table;
     private final ServiceUsage usage;
     /**
      * Each control session's data connections, by their first queue pair's number: what a DISCONNECT
@@ -52,11 +47,14 @@ public final class ServingConnections {
 
     /**
      * @param tenantOf the tenant of an authenticated application (an executor's engine: its own, always)
+     * @param owners the owner of a tenant's new connection (it counts the connection out of {@code usage} when retired)
      * @param options serving QPs' options (a finite RNR retry)
      */
-    public ServingConnections(EngineConfig config, Function<String, TenantDomain> tenantOf, QueuePairFactory queuePairs,
-                              ConnectOptions options, boolean sgeListBroken, Table table, ServiceUsage usage) {
+    public ServingConnections(EngineConfig config, Function<String, ServedTenant> tenantOf,
+                              Function<ServedTenant, ConnectionHandler> owners, QueuePairFactory queuePairs,
+                              ConnectOptions options, boolean sgeListBroken, ConnectionTable table, ServiceUsage usage) {
         this.usage = usage;
+        this.owners = owners;
         this.config = config;
         this.tenantOf = tenantOf;
         this.queuePairs = queuePairs;
@@ -92,13 +90,14 @@ public final class ServingConnections {
         } catch (MalformedMessageException e) {
             throw new RequestRefusedException("malformed connect request: " + e.getMessage());
         }
-        TenantDomain tenant = tenantOf.apply(session.appId()); // refused if stopped, or no room for its buffers
+        ServedTenant served = tenantOf.apply(session.appId()); // refused if stopped, or no room for its buffers
+        TenantDomain tenant = served.domain();
         if (!tenant.beginSetUp()) {
             throw new RequestRefusedException("application " + session.appId() + " has stopped");
         }
         SetUp made;
         try {
-            made = setUp(session, theirs, tenant);
+            made = setUp(session, theirs, served);
         } finally {
             tenant.endSetUp();
         }
@@ -113,9 +112,9 @@ public final class ServingConnections {
             }
             return false;
         });
-        Served served = new Served(session, ofSession, c);
-        ofSession.put(c.qpNumber(0), served);
-        session.onClose(served);
+        Served entry = new Served(session, ofSession, c);
+        ofSession.put(c.qpNumber(0), entry);
+        session.onClose(entry);
         // The lease tells the reducer how long a described region stays registered for its reads.
         return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), config.fetchTimeout().toMillis(),
                 made.endpoints()));
@@ -125,7 +124,8 @@ public final class ServingConnections {
     }
 
     /** The queue pairs of a new connection on {@code tenant}, counted against the application's, its user's and the node's bounds. */
-    private SetUp setUp(ControlSession session, ConnectCodec.Connect theirs, TenantDomain tenant) {
+    private SetUp setUp(ControlSession session, ConnectCodec.Connect theirs, ServedTenant served) {
+        TenantDomain tenant = served.domain();
         String full = usage.tryAdd(ServiceUsage.Kind.DATA, session.appId());
         if (full != null) {
             throw new RequestRefusedException(full);
@@ -156,9 +156,10 @@ public final class ServingConnections {
             DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
                     DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken,
                     theirs.endpoints().getFirst().gid());
-            counted = false; // counted out when it is retired (the tenant's connections say whether it was)
+            c.handle(owners.apply(served));
+            counted = false; // counted out by its owner when it is retired (once)
             tenant.connections().add(c);
-            table.add(c);
+            table.trackServing(c);
             return new SetUp(c, mine);
         } finally {
             if (counted) {

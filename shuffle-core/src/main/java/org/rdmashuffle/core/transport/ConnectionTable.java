@@ -7,17 +7,27 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * An engine's live data connections: each queue pair's number to its connection, so that
- * completions and device events find where they go, and the serving ones, which the connection caps
- * count and the engine's close retires. A connection is routable from {@link #track} until
- * {@link #untrack}, the first step of retiring it: a completion that comes after is for nobody and
- * is dropped, never handed to another connection (QP numbers are not reused while the old QP lives).
+ * completions and device events find its owner ({@link ConnectionHandler}), and the serving ones,
+ * which the connection caps count and the engine's close retires. A connection is routable from
+ * {@link #track} until {@link #retire} untracks it, its first step: a completion that comes after is
+ * for nobody and is dropped, never handed to another connection (QP numbers are not reused while the
+ * old QP lives). Thread-safe: connections are tracked on dialer and connector threads, retired on any.
  */
 public final class ConnectionTable {
     private final Map<Integer, DataConnection> byQpNumber = new ConcurrentHashMap<>();
     private final Set<DataConnection> serving = ConcurrentHashMap.newKeySet();
+    /** Gives back the send slots a retired connection's sends still held ({@link MetadataSender#forget}). */
+    private final java.util.function.Consumer<DataConnection> sendsForgotten;
 
-    /** Routes the completions of {@code c}'s queue pairs to it. */
+    public ConnectionTable(java.util.function.Consumer<DataConnection> sendsForgotten) {
+        this.sendsForgotten = sendsForgotten;
+    }
+
+    /** Routes the completions of {@code c}'s queue pairs to its owner, which it must have by now. */
     public void track(DataConnection c) {
+        if (c.handler() == null) {
+            throw new IllegalStateException(c + " is tracked without an owner");
+        }
         for (int i = 0; i < c.queuePairs(); i++) {
             byQpNumber.put(c.qpNumber(i), c);
         }
@@ -29,8 +39,24 @@ public final class ConnectionTable {
         track(c);
     }
 
+    /**
+     * Destroys a connection's queue pairs and forgets it, in this order: no more completions routed to
+     * it, its QPs destroyed (from then on the device writes into none of its buffers), out of its
+     * tenant, its owner told (once, however many paths retire it), then the sends it still had in
+     * flight give their slots back. Idempotent; on any thread.
+     */
+    public void retire(DataConnection c) {
+        untrack(c);
+        c.close();
+        c.tenant().connections().remove(c);
+        if (c.markRetired()) {
+            c.handler().onRetired(c);
+        }
+        sendsForgotten.accept(c);
+    }
+
     /** Routes no more completions to {@code c} and forgets it. */
-    public void untrack(DataConnection c) {
+    private void untrack(DataConnection c) {
         for (int i = 0; i < c.queuePairs(); i++) {
             byQpNumber.remove(c.qpNumber(i), c);
         }

@@ -32,7 +32,10 @@ public final class DataConnection implements AutoCloseable {
     private final ScatterGatherList sgeList;
     private int next;
     private boolean closed;
-    private volatile Object attachment;
+    /** Its owner: set once, before the connection is tracked. */
+    private volatile ConnectionHandler handler;
+    /** Set by the first {@link ConnectionTable#retire}: its owner hears of it once. */
+    private final java.util.concurrent.atomic.AtomicBoolean retired = new java.util.concurrent.atomic.AtomicBoolean();
     /** Sends of this connection waiting for a slot of its tenant (guarded by the tenant's queue, {@link MetadataSender}). */
     int queuedSends;
     /** Set once the engine has decided to close it (a protocol error): what it receives from then on is dropped. */
@@ -94,13 +97,22 @@ public final class DataConnection implements AutoCloseable {
         return qps[i].qpNumber();
     }
 
-    /** State the engine keeps with the connection (the fetcher of a peer, for instance). */
-    public Object attachment() {
-        return attachment;
+    /** Its owner, what the router hands its completions to. */
+    public ConnectionHandler handler() {
+        return handler;
     }
 
-    public void attach(Object o) {
-        attachment = o;
+    /** Sets its owner; once, before it is tracked ({@link ConnectionTable#track} refuses one without). */
+    public void handle(ConnectionHandler h) {
+        if (handler != null) {
+            throw new IllegalStateException(this + " has an owner already");
+        }
+        handler = java.util.Objects.requireNonNull(h);
+    }
+
+    /** True for the first caller only: the one retire that tells the owner. */
+    boolean markRetired() {
+        return retired.compareAndSet(false, true);
     }
 
     public synchronized boolean isClosed() {

@@ -5,19 +5,16 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.rdmashuffle.core.config.EngineConfig;
-import org.rdmashuffle.core.server.FetchRequestHandler;
-import org.rdmashuffle.core.server.MapOutputRegistry;
-import org.rdmashuffle.core.server.RegistryBudget;
-import org.rdmashuffle.core.server.RegistryLimits;
-import org.rdmashuffle.core.server.ServiceLimits;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.VerbsContext;
 
 /**
  * The device resources of one application ("tenant"): its own protection domain holding its queue
- * pairs, its shared receive queue and receive buffers, its send buffers and the regions of its map
- * outputs. A queue pair of one application therefore cannot name another's memory: the NIC checks
+ * pairs, its shared receive queue and receive buffers, its send buffers, and what is built on the PD
+ * above this layer and given to it to close ({@link #adopt}: the serving side's registry of map-output
+ * regions). What the tenant's outputs are, and their bounds, are the serving side's
+ * ({@code server.ServedTenant}); this class knows only device resources. A queue pair of one application therefore cannot name another's memory: the NIC checks
  * that an rkey belongs to the queue pair's PD before it reads, so even a guessed or stolen rkey gets a
  * remote access error. An executor's engine has one tenant (its own application); a node's shuffle
  * service one per application it serves, made at the application's first output or connection and
@@ -27,7 +24,8 @@ import org.rdmashuffle.verbs.VerbsContext;
  * to the context, not to a PD), threads and the control plane. A tenant adds memory only.
  *
  * <p>Close order (rdma-core's pyverbs PD.close): the engine retires the tenant's connections (their
- * QPs) first; then the SRQ, the regions (outputs, receive and send buffers), and last the PD.
+ * QPs) first; then the SRQ, the adopted children (their regions), the receive and send buffers, and
+ * last the PD.
  */
 public final class TenantDomain implements AutoCloseable {
     /** Receive wr_ids carry the tenant's index above the slot, so a completion finds its pool. */
@@ -40,8 +38,8 @@ public final class TenantDomain implements AutoCloseable {
     private final SharedReceiveQueue srq;
     private final ReceivePool receivePool;
     private final SendBufferPool sendPool;
-    private final MapOutputRegistry registry;
-    private final FetchRequestHandler requests;
+    /** What was built on the PD above this layer, closed after the SRQ and before the pools; guarded by itself. */
+    private final java.util.List<Child> children = new java.util.ArrayList<>();
     private final int srqLimit;
     private final Set<DataConnection> connections = ConcurrentHashMap.newKeySet();
     /** Sends waiting for one of this tenant's send slots; guarded by itself, as is {@link #queuedBytes}. */
@@ -57,12 +55,8 @@ public final class TenantDomain implements AutoCloseable {
     /**
      * @param index never reused while the engine runs (late completions of a closed tenant are ignored)
      * @param user the application's user: whose share of the node it draws on
-     * @param limits the service's resource model (an executor's engine: its own outputs bounded by bytes alone)
-     * @param registeredMemory the engine's budget of registered map outputs, shared by its tenants
-     * @param lookups where the registry's searches on disk run
      */
-    public TenantDomain(VerbsContext context, int index, String app, String user, EngineConfig config, ServiceLimits limits,
-                        RegistryBudget registeredMemory, org.rdmashuffle.core.server.OutputSearches.Lookups lookups) {
+    public TenantDomain(VerbsContext context, int index, String app, String user, EngineConfig config) {
         this.index = index;
         this.app = app;
         this.user = user;
@@ -88,12 +82,20 @@ public final class TenantDomain implements AutoCloseable {
         this.srq = q;
         this.receivePool = receives;
         this.sendPool = sends;
-        // One application of many may hold only its share of the node's budget; an engine's own, all of it.
-        RegistryLimits registryLimits = app.equals(MapOutputRegistry.OWN) ? RegistryLimits.ofBytes(config.registeredMemoryLimit())
-                : limits.perApplication();
-        this.registry = new MapOutputRegistry(pd, registryLimits, registeredMemory, user, limits.lease().toMillis(),
-                limits.lookupTimeout().toMillis(), lookups);
-        this.requests = new FetchRequestHandler(registry);
+    }
+
+    /** Something built on this tenant's PD above this layer: closed, asynchronously, when the tenant closes. */
+    @FunctionalInterface
+    public interface Child {
+        /** Frees what it holds of the PD; completes when it has (a registration under way is waited for). */
+        java.util.concurrent.CompletableFuture<Void> closeAsync();
+    }
+
+    /** Gives {@code child} to the tenant to close, after its SRQ and before its pools and PD. */
+    public void adopt(Child child) {
+        synchronized (children) {
+            children.add(child);
+        }
     }
 
     private static void closeQuietly(AutoCloseable c, Throwable into) {
@@ -115,7 +117,7 @@ public final class TenantDomain implements AutoCloseable {
         return index;
     }
 
-    /** The application ({@link MapOutputRegistry#OWN} in an executor's engine). */
+    /** The application (the empty name in an executor's engine: its own). */
     public String app() {
         return app;
     }
@@ -161,14 +163,6 @@ public final class TenantDomain implements AutoCloseable {
         return sendPool;
     }
 
-    public MapOutputRegistry registry() {
-        return registry;
-    }
-
-    public FetchRequestHandler requests() {
-        return requests;
-    }
-
     /** Re-arms the SRQ limit event after its receives were flushed. */
     public void rearm() {
         if (!closed) {
@@ -187,7 +181,7 @@ public final class TenantDomain implements AutoCloseable {
 
     /**
      * Frees everything in the order verbs requires; the engine has retired every connection (QP) of
-     * the tenant first. Waits for registrations under way (the registry's close).
+     * the tenant first. Waits for registrations under way (its children's close).
      */
     @Override
     public void close() {
@@ -221,7 +215,13 @@ public final class TenantDomain implements AutoCloseable {
                     + "are left for the process's exit"));
         }
         srq.close();
-        return registry.closeAsync().thenRun(() -> {
+        java.util.List<java.util.concurrent.CompletableFuture<Void>> ended = new java.util.ArrayList<>();
+        synchronized (children) {
+            for (Child child : children) {
+                ended.add(child.closeAsync());
+            }
+        }
+        return java.util.concurrent.CompletableFuture.allOf(ended.toArray(java.util.concurrent.CompletableFuture[]::new)).thenRun(() -> {
             synchronized (receivePool) {
                 receivePool.close();
             }

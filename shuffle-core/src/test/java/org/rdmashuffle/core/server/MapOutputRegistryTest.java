@@ -36,7 +36,7 @@ import org.rdmashuffle.verbs.SendFlags;
 import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.WorkCompletions;
-import org.rdmashuffle.core.TestDevice;
+import org.rdmashuffle.verbs.testing.TestProviders;
 
 /** Map outputs registered over their files, described as blocks a peer can read, within a memory limit. */
 class MapOutputRegistryTest {
@@ -44,14 +44,14 @@ class MapOutputRegistryTest {
 
     @TempDir
     Path dir;
-    private TestDevice device;
+    private TestProviders.OpenDevice device;
     private VerbsContext context;
     private ProtectionDomain pd;
     private final AtomicLong now = new AtomicLong(100 * SECOND);
 
     @BeforeEach
     void open() {
-        device = TestDevice.open();
+        device = TestProviders.openDevice();
         context = device.context;
         pd = context.allocateProtectionDomain();
     }

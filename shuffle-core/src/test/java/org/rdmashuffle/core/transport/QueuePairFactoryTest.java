@@ -24,9 +24,7 @@ class QueuePairFactoryTest {
         try (SoftwareProvider sp = new SoftwareProvider(SoftwareProvider.Config.loopback())) {
             VerbsContext ctx = sp.devices().getFirst().open();
             CompletionPoller poller = new CompletionPoller(ctx, "test-poller", 1024, 16, Duration.ZERO, (wcs, n) -> { });
-            Tenants tenants = new Tenants(ctx, config, org.rdmashuffle.core.server.ServiceLimits.of(config), true, app -> app,
-                    app -> org.rdmashuffle.core.server.OutputSearches.Lookups.INLINE, 1024);
-            TenantDomain tenant = tenants.of("app");
+            TenantDomain tenant = new TenantDomain(ctx, 0, "app", "app", config);
             QueuePairFactory factory = new QueuePairFactory(new CompletionPoller[] {poller}, 256, 128, 16,
                     EngineConfig.PostPath.BUILDER);
             try (QueuePair serving = factory.create(tenant, DataConnection.Role.SERVING);

@@ -25,11 +25,11 @@ import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 import org.rdmashuffle.verbs.WorkCompletions;
 import org.rdmashuffle.verbs.WorkRequestOpcode;
-import org.rdmashuffle.core.TestDevice;
+import org.rdmashuffle.verbs.testing.TestProviders;
 
 /** A small pool serves many more messages than it has buffers by reposting; an exhausted pool makes senders fail with RNR. */
 class ReceivePoolTest {
-    private TestDevice device;
+    private TestProviders.OpenDevice device;
     private VerbsContext context;
     private ProtectionDomain pd;
     private CompletionQueue sendCq;
@@ -41,7 +41,7 @@ class ReceivePoolTest {
 
     @BeforeEach
     void open() {
-        device = TestDevice.open();
+        device = TestProviders.openDevice();
         context = device.context;
         pd = context.allocateProtectionDomain();
         sendCq = context.createCompletionQueue(64, null, 0);

@@ -11,19 +11,18 @@
 #
 # The guest sees the host's / read-only (9p + tmpfs overlay), so it uses the host's
 # JDK, rdma-core userspace and checkout. See README.md next to this file.
+#
+# This file is the host side. The guest's side: guest-init.sh (the initramfs's /init, stage 1),
+# guest-stage2.sh (PID 1 once the host's / is mounted: rxe0, then the command), guest.conf (the
+# constants both sides share). The test stages run in the guest are guest-tests.sh's.
 set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
+HERE=$(dirname "$SELF")
 CACHE=${RDMA_SHUFFLE_CACHE:-$HOME/.cache/rdma-shuffle}/softroce
 
-GUEST_JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-RXE_DEV=rxe0
-RXE_GID_INDEX=1          # RoCE v2, IPv4-mapped GID; index 0 is the link-local one
-SR0_ADDR=10.99.0.1/24    # lives on a dummy netdev only: nothing ever leaves the guest
-# Pair mode: guest N's NIC has WIRE_NET.(N+1). The wire is a unix stream socket between the two
-# qemu processes (its path in the run dir): no IP traffic on the host at all.
-WIRE_NET=10.99.1
-WIRE_MTU=9000
+# shellcheck source=guest.conf
+source "$HERE/guest.conf"
 
 # Initramfs modules, in load order (deps first): just enough for virtio-pci, 9p,
 # overlayfs and virtio-serial. Everything else is modprobed later from the full tree.
@@ -72,26 +71,8 @@ extract_vmlinux() {
   die "no xz-compressed ELF found in $bz"
 }
 
-# /init of the initramfs (busybox sh): load virtio/9p modules, mount the host's /
-# read-only with a tmpfs overlay, mount the per-run control dir, then hand over to
-# stage 2 (this script's `__guest`, copied into the control dir by `run`).
-INIT_SCRIPT='#!/bin/busybox sh
-/bin/busybox --install -s /bin
-mount -t devtmpfs dev /dev
-exec </dev/console >/dev/console 2>&1
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-fail() { echo "softroce-init: $*"; echo o >/proc/sysrq-trigger; sleep 60; }
-for m in $(cat /lib/modules/load-order); do insmod /lib/modules/$m.ko || fail "insmod $m"; done
-mkdir -p /lower /rw /newroot
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 hostroot /lower || fail "mount hostroot"
-mount -t tmpfs -o mode=0755 rw /rw && mkdir /rw/upper /rw/work
-mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay /newroot || fail "mount overlay"
-mkdir -p /newroot/run/softroce
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 ctl /newroot/run/softroce || fail "mount ctl"
-for d in dev proc sys; do mount --move /$d /newroot/$d; done
-exec switch_root /newroot /bin/bash /run/softroce/softroce.sh __guest
-'
+# The initramfs's /init (guest stage 1): guest-init.sh.
+INIT_SCRIPT=$(cat "$HERE/guest-init.sh")
 
 cmd_prepare() { # [quiet]
   need apt-get:apt apt-cache:apt dpkg-deb:dpkg depmod:kmod modprobe:kmod xz:xz-utils \
@@ -207,7 +188,7 @@ cmd_run() {
   [[ -n $share ]] || share="$run/share"
   mkdir -p "$share"
   share=$(readlink -f "$share")
-  cp "$SELF" "$run/softroce.sh"
+  cp "$HERE/guest-stage2.sh" "$HERE/guest.conf" "$run/"
   printf '%s' "$cmd" >"$run/cmd"
   printf '%s' "$PWD" >"$run/cwd"
   printf '%s' "$share" >"$run/share-path"
@@ -314,114 +295,6 @@ cmd_pair() {
   exit "$rc1"
 }
 
-# --- stage 2 (guest side, PID 1, /run/softroce is the host's run dir) ---------------
-
-guest_fail() {
-  local msg="$*" port
-  echo "softroce-guest: setup failed: $msg" >/dev/console
-  echo "$msg" >/run/softroce/setup-error
-  port=$(guest_port out) && echo "softroce-guest: setup failed: $msg" >"$port"
-  sync
-  echo o >/proc/sysrq-trigger
-  while :; do sleep 1 2>/dev/null || true; done # PID 1 must not exit
-}
-
-guest_port() { # /dev node of the virtio-serial port named $1
-  local p
-  for p in /sys/class/virtio-ports/*; do
-    [[ $(cat "$p/name" 2>/dev/null) == "$1" ]] && { echo "/dev/${p##*/}"; return 0; }
-  done
-  return 1
-}
-
-guest_nic() { # the virtio-net interface (pair mode)
-  local n
-  for n in /sys/class/net/*; do
-    [[ $(basename "$(readlink -f "$n/device/driver" 2>/dev/null)") == virtio_net ]] && { echo "${n##*/}"; return 0; }
-  done
-  return 1
-}
-
-guest_main() {
-  export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-  trap 'guest_fail "line $LINENO: $BASH_COMMAND"' ERR
-  local ctl=/run/softroce share mods cwd port i state gid
-  share=$(cat $ctl/share-path) mods=$(cat $ctl/modules-path) cwd=$(cat $ctl/cwd)
-
-  # proc/sys/dev were moved here by the initramfs; add what programs expect.
-  mountpoint -q /proc || mount -t proc proc /proc
-  mountpoint -q /sys || mount -t sysfs sys /sys
-  mountpoint -q /dev || mount -t devtmpfs dev /dev
-  mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts && mount -t tmpfs shm /dev/shm
-  # devtmpfs has no /dev/fd and /dev/std* (udev makes them): bash's process substitution needs /dev/fd.
-  [[ -e /dev/fd ]] || ln -s /proc/self/fd /dev/fd
-  [[ -e /dev/stdin ]] || ln -s /proc/self/fd/0 /dev/stdin
-  [[ -e /dev/stdout ]] || ln -s /proc/self/fd/1 /dev/stdout
-  [[ -e /dev/stderr ]] || ln -s /proc/self/fd/2 /dev/stderr
-  mkdir -p /lib/modules && mount --bind "$mods" /lib/modules
-  mkdir -p "$share" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "$share"
-
-  # Soft-RoCE: rxe on a dummy netdev (MTU 9000 -> rxe active MTU 4096; 1500 is ~4x slower), or in
-  # pair mode on the virtio NIC wired to the other guest.
-  ulimit -l unlimited
-  local m
-  for m in rdma_rxe rdma_ucm dummy; do
-    modprobe "$m" 2>/tmp/modprobe.err ||
-      guest_fail "cannot load the $m module ($(tr '\n' ' ' </tmp/modprobe.err)) from the unpacked kernel $(uname -r): delete the harness cache's kernel/ and run softroce.sh prepare"
-  done
-  ip link set lo up
-  local addr=$SR0_ADDR peer="" netdev=sr0 index
-  if [[ -f $ctl/wire-index ]]; then
-    index=$(cat $ctl/wire-index)
-    modprobe virtio_net
-    for ((i = 0; i < 100; i++)); do
-      netdev=$(guest_nic) && break
-      sleep 0.1
-    done
-    [[ -n $netdev ]] || guest_fail "no virtio NIC for the wire"
-    addr=$WIRE_NET.$((index + 1))/24 peer=$WIRE_NET.$((2 - index))
-    # Names for the two hosts, as a cluster has them (YARN addresses nodes by name).
-    echo "host$index" >/proc/sys/kernel/hostname
-    printf '%s host0\n%s host1\n' "$WIRE_NET.1" "$WIRE_NET.2" >>/etc/hosts
-    ip link set "$netdev" mtu $WIRE_MTU
-    ip addr add "$addr" dev "$netdev"
-    ip link set "$netdev" up
-  else
-    ip link add sr0 type dummy
-    ip link set sr0 mtu 9000
-    ip addr add "$addr" dev sr0
-    ip link set sr0 up
-  fi
-  rdma link add "$RXE_DEV" type rxe netdev "$netdev"
-  for ((i = 0; i < 300; i++)); do
-    state=$(cat /sys/class/infiniband/$RXE_DEV/ports/1/state 2>/dev/null || true)
-    gid=$(cat /sys/class/infiniband/$RXE_DEV/ports/1/gids/$RXE_GID_INDEX 2>/dev/null || true)
-    [[ $state == *ACTIVE* && -n $gid && $gid != *0000:0000:0000:0000:0000:0000:0000:0000* ]] && break
-    sleep 0.1
-  done
-  ((i < 300)) || guest_fail "$RXE_DEV port 1 not ACTIVE with GID[$RXE_GID_INDEX] (state '$state', gid '$gid')"
-  cut -d' ' -f1 /proc/uptime >$ctl/ready
-  port=$(guest_port out) || guest_fail "virtio-serial port 'out' not found"
-  trap - ERR
-
-  local rc=0
-  (
-    cd "$cwd" || exit 125
-    export HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8
-    export JAVA_HOME=$GUEST_JAVA_HOME PATH=$GUEST_JAVA_HOME/bin:$PATH
-    export SOFTROCE_DEVICE=$RXE_DEV SOFTROCE_GID_INDEX=$RXE_GID_INDEX SOFTROCE_ADDR=${addr%/*} SOFTROCE_SHARE=$share
-    if [[ -n $peer ]]; then
-      export SOFTROCE_HOST_INDEX=$index SOFTROCE_PEER_ADDR=$peer SOFTROCE_NETDEV=$netdev
-    fi
-    exec bash -c "$(cat $ctl/cmd)"
-  ) </dev/null >"$port" 2>&1 || rc=$?
-  sync
-  echo "$rc" >$ctl/rc
-  sync
-  echo o >/proc/sysrq-trigger # power off; qemu exits
-  while :; do sleep 1 2>/dev/null || true; done # (the root fs may already be gone)
-}
-
 # --- check ---------------------------------------------------------------------------
 
 cmd_check() {
@@ -473,6 +346,5 @@ run) shift; cmd_run "$@" ;;
 pair) shift; cmd_pair "$@" ;;
 check) shift; cmd_check "$@" ;;
 pair-check) shift; cmd_pair_check "$@" ;;
-__guest) guest_main ;;
 *) usage ;;
 esac

@@ -10,12 +10,12 @@ import org.rdmashuffle.verbs.WorkCompletionOpcode;
 import org.rdmashuffle.verbs.WorkCompletions;
 
 /** Each completion of a batch reaches its kind's handler, whatever another one's handler does. */
-class CompletionDispatcherTest {
+class CompletionRouterTest {
 
     @Test
     void oneFailingCompletionNeverDropsItsBatch() {
         List<String> seen = new ArrayList<>();
-        CompletionDispatcher d = new CompletionDispatcher(
+        CompletionRouter d = new CompletionRouter(
                 (wcs, i, v) -> seen.add("receive " + v),
                 (wcs, i, v) -> {
                     seen.add("send " + v);
@@ -36,7 +36,7 @@ class CompletionDispatcherTest {
     @Test
     void anErrorInOneHandlerNeverDropsItsBatch() {
         List<String> seen = new ArrayList<>();
-        CompletionDispatcher d = new CompletionDispatcher(
+        CompletionRouter d = new CompletionRouter(
                 (wcs, i, v) -> {
                     seen.add("receive " + v);
                     throw new StackOverflowError("a message deeper than the stack");

@@ -18,10 +18,11 @@
 # file, boots once, and starts one JVM with JUnit's console launcher over that classpath. The XML
 # reports land in DIR (default native-verbs/target/softroce-reports), shared read-write with the
 # guest. Fails unless tests ran and none failed; a device that is missing fails, never skips
-# (-Drdmashuffle.test.requireDevice=true).
+# (-Drdmashuffle.test.requireDevice=true). With --pair under CI=true, a test that skipped fails the
+# stage too, unless its reason is a provider bug the summary names (KNOWN_PROVIDER_BUGS).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/.." && pwd)
 bench=0 pair=0 build=1 rdma_core=""
 reports=""
 while (($#)); do
@@ -39,7 +40,7 @@ suffix=${rdma_core:+-rdma-core-$rdma_core}
 ((pair)) && : "${reports:=$root/native-verbs/target/softroce-pair-reports$suffix}"
 : "${reports:=$root/native-verbs/target/softroce-reports$suffix}"
 
-# shellcheck source=../../bin/jdk.sh
+# shellcheck source=../bin/jdk.sh
 source "$root/bin/jdk.sh"
 cd "$root"
 modules=native-verbs,shuffle-core
@@ -94,7 +95,7 @@ ${jvm[*]} -cp '$root/native-verbs/target/classes' org.rdmashuffle.verbs.tools.Do
 ${jvm[*]} -Drdmashuffle.test.requireDevice=true -Drdmashuffle.test.provider=ibverbs -Drdmashuffle.test.timeoutSeconds=120 \
   -cp '$cp' org.junit.platform.console.ConsoleLauncher execute \
   --select-package org.rdmashuffle.verbs --select-package org.rdmashuffle.core --exclude-classname '.*CrossHost.*' \
-  --exclude-tag software-provider-only --exclude-tag timing --exclude-tag jazzer --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
+  --exclude-tag software-provider-only --exclude-tag timing --exclude-tag jazzer --exclude-tag structure --reports-dir '$reports' --details=tree --disable-banner --fail-if-no-tests"
 if ((bench)); then
   guest_cmd+="
 echo '--- RDMA_READ bandwidth: perftest ib_read_bw vs rdma-shuffle, same rxe0, same boot'
@@ -145,9 +146,17 @@ fi
 
 # The summary comes from the XML reports, so it shows what ran, not what was meant to.
 python3 - "$reports" "$rc" "${rdma_core:-$(dpkg-query -W -f='${Version}' libibverbs1 2>/dev/null || echo installed)}" $( ((pair)) && echo pair) <<'PY'
-import glob, sys, xml.etree.ElementTree as ET
+import glob, os, sys, xml.etree.ElementTree as ET
 reports, rc, core = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-where = f"rdma-core {core}" + (", two hosts" if len(sys.argv) > 4 else "")
+pair = len(sys.argv) > 4
+where = f"rdma-core {core}" + (", two hosts" if pair else "")
+# Skips a cross-host stage accepts under CI: a provider's known bug, named by the test that meets it.
+# Any other skip there (a property the harness failed to pass, a peer not found) fails the stage:
+# the stage exists to prove those tests ran.
+KNOWN_PROVIDER_BUGS = [
+    "the installed rdma-core rxe provider has a known bug",  # ExtendedPostTest.knownRxeBug: rdma-core 44/56's builder
+]
+strict = pair and os.environ.get("CI") == "true"
 tests = fail = err = skip = 0
 skipped, failed = [], []
 for f in glob.glob(reports + "/**/TEST-*.xml", recursive=True):
@@ -165,8 +174,12 @@ for f in glob.glob(reports + "/**/TEST-*.xml", recursive=True):
             skipped.append(f"{case.get('classname')}.{case.get('name')}: {(s.get('message') or s.text or '').strip()[:200]}")
 print(f"softroce summary (real libibverbs on rxe0, {where}): {tests} tests, {tests - fail - err - skip} passed, "
       f"{fail + err} failed, {skip} skipped; guest exit {rc}")
+unexplained = [s for s in skipped if not any(bug in s for bug in KNOWN_PROVIDER_BUGS)]
 for s in skipped: print("  skipped:", s)
 for f in failed: print("  failed:", f)
-print(f"Soft-RoCE ({where}): {tests - fail - err - skip} passed, {fail + err} failed, {skip} skipped")
-sys.exit(1 if rc != 0 or tests == 0 or fail + err > 0 else 0)
+if strict and unexplained:
+    for s in unexplained: print("  failed: skipped without a known provider bug (a cross-host stage under CI):", s)
+print(f"Soft-RoCE ({where}): {tests - fail - err - skip} passed, {fail + err} failed, {skip} skipped"
+      + (f", {len(unexplained)} of them unexplained" if strict and unexplained else ""))
+sys.exit(1 if rc != 0 or tests == 0 or fail + err > 0 or (strict and unexplained) else 0)
 PY

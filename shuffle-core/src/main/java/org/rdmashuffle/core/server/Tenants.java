@@ -1,4 +1,4 @@
-package org.rdmashuffle.core.transport;
+package org.rdmashuffle.core.server;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -8,14 +8,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.rdmashuffle.core.config.EngineConfig;
-import org.rdmashuffle.core.server.MapOutputRegistry;
-import org.rdmashuffle.core.server.OutputSearches;
-import org.rdmashuffle.core.server.RegistryBudget;
-import org.rdmashuffle.core.server.ServiceLimits;
+import org.rdmashuffle.core.transport.TenantDomain;
+import org.rdmashuffle.core.transport.TransportContext;
 import org.rdmashuffle.verbs.VerbsContext;
 
 /**
- * The engine's {@link TenantDomain}s: by application, and by the index receive wr_ids carry (so a
+ * The engine's {@link ServedTenant}s (each over its {@link TenantDomain}): by application, and by the index receive wr_ids carry (so a
  * completion finds its pool even after its connection went). An executor's engine has one tenant,
  * its own, made at start; a service makes one per application when first needed, admitted only while
  * every tenant's receive and send buffers still fit a completion queue (all of them may complete
@@ -23,7 +21,7 @@ import org.rdmashuffle.verbs.VerbsContext;
  * #STOPPED_REMEMBERED}) and never gets a tenant again: a CONNECT on a control session of its that
  * outlived the stop is refused instead of building fresh resources nothing would remove. Thread-safe.
  */
-public final class Tenants {
+public final class Tenants implements TransportContext.TenantIndex {
     /** Stopped applications remembered: far more than a node runs between two restarts of its service. */
     static final int STOPPED_REMEMBERED = 1 << 16;
 
@@ -36,10 +34,10 @@ public final class Tenants {
     /** What registries hold across tenants: the node's limits, and each user's. */
     private final RegistryBudget registeredMemory;
     /** Guarded by {@link #byApp}. */
-    private final Map<String, TenantDomain> byApp = new HashMap<>();
+    private final Map<String, ServedTenant> byApp = new HashMap<>();
     /** Applications stopped, oldest first; guarded by {@link #byApp}. */
     private final java.util.LinkedHashSet<String> stopped = new java.util.LinkedHashSet<>();
-    private final Map<Integer, TenantDomain> byIndex = new ConcurrentHashMap<>();
+    private final Map<Integer, ServedTenant> byIndex = new ConcurrentHashMap<>();
     private final AtomicInteger ids = new AtomicInteger();
     private volatile MapOutputRegistry.Resolver resolver;
     private boolean closed;
@@ -63,7 +61,7 @@ public final class Tenants {
     }
 
     /** The tenant of {@code app}, made now if it has none. */
-    public TenantDomain of(String app) {
+    public ServedTenant of(String app) {
         synchronized (byApp) {
             if (closed) {
                 throw new IllegalStateException("the engine is closing");
@@ -71,7 +69,7 @@ public final class Tenants {
             if (stopped.contains(app)) {
                 throw new org.rdmashuffle.core.control.RequestRefusedException("application " + app + " has stopped");
             }
-            TenantDomain t = byApp.get(app);
+            ServedTenant t = byApp.get(app);
             if (t != null) {
                 return t;
             }
@@ -83,7 +81,7 @@ public final class Tenants {
                         + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
                 throw new org.rdmashuffle.core.control.RequestRefusedException("the server serves as many applications as it may");
             }
-            t = new TenantDomain(context, ids.getAndIncrement(), app, userOf.apply(app), config, limits, registeredMemory,
+            t = new ServedTenant(context, ids.getAndIncrement(), app, userOf.apply(app), config, limits, registeredMemory,
                     lookups.apply(app));
             t.registry().resolver(resolver);
             byIndex.put(t.index(), t);
@@ -96,7 +94,7 @@ public final class Tenants {
      * The application stopped: it gets no tenant from now on; its tenant, if it has one, is taken out of
      * the tables (as {@link #remove}) and returned for the caller to retire and close.
      */
-    public TenantDomain stop(String app) {
+    public ServedTenant stop(String app) {
         synchronized (byApp) {
             stopped.add(app);
             if (stopped.size() > STOPPED_REMEMBERED) {
@@ -107,7 +105,7 @@ public final class Tenants {
     }
 
     /** The tenant of {@code app} if it has one now (none is made). */
-    public TenantDomain find(String app) {
+    public ServedTenant find(String app) {
         synchronized (byApp) {
             return byApp.get(app);
         }
@@ -126,7 +124,7 @@ public final class Tenants {
     }
 
     /** The tenant whose receive wr_ids carry {@code index}; null once it is gone. */
-    public TenantDomain byIndex(int index) {
+    public ServedTenant byIndex(int index) {
         return byIndex.get(index);
     }
 
@@ -134,8 +132,8 @@ public final class Tenants {
      * Takes {@code app}'s tenant out of the tables (its completions are ignored from now on); the caller
      * retires its connections and closes it. Null if it has none.
      */
-    public TenantDomain remove(String app) {
-        TenantDomain t;
+    public ServedTenant remove(String app) {
+        ServedTenant t;
         synchronized (byApp) {
             t = byApp.remove(app);
         }
@@ -146,10 +144,10 @@ public final class Tenants {
     }
 
     /** Takes every tenant out (the engine is closing): no new one is made after this. */
-    public List<TenantDomain> removeAll() {
+    public List<ServedTenant> removeAll() {
         synchronized (byApp) {
             closed = true;
-            List<TenantDomain> all = new ArrayList<>(byApp.values());
+            List<ServedTenant> all = new ArrayList<>(byApp.values());
             byApp.clear();
             byIndex.clear();
             return all;
@@ -164,8 +162,24 @@ public final class Tenants {
         }
     }
 
-    public List<TenantDomain> all() {
+    public List<ServedTenant> all() {
         return new ArrayList<>(byIndex.values());
+    }
+
+    /** The device resources of the tenant whose receive wr_ids carry {@code index}; null once it is gone (the router's lookup). */
+    @Override
+    public TenantDomain domainByIndex(int index) {
+        ServedTenant t = byIndex.get(index);
+        return t == null ? null : t.domain();
+    }
+
+    @Override
+    public List<TenantDomain> domains() {
+        List<TenantDomain> all = new ArrayList<>();
+        for (ServedTenant t : byIndex.values()) {
+            all.add(t.domain());
+        }
+        return all;
     }
 
     public int size() {

@@ -1,0 +1,22 @@
+package org.rdmashuffle.core.client;
+
+import org.rdmashuffle.core.buffer.RegisteredBufferPool;
+
+/**
+ * What every {@link PeerFetcher} of an engine shares: ids, the registered buffers reads land in, the
+ * process-wide {@link FetchBudget}, and the clock its timeouts and leases are measured by. A test
+ * gives a fetcher its own (a clock it moves by hand, a pool whose registrations fail on demand).
+ */
+public interface FetchContext {
+    /** A fresh id for a request or a chain; never repeats within the process. */
+    long nextId();
+
+    RegisteredBufferPool buffers();
+
+    FetchBudget budget();
+
+    /** Now, in the nanoseconds of {@link System#nanoTime()}. */
+    default long nanoTime() {
+        return System.nanoTime();
+    }
+}

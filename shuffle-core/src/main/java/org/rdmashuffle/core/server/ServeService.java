@@ -1,0 +1,300 @@
+package org.rdmashuffle.core.server;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
+
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.control.ControlServer;
+import org.rdmashuffle.core.control.ControlSession;
+import org.rdmashuffle.core.protocol.ConnectCodec;
+import org.rdmashuffle.core.transport.ConnectionTable;
+import org.rdmashuffle.core.transport.DataConnection;
+import org.rdmashuffle.core.transport.TenantDomain;
+import org.rdmashuffle.core.transport.TransportContext;
+
+/**
+ * The serving side of an engine: the outputs it serves, by application ({@link Tenants}: an
+ * executor's engine has one, its own; a node's service one per application it serves), the control
+ * server where reducers authenticate and ask for queue pairs ({@link ServingConnections}, on the
+ * connector threads), the answering of their fetch requests ({@link FetchRequestServer}: on the
+ * poller when ready, else on the server threads), disk searches for outputs nobody registered (a
+ * service's lookup threads), and the stopping of applications ({@link ApplicationStops}). Every bound
+ * it puts on its tenants is in {@link ServiceLimits} (docs/security.md's table).
+ *
+ * <p>Threads it owns: {@code rdma-shuffle-server-*}, {@code rdma-shuffle-connector-*}, a service's
+ * {@code rdma-shuffle-lookup-*} and the stopper, and the control server's event loop. It is closed in
+ * phases by the engine, between the transport's ({@link #stopThreads}, {@link #awaitServers},
+ * {@link #closeControlServer}, {@link #retireConnections}, {@link #endTenants}).
+ */
+public final class ServeService {
+    private final EngineConfig config;
+    private final TransportContext transport;
+    private final ServiceLimits limits;
+    private final ServiceUsage usage;
+    /** Searches of the node's disks for outputs nobody registered, one of a user at a time; null in an executor's engine. */
+    private final FairThreads lookups;
+    private final Tenants tenants;
+    /** An executor's engine: its own application's outputs; null in a node's service. */
+    private final ServedTenant own;
+    /** Ends stopped applications' tenants, off the caller's thread (YARN's dispatcher must not wait on a peer). */
+    private final ApplicationStops stops;
+    /**
+     * Answer the fetch requests the poller cannot answer at once, a few outputs' slow work per turn,
+     * round-robin across applications, bounded per application, all but one of them at most for one user.
+     */
+    private final FairThreads servers;
+    private final FetchRequestServer requestServer;
+    private final ServingConnections servingConnections;
+    /**
+     * Run control-plane requests (a CONNECT creates and connects queue pairs, which on the software
+     * provider may dial the peer): off the control plane's event loop, taken fairly across applications,
+     * at most two of one user at a time (one whose dials hang leaves threads for the others), bounded,
+     * so a slow or hostile peer holds up at most these threads, never other peers' handshakes.
+     */
+    private final FairThreads connectors;
+    private final ControlServer controlServer;
+
+    /**
+     * @param service a node's service (many applications, bounded per user, reducers dial it) or an
+     *        executor's engine (its own outputs)
+     * @param secrets each application's secret (null for one not served); null turns authentication off
+     * @param userOf an application's user: whose share of the node it draws on
+     */
+    public ServeService(EngineConfig config, TransportContext transport, boolean service, Function<String, byte[]> secrets,
+                        Function<String, String> userOf) {
+        this.config = config;
+        this.transport = transport;
+        this.limits = ServiceLimits.of(config);
+        this.usage = new ServiceUsage(limits, userOf);
+        List<Runnable> made = new ArrayList<>();
+        try {
+            FairThreads searches = this.lookups = !service ? null : new FairThreads("rdma-shuffle-lookup",
+                    ServiceLimits.LOOKUP_THREADS, ServiceLimits.LOOKUP_QUEUE_PER_APPLICATION, 1, limits.lookupThreadsPerUser());
+            if (searches != null) {
+                made.add(searches::close);
+            }
+            this.tenants = new Tenants(transport.context(), config, limits, service, userOf, searches == null
+                    ? app -> OutputSearches.Lookups.INLINE
+                    : app -> search -> searches.submit(app, userOf.apply(app), search), transport.profile().cqEntries());
+            this.own = service ? null : tenants.of(MapOutputRegistry.OWN);
+            if (own != null) {
+                made.add(own.domain()::close);
+            }
+            this.servers = new FairThreads("rdma-shuffle-server", config.serverThreads(),
+                    ServiceLimits.SERVER_QUEUE_PER_APPLICATION, Integer.MAX_VALUE, limits.serverThreadsPerUser());
+            made.add(servers::close);
+            this.requestServer = new FetchRequestServer(servers, transport.sender(), usage);
+            ConnectionTable table = transport.connections();
+            long graceMillis = config.connectTimeout().toMillis();
+            this.servingConnections = new ServingConnections(config, this::tenant,
+                    t -> new ServingHandler(t, requestServer, table, transport.sender(), transport.timer(), graceMillis, usage),
+                    transport.queuePairs(), transport.profile().servingOptions(), transport.profile().sgeListBroken(), table, usage);
+            this.connectors = new FairThreads("rdma-shuffle-connector", ServiceLimits.CONNECTOR_THREADS,
+                    ServiceLimits.CONNECT_QUEUE_PER_APPLICATION, limits.connectorsPerUser(), limits.connectorsPerUser());
+            made.add(connectors::close);
+            this.stops = new ApplicationStops(this::endTenant, config.connectTimeout().toMillis() + 2000);
+            this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
+                    secrets, this::onControlRequest, ControlServer.MAX_FRAME_BYTES,
+                    (app, task) -> connectors.submit(app, userOf.apply(app), task),
+                    limits.handshakeTimeout(), limits.controlIdleTimeout(), new ControlAdmission(tenants::hasStopped, usage));
+        } catch (RuntimeException | Error e) {
+            for (int i = made.size() - 1; i >= 0; i--) {
+                try {
+                    made.get(i).run();
+                } catch (RuntimeException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** The live tenants' device resources, for the transport's routing of receives. */
+    public TransportContext.TenantIndex tenantIndex() {
+        return tenants;
+    }
+
+    /** Where peers reach the control server: what the adapter publishes. */
+    public InetSocketAddress address() {
+        return controlServer.address();
+    }
+
+    /** An executor's engine's own tenant (what its fetch buffers are registered on); null in a node's service. */
+    public ServedTenant own() {
+        return own;
+    }
+
+    /** See {@code RdmaShuffleEngine.registerMapOutput(int, long, Path, long[])}. */
+    public void registerMapOutput(int shuffleId, long mapId, Path dataFile, long[] offsets) {
+        requireOwn().registry().register(shuffleId, mapId, dataFile, offsets);
+    }
+
+    /** A node's service: an output of application {@code app}, in a file this process trusts. */
+    public void registerMapOutput(String app, int shuffleId, long mapId, Path dataFile, long[] offsets) {
+        requireService();
+        tenant(app).registry().register(app, shuffleId, mapId, dataFile, offsets);
+    }
+
+    public void unregisterShuffle(int shuffleId) {
+        requireOwn().registry().unregisterShuffle(shuffleId);
+    }
+
+    /** See {@code RdmaShuffleEngine.unregisterApplication}: refused from now on, freed on the stopper thread. */
+    public int unregisterApplication(String app) {
+        requireService();
+        ServedTenant t = tenants.stop(app);
+        controlServer.closeConnections(app);
+        if (t == null) {
+            return 0;
+        }
+        int outputs = t.registry().mapOutputs();
+        stops.stop(t.domain());
+        return outputs;
+    }
+
+    public int stopsUnderWay() {
+        return stops.underWay();
+    }
+
+    /** Who finds outputs nobody registered (see {@code RdmaShuffleEngine.resolver}). */
+    public void resolver(MapOutputRegistry.Resolver resolver) {
+        if (own != null) {
+            own.registry().resolver(resolver);
+        } else {
+            tenants.resolver(resolver);
+        }
+    }
+
+    public int tenants() {
+        return tenants.size();
+    }
+
+    /** Tests: the tenant of an application now, or null. */
+    public ServedTenant find(String app) {
+        return tenants.find(app);
+    }
+
+    public List<ServedTenant> all() {
+        return tenants.all();
+    }
+
+    /** Map-output bytes registered now, across tenants. */
+    public long registeredBytes() {
+        long n = 0;
+        for (ServedTenant t : tenants.all()) {
+            n += t.registry().registeredBytes();
+        }
+        return n;
+    }
+
+    /** Receives posted now, across tenants. */
+    public int postedReceives() {
+        int n = 0;
+        for (TenantDomain t : tenants.domains()) {
+            synchronized (t.receivePool()) {
+                n += t.isClosed() ? 0 : t.receivePool().posted();
+            }
+        }
+        return n;
+    }
+
+    private ServedTenant requireOwn() {
+        if (own == null) {
+            throw new IllegalStateException("a shuffle service's engine serves applications' outputs: name the application");
+        }
+        return own;
+    }
+
+    private void requireService() {
+        if (own != null) {
+            throw new IllegalStateException("only a shuffle service's engine (startService) serves other applications");
+        }
+    }
+
+    /** The tenant of {@code app}, made at its first output or connection; an executor's engine has only its own. */
+    private ServedTenant tenant(String app) {
+        return own != null ? own : tenants.of(app);
+    }
+
+    /**
+     * The control-plane request of a peer that wants to fetch from us: queue pairs for it, connected
+     * to its own. Runs on a connector thread, under the transport's set-up lock.
+     */
+    private byte[] onControlRequest(ControlSession session, byte type, byte[] payload) {
+        if (type != ConnectCodec.CONNECT && type != ConnectCodec.DISCONNECT) {
+            throw new IllegalArgumentException("unknown control request " + type);
+        }
+        transport.setUpLock().lock();
+        try {
+            if (transport.isClosed()) {
+                throw new IllegalStateException("the engine is closing");
+            }
+            return type == ConnectCodec.CONNECT ? servingConnections.connect(session, payload)
+                    : servingConnections.disconnect(session, payload);
+        } finally {
+            transport.setUpLock().unlock();
+        }
+    }
+
+    /**
+     * Ends a stopped application's tenant, on the stopper thread: its connections (QPs) first, then
+     * its SRQ, regions and PD once no queue-pair set-up is on it (waited for at most {@code waitMillis}).
+     */
+    private CompletableFuture<Void> endTenant(TenantDomain t, long waitMillis) {
+        for (DataConnection c : new ArrayList<>(t.connections())) {
+            transport.connections().retire(c);
+        }
+        return t.closeAsync(waitMillis);
+    }
+
+    // ------------------------------------------------------------------ close, in phases
+
+    /** No new work: the server, connector and lookup threads stop taking tasks. */
+    public void stopThreads() {
+        servers.close();
+        connectors.close();
+        if (lookups != null) {
+            lookups.close(); // a search waiting on a disk keeps its thread; nothing waits for it
+        }
+    }
+
+    /**
+     * A server thread may be in a disk search (it then finds the registry closed) or in a
+     * registration, which cannot be interrupted: waits a second at most for it.
+     */
+    public void awaitServers() {
+        try {
+            servers.awaitTermination(1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    public void closeControlServer() {
+        controlServer.close();
+    }
+
+    /** Retires every serving connection (the transport is quiet: no set-up runs). */
+    public void retireConnections() {
+        for (DataConnection c : transport.connections().serving()) {
+            transport.connections().retire(c);
+        }
+    }
+
+    /**
+     * Ends every tenant (stopped ones not ended yet, and the live ones): their QPs, then SRQ, regions,
+     * PD. Completes when all are freed; a registration under way holds its tenant's PD till it ends.
+     */
+    public CompletableFuture<Void> endTenants(long waitMillis) {
+        List<CompletableFuture<Void>> ended = new ArrayList<>();
+        ended.add(stops.close());
+        for (ServedTenant t : tenants.removeAll()) {
+            ended.add(endTenant(t.domain(), waitMillis));
+        }
+        return CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new));
+    }
+}

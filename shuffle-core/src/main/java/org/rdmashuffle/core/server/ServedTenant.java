@@ -1,0 +1,71 @@
+package org.rdmashuffle.core.server;
+
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.transport.TenantDomain;
+import org.rdmashuffle.verbs.VerbsContext;
+
+/**
+ * One application as the serving side knows it: its device resources ({@link TenantDomain}: PD, SRQ,
+ * buffers) and, built on them, its outputs ({@link MapOutputRegistry}, with the bounds of its share
+ * of the node) and what answers its reducers' requests ({@link FetchRequestHandler}). The registry is
+ * given to the domain to close, after the SRQ and before the PD. An executor's engine has one, its
+ * own ({@link MapOutputRegistry#OWN}); a node's service one per application ({@link Tenants}).
+ * Immutable; its parts are thread-safe.
+ */
+public final class ServedTenant {
+    private final TenantDomain domain;
+    private final MapOutputRegistry registry;
+    private final FetchRequestHandler requests;
+
+    /**
+     * @param limits the service's resource model (an executor's engine: its own outputs bounded by bytes alone)
+     * @param registeredMemory the engine's budget of registered map outputs, shared by its tenants
+     * @param lookups where the registry's searches on disk run
+     */
+    ServedTenant(VerbsContext context, int index, String app, String user, EngineConfig config, ServiceLimits limits,
+                 RegistryBudget registeredMemory, OutputSearches.Lookups lookups) {
+        this.domain = new TenantDomain(context, index, app, user, config);
+        try {
+            // One application of many may hold only its share of the node's budget; an engine's own, all of it.
+            RegistryLimits registryLimits = app.equals(MapOutputRegistry.OWN)
+                    ? RegistryLimits.ofBytes(config.registeredMemoryLimit()) : limits.perApplication();
+            this.registry = new MapOutputRegistry(domain.pd(), registryLimits, registeredMemory, user,
+                    limits.lease().toMillis(), limits.lookupTimeout().toMillis(), lookups);
+        } catch (RuntimeException | Error e) {
+            domain.close();
+            throw e;
+        }
+        domain.adopt(registry::closeAsync);
+        this.requests = new FetchRequestHandler(registry);
+    }
+
+    /** Its device resources: what its connections' queue pairs and buffers are made on. */
+    public TenantDomain domain() {
+        return domain;
+    }
+
+    public MapOutputRegistry registry() {
+        return registry;
+    }
+
+    public FetchRequestHandler requests() {
+        return requests;
+    }
+
+    public String app() {
+        return domain.app();
+    }
+
+    public String user() {
+        return domain.user();
+    }
+
+    public int index() {
+        return domain.index();
+    }
+
+    @Override
+    public String toString() {
+        return domain.toString();
+    }
+}

@@ -1,0 +1,80 @@
+package org.rdmashuffle.core.server;
+
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+import org.rdmashuffle.core.protocol.Message;
+import org.rdmashuffle.core.transport.ConnectionHandler;
+import org.rdmashuffle.core.transport.ConnectionTable;
+import org.rdmashuffle.core.transport.DataConnection;
+import org.rdmashuffle.core.transport.MetadataSender;
+
+/**
+ * The owner of the serving connections of one application ({@link ServedTenant}): its reducers'
+ * fetch requests go to the {@link FetchRequestServer}; a connection that fails is retired (logged
+ * once); a peer that sends a malformed or unexpected message is told why and cut off once the answer
+ * is sent, or after a grace period if it is not; a retired connection is counted out of
+ * {@link ServiceUsage}. Stateless beyond what it is given: threads are the router's (poller, timer,
+ * async-event) and whichever retires a connection.
+ */
+final class ServingHandler implements ConnectionHandler {
+    private static final System.Logger LOG = System.getLogger(ServingHandler.class.getName());
+
+    private final ServedTenant tenant;
+    private final FetchRequestServer requests;
+    private final ConnectionTable connections;
+    private final MetadataSender sender;
+    private final ScheduledExecutorService timer;
+    private final long graceMillis;
+    private final ServiceUsage usage;
+
+    /** @param graceMillis how long a peer cut off for a protocol error has to take the error before its connection goes */
+    ServingHandler(ServedTenant tenant, FetchRequestServer requests, ConnectionTable connections, MetadataSender sender,
+                   ScheduledExecutorService timer, long graceMillis, ServiceUsage usage) {
+        this.tenant = tenant;
+        this.requests = requests;
+        this.connections = connections;
+        this.sender = sender;
+        this.timer = timer;
+        this.graceMillis = graceMillis;
+        this.usage = usage;
+    }
+
+    @Override
+    public void onMessage(DataConnection c, Message m) {
+        requests.onMessage(tenant, c, m);
+    }
+
+    @Override
+    public void onReadCompleted(DataConnection c, long chainId, Throwable failure) {
+        // A serving connection posts no reads: a read completion on it is for nobody.
+    }
+
+    @Override
+    public void onFailure(DataConnection c, Throwable cause) {
+        if (c.markClosing()) { // logged once per connection, however many ways it fails
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: closing " + c + ": " + cause.getMessage());
+        }
+        connections.retire(c);
+    }
+
+    /** Says why, then closes: one close per connection, however many bad messages its peer sends. */
+    @Override
+    public void onProtocolError(DataConnection c, String reason) {
+        if (!c.markClosing()) {
+            return;
+        }
+        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: malformed message on " + c + ": " + reason + "; closing it");
+        try {
+            sender.send(c, new Message.ErrorResponse(Message.CONNECTION_ERROR, "malformed message: " + reason), true);
+            timer.schedule(() -> connections.retire(c), graceMillis, TimeUnit.MILLISECONDS);
+        } catch (RuntimeException e) {
+            connections.retire(c);
+        }
+    }
+
+    @Override
+    public void onRetired(DataConnection c) {
+        usage.remove(ServiceUsage.Kind.DATA, tenant.app());
+    }
+}

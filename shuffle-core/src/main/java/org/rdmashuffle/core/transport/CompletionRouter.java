@@ -1,0 +1,171 @@
+package org.rdmashuffle.core.transport;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.util.function.IntFunction;
+
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.MalformedMessageException;
+import org.rdmashuffle.core.protocol.Message;
+import org.rdmashuffle.core.protocol.MessageCodec;
+import org.rdmashuffle.verbs.WorkCompletionStatus;
+import org.rdmashuffle.verbs.WorkCompletions;
+
+/**
+ * Routes each completion of a poller's batch to its owner, by the kind its wr_id carries
+ * ({@link WorkRequestIds}): a receive is decoded from its tenant's receive buffer (found by the index
+ * the wr_id carries, so a late completion of a closed tenant is dropped) and handed, with its
+ * connection found by queue-pair number in the {@link ConnectionTable}, to the connection's
+ * {@link ConnectionHandler}, then the buffer is reposted; a metadata send to the
+ * {@link MetadataSender}; a read chain to its connection's handler. A completion of a connection
+ * retired meanwhile is for nobody and is dropped.
+ *
+ * <p>A handler that throws costs only its own completion, never the rest of the batch (those would
+ * otherwise be lost: the CQ hands each completion out once), whatever it throws, an {@link Error} too.
+ * Runs on poller threads only; it keeps no state of its own beyond the codec each thread has.
+ */
+public final class CompletionRouter implements CompletionPoller.Handler {
+    private static final System.Logger LOG = System.getLogger(CompletionRouter.class.getName());
+
+    /** One kind's route: completion {@code i} of {@code wcs}, whose wr_id carries {@code value}. */
+    @FunctionalInterface
+    interface Route {
+        void handle(WorkCompletions wcs, int i, long value);
+    }
+
+    private final IntFunction<TenantDomain> tenantByIndex;
+    private final ConnectionTable connections;
+    private final MetadataSender sender;
+    private final ThreadLocal<MessageCodec> codec;
+    private final int receiveBufferSize;
+    private final ReadFailures readFailures;
+    private final Route receives;
+    private final Route sends;
+    private final Route reads;
+
+    /** Says what a failed read's status likely means, with the path's addresses (see {@link TransportContext}). */
+    @FunctionalInterface
+    public interface ReadFailures {
+        String explain(WorkCompletionStatus status, DataConnection c);
+    }
+
+    /**
+     * @param tenantByIndex the live tenant a receive wr_id's index names, or null once it is gone
+     * @param receiveBufferSize this side's receive buffer size, named when a receive overflows it
+     */
+    public CompletionRouter(IntFunction<TenantDomain> tenantByIndex, ConnectionTable connections, MetadataSender sender,
+                            ThreadLocal<MessageCodec> codec, int receiveBufferSize, ReadFailures readFailures) {
+        this.tenantByIndex = tenantByIndex;
+        this.connections = connections;
+        this.sender = sender;
+        this.codec = codec;
+        this.receiveBufferSize = receiveBufferSize;
+        this.readFailures = readFailures;
+        this.receives = this::onReceive;
+        this.sends = this::onSendCompleted;
+        this.reads = this::onReadCompleted;
+    }
+
+    /** The routing of kinds alone, to given routes (tests: a batch survives a route that throws). */
+    CompletionRouter(Route receives, Route sends, Route reads) {
+        this.tenantByIndex = null;
+        this.connections = null;
+        this.sender = null;
+        this.codec = null;
+        this.receiveBufferSize = 0;
+        this.readFailures = null;
+        this.receives = receives;
+        this.sends = sends;
+        this.reads = reads;
+    }
+
+    @Override
+    public void handle(WorkCompletions wcs, int n) {
+        for (int i = 0; i < n; i++) {
+            long wrId = wcs.wrId(i);
+            long value = WorkRequestIds.value(wrId);
+            try {
+                switch (WorkRequestIds.kind(wrId)) {
+                    case WorkRequestIds.RECEIVE -> receives.handle(wcs, i, value);
+                    case WorkRequestIds.SEND -> sends.handle(wcs, i, value);
+                    case WorkRequestIds.READ -> reads.handle(wcs, i, value);
+                    default -> LOG.log(System.Logger.Level.WARNING, "completion with unknown wr_id 0x" + Long.toHexString(wrId));
+                }
+            } catch (RuntimeException | Error e) {
+                LOG.log(System.Logger.Level.ERROR, "rdma-shuffle: handling the completion of wr_id 0x" + Long.toHexString(wrId)
+                        + " (" + wcs.status(i) + ") failed; the batch goes on", e);
+            }
+        }
+    }
+
+    private void onReceive(WorkCompletions wcs, int i, long slot) {
+        TenantDomain tenant = tenantByIndex.apply(TenantDomain.tenantOf(slot));
+        if (tenant == null) {
+            return; // a flushed receive of a tenant closed since: its pool is gone
+        }
+        ReceivePool receivePool = tenant.receivePool();
+        synchronized (receivePool) {
+            if (tenant.isClosed()) {
+                return;
+            }
+            receivePool.consumed();
+        }
+        try {
+            DataConnection c = connections.byQpNumber(wcs.qpNumber(i));
+            if (!wcs.isSuccess(i)) {
+                if (c != null && wcs.status(i) != WorkCompletionStatus.WR_FLUSH_ERR) {
+                    c.handler().onFailure(c, new IOException("a receive failed with " + wcs.status(i) + " (a message over the "
+                            + receiveBufferSize + "-byte receive buffer, " + EngineConfig.KEY_RECEIVE_BUFFER_SIZE + "?)",
+                            wcs.failure(i)));
+                }
+                return;
+            }
+            if (c == null) {
+                return; // for a connection retired meanwhile
+            }
+            if (c.tenant() != tenant) { // cannot happen: a QP receives only from its own PD's SRQ
+                c.handler().onProtocolError(c, "a message in another application's receive buffer");
+                return;
+            }
+            if (c.isClosing()) {
+                return; // closing after a protocol error: what else its peer sends costs nothing
+            }
+            Message m;
+            try {
+                MemorySegment received;
+                synchronized (receivePool) {
+                    if (tenant.isClosed()) {
+                        return;
+                    }
+                    received = receivePool.buffer(slot, wcs.byteLength(i));
+                }
+                m = codec.get().decode(received, wcs.byteLength(i));
+            } catch (MalformedMessageException | IllegalArgumentException e) {
+                c.handler().onProtocolError(c, e.getMessage());
+                return;
+            }
+            c.handler().onMessage(c, m);
+        } finally {
+            synchronized (receivePool) {
+                if (!tenant.isClosed()) {
+                    receivePool.repost(slot);
+                }
+            }
+        }
+    }
+
+    private void onSendCompleted(WorkCompletions wcs, int i, long seq) {
+        boolean ok = wcs.isSuccess(i);
+        sender.onCompleted(seq, ok, ok ? null : new IOException("a metadata SEND failed with " + wcs.status(i), wcs.failure(i)));
+    }
+
+    private void onReadCompleted(WorkCompletions wcs, int i, long chainId) {
+        DataConnection c = connections.byQpNumber(wcs.qpNumber(i));
+        if (c == null) {
+            return; // retired meanwhile: its owner failed its chains when it retired it
+        }
+        c.handler().onReadCompleted(c, chainId, wcs.isSuccess(i) ? null
+                : new IOException("RDMA_READ failed with " + wcs.status(i) + readFailures.explain(wcs.status(i), c),
+                wcs.failure(i)));
+    }
+}

@@ -1,0 +1,336 @@
+package org.rdmashuffle.core.transport;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.protocol.MessageCodec;
+import org.rdmashuffle.verbs.AsyncEvent;
+import org.rdmashuffle.verbs.GidChoice;
+import org.rdmashuffle.verbs.SharedReceiveQueue;
+import org.rdmashuffle.verbs.VerbsContext;
+import org.rdmashuffle.verbs.VerbsProvider;
+import org.rdmashuffle.verbs.WorkCompletionStatus;
+
+/**
+ * What the fetching and the serving side share, as Spark's network-common {@code TransportContext}
+ * does: the device context and what was probed of it ({@link DeviceProfile}), the completion pollers
+ * with the {@link CompletionRouter} they feed, the {@link ConnectionTable}, the {@link MetadataSender},
+ * the queue-pair factory, the timer, the device's async events, and the lifecycle lock that keeps a
+ * queue-pair set-up from outliving the device resources it is made on. It knows tenants only as
+ * device resources ({@link TenantIndex}); what a connection means is its {@link ConnectionHandler}'s.
+ *
+ * <p>Lifecycle: made (the device opened and probed, nothing running), {@link #start}ed once the
+ * tenants exist, then closed in phases by the engine between its services' own ({@link #stopTimer},
+ * {@link #awaitTimer}, {@link #quiesce}, {@link #stopPollers}, {@link #closeDevice}, {@link
+ * #release}), so nothing native is called after the device context is destroyed. Threads: its timer
+ * ({@code rdma-shuffle-timer}), pollers and async-event thread, all daemons.
+ */
+public final class TransportContext {
+    private static final System.Logger LOG = System.getLogger(TransportContext.class.getName());
+
+    /** The live tenants' device resources, by the index receive wr_ids carry. */
+    public interface TenantIndex {
+        /** Null once the tenant is gone: its late completions are dropped. */
+        TenantDomain domainByIndex(int index);
+
+        List<TenantDomain> domains();
+    }
+
+    private final VerbsProvider provider;
+    private final VerbsContext context;
+    private final DeviceProfile profile;
+    private final CompletionPoller[] pollers;
+    private final QueuePairFactory queuePairs;
+    private final ConnectionTable connections;
+    private final MetadataSender sender;
+    private final AtomicLong ids = new AtomicLong();
+    private final ScheduledThreadPoolExecutor timer;
+    /**
+     * Queue-pair set-up (either side) holds the read lock; close takes the write lock before it frees
+     * device resources, so no set-up creates a QP on a destroyed PD.
+     */
+    private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+    private final AtomicLong lowWaterEvents = new AtomicLong();
+    /** How long the close waits for queue-pair set-ups under way: each ends (or fails) within the connect timeout. */
+    private final long waitForSetUpsMillis;
+    private volatile TenantIndex tenants;
+    private volatile AsyncEventWatcher asyncEvents;
+    private volatile boolean closed;
+
+    /**
+     * Opens the device {@code config} names (or the one carrying its bind address) and probes it.
+     *
+     * @param passiveServing serving queue pairs never dial (a node's service: reducers dial it)
+     * @param sendDeadlineMillis how long a metadata send may wait for its completion before its connection fails
+     */
+    public TransportContext(EngineConfig config, VerbsProvider provider, boolean passiveServing, long sendDeadlineMillis) {
+        this.provider = provider;
+        this.waitForSetUpsMillis = config.connectTimeout().toMillis() + 2000;
+        this.context = DeviceSetup.open(provider, config.device(), config.bindAddress());
+        List<AutoCloseable> made = new ArrayList<>();
+        try {
+            this.profile = DeviceProfile.probe(config, context);
+            int decodeBound = config.receiveBufferSize();
+            ThreadLocal<MessageCodec> codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
+            this.connections = new ConnectionTable(this::forgetSends);
+            this.timer = new ScheduledThreadPoolExecutor(1, r -> Thread.ofPlatform().daemon()
+                    .name("rdma-shuffle-timer").unstarted(r));
+            timer.setRemoveOnCancelPolicy(true);
+            made.add(timer::shutdownNow);
+            this.sender = new MetadataSender(ids, codec, new MetadataSender.Listener() {
+                @Override
+                public void connectionFailed(DataConnection c, Throwable cause) {
+                    if (!c.markFailureReported()) {
+                        return; // its other sends failing (a flush): one timer task per connection, not per send
+                    }
+                    // Not inline: a sender may be a fetcher holding its lock, and failing a connection takes
+                    // its fetcher's lock (another fetcher's, or a re-entry into its own).
+                    try {
+                        timer.execute(() -> c.handler().onFailure(c, cause));
+                    } catch (RejectedExecutionException closing) {
+                        c.handler().onFailure(c, cause); // the engine is closing: nobody sends now
+                    }
+                }
+
+                @Override
+                public void retire(DataConnection c) {
+                    connections.retire(c);
+                }
+            }, sendDeadlineMillis);
+            CompletionRouter router = new CompletionRouter(i -> tenants.domainByIndex(i), connections, sender, codec,
+                    config.receiveBufferSize(), this::explainReadFailure);
+            this.pollers = new CompletionPoller[config.pollerThreads()];
+            for (int i = 0; i < pollers.length; i++) {
+                pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, profile.cqEntries(), 64,
+                        config.busyPollOn(provider), provider.completesOnItsOwnThreads(), router);
+                made.add(pollers[i]::close);
+            }
+            this.queuePairs = new QueuePairFactory(pollers, profile.maxSendWr(),
+                    Math.min(profile.maxSendWr(), config.sendBuffers()), profile.maxReadSge(), config.postPath(), passiveServing);
+        } catch (RuntimeException | Error e) {
+            for (int i = made.size() - 1; i >= 0; i--) {
+                try {
+                    made.get(i).close();
+                } catch (Exception suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            context.close();
+            throw e;
+        }
+    }
+
+    private void forgetSends(DataConnection c) {
+        sender.forget(c);
+    }
+
+    /** Starts the pollers, the async-event watcher and the late-send check, routing receives to {@code tenants}' pools. */
+    public void start(TenantIndex tenants) {
+        this.tenants = tenants;
+        for (CompletionPoller p : pollers) {
+            p.start();
+        }
+        this.asyncEvents = new AsyncEventWatcher(context, new AsyncEventWatcher.Handler() {
+            @Override
+            public void receiveQueueLow(SharedReceiveQueue srq) {
+                onReceiveQueueLow(srq);
+            }
+
+            @Override
+            public void queuePairFailed(int qpNumber, AsyncEvent.Type type) {
+                DataConnection c = connections.byQpNumber(qpNumber);
+                if (c != null) { // the device put a queue pair in error: its connection fails like any other
+                    c.handler().onFailure(c, new IOException("the device reported " + type + " on queue pair " + qpNumber));
+                }
+            }
+        });
+        timer.scheduleWithFixedDelay(() -> sender.failLateSends(System.nanoTime()), 200, 200, TimeUnit.MILLISECONDS);
+    }
+
+    /** The shared receive queue of one tenant ran low: post every repost gathered so far, now, and re-arm it. */
+    private void onReceiveQueueLow(SharedReceiveQueue srq) {
+        lowWaterEvents.incrementAndGet();
+        for (TenantDomain t : tenants.domains()) {
+            if (t.srq() == srq) {
+                synchronized (t.receivePool()) {
+                    if (!t.isClosed()) {
+                        t.receivePool().flush();
+                        t.rearm();
+                    }
+                }
+            }
+        }
+    }
+
+    private String explainReadFailure(WorkCompletionStatus status, DataConnection c) {
+        GidChoice gid = profile.gid();
+        return switch (status) {
+            case REM_ACCESS_ERR -> " (the peer refused the rkey or the range: block descriptor wrong or region gone)";
+            // Across hosts the usual cause is the path, not the peer: say which GIDs and what to check.
+            case RETRY_EXC_ERR -> " (the peer does not answer" + (c.peerGid() == null || gid.index() < 0 ? ""
+                    : " at GID " + c.peerGid() + " from our GID[" + gid.index() + "] " + gid.gid() + " on "
+                    + context.device().name() + " port " + profile.options().portNumber()) + ": it died, or this path cannot "
+                    + "reach it -- check `ip route get` and `ip neigh` for its address and the MTU on the way)";
+            default -> "";
+        };
+    }
+
+    public VerbsProvider provider() {
+        return provider;
+    }
+
+    public VerbsContext context() {
+        return context;
+    }
+
+    public DeviceProfile profile() {
+        return profile;
+    }
+
+    public QueuePairFactory queuePairs() {
+        return queuePairs;
+    }
+
+    public ConnectionTable connections() {
+        return connections;
+    }
+
+    public MetadataSender sender() {
+        return sender;
+    }
+
+    /** A fresh id for a request or a chain; never repeats within the process's engine. */
+    public long nextId() {
+        return ids.incrementAndGet();
+    }
+
+    /** The engine's timer: ticks, delayed retires, fetch-buffer slabs; never a poller's work. */
+    public ScheduledExecutorService timer() {
+        return timer;
+    }
+
+    /** Tests: tasks waiting on the timer. */
+    public int timerTasks() {
+        return timer.getQueue().size();
+    }
+
+    /** Held (read) by every queue-pair set-up; the close waits for it before freeing device resources. */
+    public Lock setUpLock() {
+        return lifecycle.readLock();
+    }
+
+    /** Marks the transport closing; true for the first caller only. */
+    public synchronized boolean markClosed() {
+        if (closed) {
+            return false;
+        }
+        closed = true;
+        return true;
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    public long lowWaterEvents() {
+        return lowWaterEvents.get();
+    }
+
+    public long completions() {
+        long n = 0;
+        for (CompletionPoller p : pollers) {
+            n += p.completed();
+        }
+        return n;
+    }
+
+    public long pollerSleeps() {
+        long n = 0;
+        for (CompletionPoller p : pollers) {
+            n += p.sleeps();
+        }
+        return n;
+    }
+
+    // ------------------------------------------------------------------ close, in phases
+
+    /** First phase: no timer task runs from now on (queued ones are dropped). */
+    public void stopTimer() {
+        timer.shutdownNow();
+    }
+
+    /** Waits (1 s at most) for the timer task under way (a fetch-buffer slab being registered), then stops the async events. */
+    public void awaitTimer() {
+        try {
+            timer.awaitTermination(1, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        AsyncEventWatcher events = asyncEvents;
+        if (events != null) {
+            events.close();
+        }
+    }
+
+    /** How long the close waits for queue-pair set-ups under way, and for a tenant's to end. */
+    public long waitForSetUpsMillis() {
+        return waitForSetUpsMillis;
+    }
+
+    /**
+     * Waits at most {@code waitMillis} for the queue-pair set-ups under way to end; true if they did,
+     * and then no new one starts until {@link #release}. False: one outlived the wait, and the device
+     * resources are left for the process's exit (logged).
+     */
+    public boolean quiesce(long waitMillis) {
+        boolean quiet;
+        try {
+            quiet = lifecycle.writeLock().tryLock(waitMillis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            quiet = false;
+        }
+        if (!quiet) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: a queue-pair set-up is still under way after " + waitMillis
+                    + " ms; the device resources are left for the process's exit");
+        }
+        return quiet;
+    }
+
+    /** The pollers stop taking completions (their CQs stay until {@link #closeDevice}). */
+    public void stopPollers() {
+        for (CompletionPoller p : pollers) {
+            p.stop();
+        }
+    }
+
+    /** Last phase, once every tenant is freed: the completion queues, then the device context. */
+    public void closeDevice() {
+        for (CompletionPoller p : pollers) {
+            p.close();
+        }
+        context.close();
+    }
+
+    /** Closes it when nothing was built on it (an engine whose serving side failed to start): all phases at once. */
+    public void closeAlone() {
+        stopTimer();
+        awaitTimer();
+        stopPollers();
+        closeDevice();
+    }
+
+    /** Ends {@link #quiesce}: set-ups waiting now find the engine closed. */
+    public void release() {
+        lifecycle.writeLock().unlock();
+    }
+}

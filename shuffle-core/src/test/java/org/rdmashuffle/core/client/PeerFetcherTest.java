@@ -1,0 +1,359 @@
+package org.rdmashuffle.core.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.rdmashuffle.core.buffer.RegisteredBufferPool;
+import org.rdmashuffle.core.protocol.BlockDescriptor;
+import org.rdmashuffle.core.protocol.BlockId;
+import org.rdmashuffle.core.protocol.Message;
+import org.rdmashuffle.core.transport.ReadPlan;
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.MemoryRegion;
+
+/**
+ * A {@link PeerFetcher} driven by hand, without queue pairs or wall-clock time: a channel that
+ * records what it sends and posts (and fails on demand), a clock the test moves, buffers whose
+ * registration fails on demand. Each test names the behaviour it pins: the pump and its bounds,
+ * timeouts, re-description of stale reads, allocation failures, and the order a failure takes
+ * (queue pairs retired before any buffer is given back or any listener told).
+ */
+class PeerFetcherTest {
+    private static final long TIMEOUT = TimeUnit.SECONDS.toNanos(10);
+    private static final int SLAB = 64 << 10;
+    private static final int RKEY = 7;
+
+    private final Arena arena = Arena.ofShared();
+    private final AtomicLong clock = new AtomicLong(1_000_000_000L);
+    private final AtomicLong ids = new AtomicLong();
+    private final List<String> events = new ArrayList<>();
+    private final RecordingChannel channel = new RecordingChannel();
+    private volatile RuntimeException registrationFault;
+    private final AtomicInteger regionsOpen = new AtomicInteger();
+    private final RegisteredBufferPool buffers = new RegisteredBufferPool(this::register, 4L * SLAB, SLAB, () -> { });
+    private final FetchBudget budget = new FetchBudget(64 << 20, 1024);
+    private final FetchContext context = new FetchContext() {
+        @Override
+        public long nextId() {
+            return ids.incrementAndGet();
+        }
+
+        @Override
+        public RegisteredBufferPool buffers() {
+            return buffers;
+        }
+
+        @Override
+        public FetchBudget budget() {
+            return budget;
+        }
+
+        @Override
+        public long nanoTime() {
+            return clock.get();
+        }
+    };
+    private final List<FetchedBlock> delivered = new ArrayList<>();
+    private final List<Throwable> failures = new ArrayList<>();
+    private final BlockFetchListener listener = new BlockFetchListener() {
+        @Override
+        public void onBlockFetched(FetchedBlock block) {
+            events.add("delivered " + block.id());
+            delivered.add(block);
+        }
+
+        @Override
+        public void onBlockFetchFailure(BlockId block, Throwable cause) {
+            events.add("failed " + block);
+            failures.add(cause);
+        }
+    };
+
+    @AfterEach
+    void releaseAndClose() {
+        delivered.forEach(FetchedBlock::release);
+        buffers.close();
+        assertEquals(0, regionsOpen.get(), "registered regions left open");
+        arena.close();
+    }
+
+    // ------------------------------------------------------------------ the pump
+
+    @Test
+    void blocksNextToEachOtherAreOneReadRequest_andAreDeliveredWhenTheirChainCompletes() {
+        PeerFetcher f = fetcher(16, 8);
+        List<BlockId> blocks = blocks(3);
+        f.fetch(blocks, listener);
+        Message.FetchRequest asked = channel.onlyRequest();
+        assertEquals(blocks, asked.blocks());
+
+        f.onMessage(answer(asked, 0x1000, 0)); // 3 blocks of 100 bytes, each where the last ends
+        assertEquals(1, channel.chains.size(), "one chain");
+        Posted chain = channel.chains.getFirst();
+        assertEquals(1, chain.requests(), "one read request for three adjacent blocks");
+        assertEquals(3, chain.sges(), "scattered into three buffers");
+        assertTrue(delivered.isEmpty(), "nothing delivered before the chain completes");
+        assertEquals(300, budget.bytesInFlight());
+
+        f.onChainCompleted(chain.id(), null);
+        assertEquals(blocks, delivered.stream().map(FetchedBlock::id).toList());
+        assertEquals(100, delivered.getFirst().size());
+        assertEquals(0, budget.bytesInFlight());
+        assertEquals(3, buffers.outstanding(), "held by the consumer until released");
+        assertIdle(f);
+    }
+
+    @Test
+    void chainsInFlightToOnePeerStayWithinItsBound_theRestGoAsChainsComplete() {
+        PeerFetcher f = fetcher(1, 2); // one read request per chain, two chains at a time
+        f.fetch(blocks(5), listener);
+        f.onMessage(answer(channel.onlyRequest(), 0x1000, 4096)); // far apart: one request each
+        assertEquals(2, channel.chains.size());
+        assertEquals(3, f.queuedReads());
+
+        for (int done = 0; done < 5; done++) {
+            f.onChainCompleted(channel.chains.get(done).id(), null);
+            assertTrue(f.chainsInFlight() <= 2, "chains in flight: " + f.chainsInFlight());
+        }
+        assertEquals(5, delivered.size());
+        assertEquals(5, channel.chains.size());
+        assertIdle(f);
+    }
+
+    // ------------------------------------------------------------------ time
+
+    @Test
+    void aRequestUnansweredForTheFetchTimeoutFailsTheConnection_andEveryBlockItOwes() {
+        PeerFetcher f = fetcher(16, 8);
+        f.fetch(blocks(2), listener);
+        clock.addAndGet(TIMEOUT);
+        f.checkTimeouts(clock.get());
+        assertTrue(failures.isEmpty() && !channel.retired, "not late yet");
+
+        clock.addAndGet(1);
+        f.checkTimeouts(clock.get());
+        assertTrue(channel.retired);
+        assertEquals(List.of("retired", "failed " + blocks(2).get(0), "failed " + blocks(2).get(1)), events);
+        BlockFetchException e = assertInstanceOf(BlockFetchException.class, failures.getFirst());
+        assertInstanceOf(TimeoutException.class, e.getCause());
+        assertTrue(e.getMessage().contains("no answer to a metadata request"), e.getMessage());
+        assertIdle(f);
+    }
+
+    @Test
+    void aReadQueuedPastHalfTheLeaseIsDescribedAgain_neverPostedOnItsOldDescription() {
+        PeerFetcher f = fetcher(1, 1);
+        List<BlockId> blocks = blocks(2);
+        f.fetch(blocks, listener);
+        f.onMessage(answer(channel.onlyRequest(), 0x1000, 4096));
+        assertEquals(1, channel.chains.size(), "the second read waits for the first chain");
+
+        clock.addAndGet(TIMEOUT / 2 + 1);
+        f.checkTimeouts(clock.get());
+        assertEquals(2, channel.sent.size(), "the waiting read is asked for again");
+        Message.FetchRequest again = (Message.FetchRequest) channel.sent.get(1);
+        assertEquals(List.of(blocks.get(1)), again.blocks());
+
+        f.onChainCompleted(channel.chains.getFirst().id(), null);
+        assertEquals(1, channel.chains.size(), "not posted on its stale description");
+        f.onMessage(answer(again, 0x9000, 0));
+        assertEquals(2, channel.chains.size());
+        assertEquals(0x9000, channel.chains.get(1).remoteAddress(), "read where the new description says");
+        f.onChainCompleted(channel.chains.get(1).id(), null);
+        assertEquals(blocks, delivered.stream().map(FetchedBlock::id).toList());
+        assertIdle(f);
+    }
+
+    // ------------------------------------------------------------------ failures
+
+    @Test
+    void aFailedBufferRegistrationFailsOnlyTheReadsWaitingForIt_andLeaksNothing() {
+        PeerFetcher f = fetcher(16, 8);
+        registrationFault = new IllegalStateException("ibv_reg_mr failed: errno 12 (ENOMEM)");
+        f.fetch(blocks(2), listener);
+        f.onMessage(answer(channel.onlyRequest(), 0x1000, 0));
+        assertEquals(2, failures.size());
+        assertTrue(failures.getFirst().getMessage().contains("no fetch buffer"), failures.getFirst().getMessage());
+        assertTrue(!channel.retired, "the connection carries on");
+        assertEquals(0, budget.bytesInFlight());
+        assertEquals(0, buffers.outstanding());
+
+        registrationFault = null; // room again: the next fetch goes through
+        List<BlockId> next = List.of(BlockId.of(0, 9, 0));
+        f.fetch(next, listener);
+        f.onMessage(answer((Message.FetchRequest) channel.sent.get(1), 0x1000, 0));
+        f.onChainCompleted(channel.chains.getFirst().id(), null);
+        assertEquals(next, delivered.stream().map(FetchedBlock::id).toList());
+        assertIdle(f);
+    }
+
+    @Test
+    void aFailedReadRetiresTheConnectionBeforeAnyBufferIsReused_orAnyListenerTold() {
+        PeerFetcher f = fetcher(16, 8);
+        List<BlockId> blocks = blocks(2);
+        f.fetch(blocks, listener);
+        f.onMessage(answer(channel.onlyRequest(), 0x1000, 4096));
+        f.onChainCompleted(channel.chains.getFirst().id(), new IOException("RDMA_READ failed with REM_ACCESS_ERR"));
+        assertEquals(List.of("retired", "failed " + blocks.get(0), "failed " + blocks.get(1)), events);
+        assertEquals(0, buffers.outstanding(), "every buffer back once the queue pairs are gone");
+        assertTrue(f.isFailed());
+        assertIdle(f);
+    }
+
+    @Test
+    void aPostThatFailsFailsTheConnection_andGivesItsBuffersBack() {
+        PeerFetcher f = fetcher(16, 8);
+        channel.failPosts = new IllegalStateException("ibv_post_send failed: errno 12, at work request 0");
+        f.fetch(blocks(2), listener);
+        f.onMessage(answer(channel.onlyRequest(), 0x1000, 0));
+        assertTrue(channel.retired);
+        assertEquals(2, failures.size());
+        assertEquals(0, buffers.outstanding());
+        assertIdle(f);
+    }
+
+    @Test
+    void aResponseToARequestNeverMadeFailsTheConnection() {
+        PeerFetcher f = fetcher(16, 8);
+        f.fetch(blocks(1), listener);
+        f.onMessage(new Message.FetchResponse(12345, List.of()));
+        assertTrue(channel.retired);
+        assertTrue(failures.getFirst().getMessage().contains("not awaited"), failures.getFirst().getMessage());
+        assertIdle(f);
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private PeerFetcher fetcher(int chainLength, int maxChainsInFlight) {
+        return new PeerFetcher(channel, context, new PeerFetcher.Limits(chainLength, 16, 1 << 20, 8 << 20,
+                maxChainsInFlight, 64, TIMEOUT, TIMEOUT));
+    }
+
+    private static List<BlockId> blocks(int n) {
+        List<BlockId> blocks = new ArrayList<>();
+        for (int m = 1; m <= n; m++) {
+            blocks.add(BlockId.of(0, m, 0));
+        }
+        return blocks;
+    }
+
+    /** The peer's answer: each block 100 bytes, the first at {@code address}, each {@code gap} bytes after the last one's end. */
+    private static Message.FetchResponse answer(Message.FetchRequest r, long address, long gap) {
+        List<BlockDescriptor> ds = new ArrayList<>();
+        long at = address;
+        for (BlockId b : r.blocks()) {
+            ds.add(new BlockDescriptor(b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), at, 100, RKEY));
+            at += 100 + gap;
+        }
+        return new Message.FetchResponse(r.requestId(), ds);
+    }
+
+    /** Nothing owed, nothing in flight, nothing of the budget held. */
+    private void assertIdle(PeerFetcher f) {
+        assertEquals(0, f.awaitingRequests(), "requests awaiting an answer");
+        assertEquals(0, f.queuedReads(), "reads queued");
+        assertEquals(0, f.chainsInFlight(), "chains in flight");
+        assertEquals(0, budget.bytesInFlight(), "budget bytes");
+        assertEquals(0, budget.chainsInFlight(), "budget chains");
+    }
+
+    private MemoryRegion register(long bytes) {
+        RuntimeException fault = registrationFault;
+        if (fault != null) {
+            throw fault;
+        }
+        MemorySegment segment = arena.allocate(bytes, 4096);
+        regionsOpen.incrementAndGet();
+        return new MemoryRegion() {
+            @Override
+            public MemorySegment segment() {
+                return segment;
+            }
+
+            @Override
+            public int lkey() {
+                return 1;
+            }
+
+            @Override
+            public int rkey() {
+                return 0;
+            }
+
+            @Override
+            public int access() {
+                return Access.LOCAL_WRITE;
+            }
+
+            @Override
+            public void close() {
+                regionsOpen.decrementAndGet();
+            }
+        };
+    }
+
+    /** A chain as posted: its id, requests and scatter entries, and where its first request reads. */
+    private record Posted(long id, int requests, int sges, long remoteAddress) {
+    }
+
+    /** The peer as the fetcher sees it: records every send, post and retire, in {@link #events} order too. */
+    private final class RecordingChannel implements PeerChannel {
+        final List<Message> sent = new ArrayList<>();
+        final List<Posted> chains = new ArrayList<>();
+        RuntimeException failPosts;
+        boolean retired;
+
+        @Override
+        public String peer() {
+            return "peer:7337";
+        }
+
+        @Override
+        public void send(Message message) {
+            sent.add(message);
+        }
+
+        @Override
+        public void postReads(long chainId, ReadPlan plan) {
+            if (failPosts != null) {
+                throw failPosts;
+            }
+            int sges = 0;
+            for (int i = 0; i < plan.requests(); i++) {
+                sges += plan.sgeCount(i);
+            }
+            chains.add(new Posted(chainId, plan.requests(), sges, plan.remoteAddress(0)));
+        }
+
+        @Override
+        public void retire() {
+            if (!retired) {
+                events.add("retired");
+            }
+            retired = true;
+        }
+
+        @Override
+        public int queuePairs() {
+            return 1;
+        }
+
+        Message.FetchRequest onlyRequest() {
+            assertEquals(1, sent.size(), "requests sent: " + sent);
+            return (Message.FetchRequest) sent.getFirst();
+        }
+    }
+}
