@@ -133,6 +133,27 @@ class PeerFetcherTest {
         assertIdle(f);
     }
 
+    @Test
+    void aBlockLargerThanABufferIsReadInPieces_andAConsumerReleasingItEarlyGetsEveryBufferBack() {
+        // One SGE per request and one request per chain: each piece is a chain of its own.
+        PeerFetcher f = new PeerFetcher(channel, context, new PeerFetcher.Limits(1, 1, 1 << 20, 8 << 20, 8, 64, TIMEOUT, TIMEOUT));
+        BlockId big = BlockId.of(0, 1, 0);
+        f.fetch(List.of(big), listener);
+        Message.FetchRequest asked = channel.onlyRequest();
+        f.onMessage(new Message.FetchResponse(asked.requestId(),
+                List.of(new BlockDescriptor(0, 1, 0, 1, 0x100000, 200 << 10, RKEY))));
+        assertEquals(2, channel.chains.size(), "two pieces ahead (half the buffer memory), the rest as they are read");
+
+        f.onChainCompleted(channel.chains.get(0).id(), null);
+        assertEquals(List.of(big), delivered.stream().map(FetchedBlock::id).toList(), "handed over at its first piece");
+        delivered.getFirst().release(); // the consumer is done before the second piece lands
+        delivered.clear();
+        f.onChainCompleted(channel.chains.get(1).id(), null);
+        assertEquals(0, buffers.outstanding(), "a piece landing for a released block gives its buffer back");
+        assertEquals(2, channel.chains.size(), "no further piece is read for it");
+        assertIdle(f);
+    }
+
     // ------------------------------------------------------------------ time
 
     @Test

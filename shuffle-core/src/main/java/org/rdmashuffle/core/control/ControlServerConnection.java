@@ -1,0 +1,245 @@
+package org.rdmashuffle.core.control;
+
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.SimpleChannelInboundHandler;
+
+/**
+ * One connection of a {@link ControlServer}: the handshake first (a challenge on the application's
+ * secret, or the application named where authentication is off), then its server.admission by the owner's
+ * bounds, then server.requests, one at a time, run on the server's request scheduler and answered from the
+ * event loop. Closed by the server when the handshake does not come in time, when it idles holding
+ * nothing, or on anything an honest peer does not send. Event loop only, but for {@link #handle}.
+ */
+final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf> {
+    private static final System.Logger LOG = System.getLogger(ControlServer.class.getName());
+    private final ControlServer server;
+    /** When a request was last answered (or the handshake done): what the idle timeout counts from. */
+    private long lastAnsweredNanos = System.nanoTime();
+    private java.util.concurrent.ScheduledFuture<?> idleCheck;
+    private ChallengeResponse.Server auth;
+    private String appId;
+    /** Counted by the server.admission: left when the connection closes. */
+    private boolean admitted;
+    private ControlSession session;
+    /** A request is being handled (event loop only). */
+    private boolean busy;
+    /** Gives this connection's place among the unauthenticated back; run once (event loop only). */
+    private Runnable authenticatedOrGone;
+
+    ControlServerConnection(ControlServer server, Runnable authenticatedOrGone) {
+        this.server = server;
+        this.authenticatedOrGone = authenticatedOrGone;
+    }
+
+    private void leaveUnauthenticated() {
+        if (authenticatedOrGone != null) {
+            authenticatedOrGone.run();
+            authenticatedOrGone = null;
+        }
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        ctx.executor().schedule(() -> {
+            if (appId == null && ctx.channel().isActive()) {
+                refuse(ctx, "no handshake within " + server.handshakeTimeout.toMillis() + " ms");
+            }
+        }, server.handshakeTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        long period = Math.max(1, server.idleTimeout.toMillis() / 2);
+        idleCheck = ctx.executor().scheduleAtFixedRate(() -> {
+            boolean holds = session != null && session.holdsResources();
+            // Before authentication the handshake timeout applies; after it, no request answered while holding nothing.
+            if (appId != null && !busy && !holds && System.nanoTime() - lastAnsweredNanos > server.idleTimeout.toNanos()
+                    && ctx.channel().isActive()) {
+                refuse(ctx, "no request answered for " + server.idleTimeout.toMillis() + " ms with no data connection");
+            }
+        }, period, period, TimeUnit.MILLISECONDS);
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    protected void channelRead0(ChannelHandlerContext ctx, ByteBuf frame) {
+        if (frame.readableBytes() < 2) {
+            refuse(ctx, "malformed frame");
+            return;
+        }
+        byte kind = frame.readByte();
+        byte type = frame.readByte();
+        byte[] payload = new byte[frame.readableBytes()];
+        frame.readBytes(payload);
+        try {
+            switch (kind) {
+                case ControlFrame.HELLO -> {
+                    if (type != ControlFrame.PROTOCOL_VERSION) {
+                        refuseTelling(ctx, ControlFrame.versionRefusal(type));
+                        return;
+                    }
+                    if (server.secrets == null || auth != null || appId != null) {
+                        refuse(ctx, server.secrets == null ? "authentication is off here" : "second hello");
+                        return;
+                    }
+                    // Challenged alike whether the application is served here or not: it fails at the response.
+                    auth = new ChallengeResponse.Server(server.secrets.apply(ChallengeResponse.appIdOf(payload)));
+                    ControlServer.send(ctx, ControlFrame.CHALLENGE, ControlFrame.PROTOCOL_VERSION, auth.challenge(payload));
+                }
+                case ControlFrame.RESPONSE -> {
+                    if (auth == null || appId != null) {
+                        refuse(ctx, auth == null ? "response before hello" : "second response");
+                        return;
+                    }
+                    auth.verify(payload);
+                    if (authenticated(ctx, auth.appId())) {
+                        ControlServer.send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, auth.proof());
+                    }
+                }
+                case ControlFrame.HELLO_UNAUTHENTICATED -> {
+                    if (type != ControlFrame.PROTOCOL_VERSION) {
+                        refuseTelling(ctx, ControlFrame.versionRefusal(type));
+                        return;
+                    }
+                    if (server.secrets != null || appId != null) {
+                        refuse(ctx, "authentication is required");
+                        return;
+                    }
+                    if (payload.length > ChallengeResponse.MAX_APP_ID) {
+                        refuse(ctx, "an application id of " + payload.length + " bytes");
+                        return;
+                    }
+                    if (authenticated(ctx, new String(payload, StandardCharsets.UTF_8))) {
+                        ControlServer.send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, new byte[0]);
+                    }
+                }
+                case ControlFrame.REQUEST -> {
+                    if (appId == null) {
+                        refuse(ctx, "request before authentication");
+                        return;
+                    }
+                    if (payload.length < ControlFrame.CALL_ID_BYTES) {
+                        refuse(ctx, "a request without a call id");
+                        return;
+                    }
+                    if (busy) { // the client waits for each reply: a pipelining peer is not one of ours
+                        refuse(ctx, "a second request while one is under way");
+                        return;
+                    }
+                    long callId = ControlFrame.callId(payload);
+                    byte[] request = java.util.Arrays.copyOfRange(payload, ControlFrame.CALL_ID_BYTES, payload.length);
+                    if (session == null) {
+                        session = new ControlSession(appId, ctx.channel().remoteAddress());
+                    }
+                    ControlSession s = session;
+                    busy = true;
+                    if (!server.requests.submit(appId, () -> handle(ctx, s, type, callId, request))) {
+                        busy = false;
+                        ControlServer.send(ctx, ControlFrame.ERROR, type, ControlFrame.withCallId(callId,
+                                ServerBusyException.MESSAGE.getBytes(StandardCharsets.UTF_8)));
+                    }
+                }
+                default -> refuse(ctx, "unknown frame kind " + kind);
+            }
+        } catch (AuthenticationException e) {
+            refuse(ctx, e.getMessage());
+        }
+    }
+
+    /**
+     * The peer proved it holds {@code app}'s secret (or authentication is off): admitted, unless the
+     * owner's bounds say no, in which case the peer is told why and the connection closed.
+     */
+    private boolean authenticated(ChannelHandlerContext ctx, String app) {
+        leaveUnauthenticated();
+        String refused = server.admission.admit(app);
+        if (refused != null) {
+            refuseTelling(ctx, refused);
+            return false;
+        }
+        admitted = true;
+        appId = app;
+        lastAnsweredNanos = System.nanoTime();
+        server.byApplication.computeIfAbsent(app, a -> java.util.concurrent.ConcurrentHashMap.newKeySet()).add(ctx.channel());
+        return true;
+    }
+
+    /**
+     * Runs one request on the request executor; the reply is sent from the event loop. Only a refusal
+     * meant for the peer ({@link RequestRefusedException}) reaches it in words; any other failure is
+     * logged here and reaches it as a fixed phrase.
+     */
+    private void handle(ChannelHandlerContext ctx, ControlSession s, byte type, long callId, byte[] request) {
+        byte kind;
+        byte[] body;
+        try {
+            body = server.handler.handle(s, type, request);
+            kind = ControlFrame.REPLY;
+        } catch (RequestRefusedException e) {
+            body = String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8);
+            kind = ControlFrame.ERROR;
+        } catch (Throwable e) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: request type " + type + " of " + s.appId()
+                    + " from " + s.remoteAddress() + " failed", e);
+            body = ControlServer.FAILED.getBytes(StandardCharsets.UTF_8);
+            kind = ControlFrame.ERROR;
+        }
+        byte replyKind = kind;
+        byte[] reply = ControlFrame.withCallId(callId, body);
+        try {
+            ctx.executor().execute(() -> {
+                busy = false;
+                if (replyKind == ControlFrame.REPLY) {
+                    lastAnsweredNanos = System.nanoTime(); // refusals keep nobody's connection alive
+                }
+                ControlServer.send(ctx, replyKind, type, reply);
+            });
+        } catch (RejectedExecutionException closing) {
+            // the server is closing: the peer learns it from the connection's end
+        }
+    }
+
+    private void refuse(ChannelHandlerContext ctx, String why) {
+        server.closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
+        ctx.close();
+    }
+
+    /** As {@link #refuse}, telling the peer why first (an ERROR frame): for what an honest peer may meet. */
+    private void refuseTelling(ChannelHandlerContext ctx, String why) {
+        server.closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
+        ctx.writeAndFlush(Unpooled.buffer(2 + why.length()).writeByte(ControlFrame.ERROR).writeByte(0)
+                .writeBytes(why.getBytes(StandardCharsets.UTF_8))).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        leaveUnauthenticated();
+        if (idleCheck != null) {
+            idleCheck.cancel(false);
+        }
+        if (admitted) {
+            admitted = false;
+            java.util.Set<Channel> of = server.byApplication.get(appId);
+            if (of != null) {
+                of.remove(ctx.channel());
+                if (of.isEmpty()) {
+                    server.byApplication.remove(appId, of);
+                }
+            }
+            server.admission.leave(appId);
+        }
+        if (session != null) {
+            session.closed();
+        }
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        refuse(ctx, String.valueOf(cause.getMessage())); // e.g. a frame over the size bound
+    }
+}
