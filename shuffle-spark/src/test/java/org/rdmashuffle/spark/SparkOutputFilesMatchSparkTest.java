@@ -3,17 +3,15 @@ package org.rdmashuffle.spark;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
-import java.io.ByteArrayOutputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
+import org.rdmashuffle.core.service.SparkOutputDirs;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.server.MapOutputRegistry;
-import org.rdmashuffle.core.server.files.Confinement;
 import org.rdmashuffle.core.service.SparkOutputFiles;
 
 /**
@@ -23,28 +21,6 @@ import org.rdmashuffle.core.service.SparkOutputFiles;
 class SparkOutputFilesMatchSparkTest {
     @TempDir
     Path dir;
-
-    /** The application's directories as the service gives them: canonical, owner not checked (Hadoop security off). */
-    private static Confinement confined(List<Path> dirs) {
-        return new Confinement(dirs.stream().map(d -> {
-            try {
-                return Files.createDirectories(d).toRealPath();
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }).toList(), null);
-    }
-
-    private static void writeIndex(Path index, long... offsets) throws IOException {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        try (DataOutputStream out = new DataOutputStream(bytes)) {
-            for (long o : offsets) {
-                out.writeLong(o);
-            }
-        }
-        Files.createDirectories(index.getParent());
-        Files.write(index, bytes.toByteArray());
-    }
 
     @Test
     void outputsLaidOutBySparksOwnDiskBlockManager_areFoundWhereSparkPutThem_withoutASearch() throws IOException {
@@ -60,10 +36,10 @@ class SparkOutputFilesMatchSparkTest {
             for (long map = 0; map < 40; map++) {
                 Path index = disk.getFile(new org.apache.spark.storage.ShuffleIndexBlockId(2, map, 0)).toPath();
                 Path data = disk.getFile(new org.apache.spark.storage.ShuffleDataBlockId(2, map, 0)).toPath();
-                writeIndex(index, 0, 3, 8);
+                SparkOutputDirs.writeIndex(index, 0, 3, 8);
                 Files.write(data, new byte[8]);
             }
-            SparkOutputFiles files = new SparkOutputFiles(a -> confined(a.equals("application_1_0002") ? roots : List.of()));
+            SparkOutputFiles files = new SparkOutputFiles(a -> SparkOutputDirs.confined(a.equals("application_1_0002") ? roots : List.of()));
             for (long map = 0; map < 40; map++) {
                 MapOutputRegistry.ResolvedOutput out = files.resolve("application_1_0002", 2, map);
                 assertEquals(disk.getFile(new org.apache.spark.storage.ShuffleDataBlockId(2, map, 0)).toPath(), out.dataFile().path());

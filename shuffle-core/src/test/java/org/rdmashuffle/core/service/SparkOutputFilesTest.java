@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,35 +22,13 @@ class SparkOutputFilesTest {
     Path dir;
 
     private SparkOutputFiles filesOf(String app, Path appDir) {
-        return new SparkOutputFiles(a -> confined(a.equals(app) ? List.of(appDir) : List.of()));
-    }
-
-    /** The application's directories as the service gives them: canonical, owner not checked (Hadoop security off). */
-    private static Confinement confined(List<Path> dirs) {
-        return new Confinement(dirs.stream().map(d -> {
-            try {
-                return Files.createDirectories(d).toRealPath();
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }).toList(), null);
-    }
-
-    private static void writeIndex(Path index, long... offsets) throws IOException {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        try (DataOutputStream out = new DataOutputStream(bytes)) {
-            for (long o : offsets) {
-                out.writeLong(o);
-            }
-        }
-        Files.createDirectories(index.getParent());
-        Files.write(index, bytes.toByteArray());
+        return new SparkOutputFiles(a -> SparkOutputDirs.confined(a.equals(app) ? List.of(appDir) : List.of()));
     }
 
     @Test
     void anOutputWhoseIndexAndDataHashedIntoDifferentLocalDirs_isFound() throws IOException {
         Path app = dir.resolve("appcache/application_1_0001");
-        writeIndex(app.resolve("blockmgr-a/0c/shuffle_3_17_0.index"), 0, 10, 10, 25);
+        SparkOutputDirs.writeIndex(app.resolve("blockmgr-a/0c/shuffle_3_17_0.index"), 0, 10, 10, 25);
         Path data = Files.createDirectories(app.resolve("blockmgr-b/3f")).resolve("shuffle_3_17_0.data");
         Files.write(data, new byte[25]);
 
@@ -66,7 +42,7 @@ class SparkOutputFilesTest {
     @Test
     void anotherApplicationsOutput_orAnUnknownMap_isNotFound() throws IOException {
         Path app = dir.resolve("application_1_0001");
-        writeIndex(app.resolve("blockmgr-a/00/shuffle_0_1_0.index"), 0, 4);
+        SparkOutputDirs.writeIndex(app.resolve("blockmgr-a/00/shuffle_0_1_0.index"), 0, 4);
         Files.write(app.resolve("blockmgr-a/00/shuffle_0_1_0.data"), new byte[4]);
         SparkOutputFiles files = filesOf("application_1_0001", app);
 
@@ -89,8 +65,8 @@ class SparkOutputFilesTest {
     @Test
     void anIndexOfBytesWithoutItsDataFile_isAnError_butAnEmptyOutputIsJustAbsent() throws IOException {
         Path app = dir.resolve("application_1_0001");
-        writeIndex(app.resolve("blockmgr-a/02/shuffle_0_1_0.index"), 0, 8);
-        writeIndex(app.resolve("blockmgr-a/02/shuffle_0_2_0.index"), 0, 0, 0);
+        SparkOutputDirs.writeIndex(app.resolve("blockmgr-a/02/shuffle_0_1_0.index"), 0, 8);
+        SparkOutputDirs.writeIndex(app.resolve("blockmgr-a/02/shuffle_0_2_0.index"), 0, 0, 0);
         SparkOutputFiles files = filesOf("application_1_0001", app);
 
         IOException e = assertThrows(IOException.class, () -> files.resolve("application_1_0001", 0, 1));
@@ -102,7 +78,7 @@ class SparkOutputFilesTest {
     void aSymlinkedIndexIsRefused() throws IOException {
         Path app = dir.resolve("application_1_0001");
         Path elsewhere = dir.resolve("nm-private/some.index");
-        writeIndex(elsewhere, 0, 64);
+        SparkOutputDirs.writeIndex(elsewhere, 0, 64);
         Path index = Files.createDirectories(app.resolve("blockmgr-a/03")).resolve("shuffle_0_1_0.index");
         Files.createSymbolicLink(index, elsewhere);
         Files.write(app.resolve("blockmgr-a/03/shuffle_0_1_0.data"), new byte[64]);
@@ -134,7 +110,7 @@ class SparkOutputFilesTest {
         Path nmLocal = dir.resolve("nm-local");
         Path bobs = nmLocal.resolve("usercache/bob/appcache/application_1_0009/blockmgr-b");
         for (String file : List.of("shuffle_0_5_0.index", "shuffle_0_5_0.data")) {
-            writeIndex(bobs.resolve(SparkOutputFiles.subDirOf(file, 1)).resolve(file), 0, 8);
+            SparkOutputDirs.writeIndex(bobs.resolve(SparkOutputFiles.subDirOf(file, 1)).resolve(file), 0, 8);
         }
         Path toExisting = plantLinks(nmLocal.resolve("usercache/mallory/appcache/application_1_0001"), bobs);
         Path toMissing = plantLinks(nmLocal.resolve("usercache/mallory/appcache/application_1_0002"),
