@@ -68,11 +68,12 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         byte[] appSecret = secret == null ? null : secret.clone();
         Function<String, byte[]> secrets = service ? (services == null ? null : services::secret)
                 : appSecret == null ? null : app -> app.equals(appId) ? appSecret : null;
-        this.transport = new TransportContext(config, provider, service, ServiceLimits.of(config).sendDeadline().toMillis());
+        ServiceLimits limits = ServiceLimits.of(config);
+        this.transport = new TransportContext(config, provider, service, limits.sendDeadline().toMillis());
         ServeService serve = null;
         FetchSide fetch = FetchSide.none();
         try {
-            serve = new ServeService(config, transport, service, secrets, userOf);
+            serve = new ServeService(config, limits, transport, service, secrets, userOf);
             if (!service) {
                 fetch = new FetchService(config, transport, serve.own().domain(), serve.address(), appId, secret);
             }

@@ -31,9 +31,7 @@ import org.rdmashuffle.core.transport.TransportContext;
  * {@link #closeControlServer}, {@link #retireConnections}, {@link #endTenants}).
  */
 public final class ServeService {
-    private final EngineConfig config;
     private final TransportContext transport;
-    private final ServiceLimits limits;
     private final ServiceUsage usage;
     /** Searches of the node's disks for outputs nobody registered, one of a user at a time; null in an executor's engine. */
     private final FairThreads lookups;
@@ -59,16 +57,15 @@ public final class ServeService {
     private final ControlServer controlServer;
 
     /**
+     * @param limits every bound the service puts on its tenants (derived once from {@code config})
      * @param service a node's service (many applications, bounded per user, reducers dial it) or an
      *        executor's engine (its own outputs)
      * @param secrets each application's secret (null for one not served); null turns authentication off
      * @param userOf an application's user: whose share of the node it draws on
      */
-    public ServeService(EngineConfig config, TransportContext transport, boolean service, Function<String, byte[]> secrets,
-                        Function<String, String> userOf) {
-        this.config = config;
+    public ServeService(EngineConfig config, ServiceLimits limits, TransportContext transport, boolean service,
+                        Function<String, byte[]> secrets, Function<String, String> userOf) {
         this.transport = transport;
-        this.limits = ServiceLimits.of(config);
         this.usage = new ServiceUsage(limits, userOf);
         List<Runnable> made = new ArrayList<>();
         try {
@@ -96,7 +93,7 @@ public final class ServeService {
             this.connectors = new FairThreads("rdma-shuffle-connector", ServiceLimits.CONNECTOR_THREADS,
                     ServiceLimits.CONNECT_QUEUE_PER_APPLICATION, limits.connectorsPerUser(), limits.connectorsPerUser());
             made.add(connectors::close);
-            this.stops = new ApplicationStops(this::endTenant, config.connectTimeout().toMillis() + 2000);
+            this.stops = new ApplicationStops(this::endTenant, transport.waitForSetUpsMillis());
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
                     secrets, this::onControlRequest, ControlServer.MAX_FRAME_BYTES,
                     (app, task) -> connectors.submit(app, userOf.apply(app), task),
@@ -176,10 +173,6 @@ public final class ServeService {
     /** Tests: the tenant of an application now, or null. */
     public ServedTenant find(String app) {
         return tenants.find(app);
-    }
-
-    public List<ServedTenant> all() {
-        return tenants.all();
     }
 
     /** Map-output bytes registered now, across tenants. */

@@ -281,7 +281,7 @@ public final class TransportContext {
         }
     }
 
-    /** How long the close waits for queue-pair set-ups under way, and for a tenant's to end. */
+    /** How long a close waits for queue-pair set-ups under way (the engine's, or one tenant's when its application stops). */
     public long waitForSetUpsMillis() {
         return waitForSetUpsMillis;
     }
