@@ -1,14 +1,9 @@
 package org.rdmashuffle.core;
 
-import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.Collection;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 import org.rdmashuffle.core.client.BlockFetchListener;
@@ -83,7 +78,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
             if (serve == null) {
                 transport.closeAlone(); // the serving side freed what it had made
             } else {
-                close(transport, serve, fetch);
+                EngineShutdown.close(transport, serve, fetch);
             }
             throw e;
         }
@@ -286,46 +281,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     @Override
     public void close() {
         if (transport.markClosed()) {
-            close(transport, serving, fetching);
-        }
-    }
-
-    /** The parts' phases in the order that keeps every invariant. */
-    private static void close(TransportContext transport, ServeService serve, FetchSide fetch) {
-        fetch.stopCalls(); // calls queued run now, and fail: the engine is closed
-        transport.stopTimer();
-        serve.stopThreads();
-        transport.awaitTimer(); // a fetch-buffer slab being registered there
-        serve.awaitServers();
-        serve.closeControlServer();
-        fetch.stopSettingUp(); // fetches waiting for a connection fail now, not after the set-ups under way
-        // Set-ups under way finish (or fail) within their connect timeout; none may outlive the PDs.
-        long waitMillis = transport.waitForSetUpsMillis();
-        if (!transport.quiesce(waitMillis)) {
-            transport.stopPollers();
-            fetch.closeControlClients(); // the fetch buffers stay: a set-up's queue pairs may still use them
-            return;
-        }
-        try {
-            fetch.failAll(new IOException("the engine is closing"));
-            serve.retireConnections();
-            transport.stopPollers();
-            fetch.close();
-            CompletableFuture<Void> ended = serve.endTenants(waitMillis); // no set-up runs now: QPs, then SRQ, regions, PD
-            try {
-                // A registration under way (ibv_reg_mr cannot be interrupted) holds its tenant's PD till it ends.
-                ended.get(waitMillis, TimeUnit.MILLISECONDS);
-            } catch (TimeoutException | ExecutionException | InterruptedException e) {
-                if (e instanceof InterruptedException) {
-                    Thread.currentThread().interrupt();
-                }
-                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: an application's resources are not all freed after "
-                        + waitMillis + " ms (" + e + "); the completion queues and device context are left for the process's exit");
-                return;
-            }
-            transport.closeDevice();
-        } finally {
-            transport.release(); // set-ups waiting now find the engine closed
+            EngineShutdown.close(transport, serving, fetching);
         }
     }
 }

@@ -1,27 +1,15 @@
 package org.rdmashuffle.core.server;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.Iterator;
+import java.util.Collection;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 
 import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.core.protocol.MapOutputLayout;
 import org.rdmashuffle.core.server.files.OutputFile;
-import org.rdmashuffle.core.server.files.RefusedFileException;
-import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.ProtectionDomain;
 
@@ -49,6 +37,11 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  * <p>Outputs belong to an application: an executor's engine serves its own ({@link #OWN}), a node's
  * shuffle service many, each reducer seeing only those of the application it authenticated for. A
  * {@link Resolver} finds outputs nobody registered (MapReduce's, on the node's disks) when first asked.
+ *
+ * <p>Its parts, all guarded by its lock (it is the monitor they take): the {@link OutputTable}; the
+ * {@link RegisteredRegions} (the LRU of regions and what they count against the limits); the outputs
+ * found on disk, {@link FoundOutputs}, with their {@link IndexCache}. This class is what joins them:
+ * describing a block, registering a file outside the lock, forgetting, closing.
  */
 public final class MapOutputRegistry implements AutoCloseable {
     /** The application of outputs registered without one: an engine serving its own process's outputs. */
@@ -56,29 +49,23 @@ public final class MapOutputRegistry implements AutoCloseable {
     /** How often one request goes round finding an output that is released again before it is described. */
     private static final int MAX_ATTEMPTS = 8;
 
-    private final ProtectionDomain pd;
     /** Shared with the other applications' registries of a serving engine. */
     private final RegistryBudget budget;
     /** Whose share of the budget this registry draws on. */
     private final String user;
     private final long lookupTimeoutNanos;
     private final LongSupplier clock;
-    private final OutputSearches searches;
-    /** Outputs by application and shuffle, then map id. */
-    private final Map<ShuffleKey, Map<Long, MapOutput>> outputs = new HashMap<>();
+    /** Outputs by application and shuffle, then map id. Guarded by this. */
+    private final OutputTable table = new OutputTable();
     /** Its regions: the LRU, what they count against the limits, those to close. Guarded by this. */
     private final RegisteredRegions regions;
     /** The indexes of outputs found on disk: their heap, and which may be forgotten. Guarded by this. */
     private final IndexCache indexes;
-    /** Registrations running outside the lock; {@link #close} waits for them. */
-    private final Set<CompletableFuture<Void>> registrationsUnderWay = new HashSet<>();
-    private long registrations;
+    /** Outputs nobody registered: searched for, added, forgotten. */
+    private final FoundOutputs found;
+    /** Registrations of files, run outside the lock; {@link #close} waits for them. */
+    private final FileRegistrations registrations;
     private boolean closed;
-    /** Tests: runs before each registration, on the registering thread (to make one take as long as a test needs). */
-    private volatile Runnable beforeRegistering = () -> { };
-
-    private record ShuffleKey(String app, int shuffleId) {
-    }
 
     /**
      * Finds map outputs that were not registered: asked on the first request for one, outside the
@@ -132,14 +119,14 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     MapOutputRegistry(ProtectionDomain pd, RegistryLimits limits, RegistryBudget budget, String user, long leaseMillis,
                       long lookupTimeoutMillis, OutputSearches.Lookups lookups, LongSupplier clock) {
-        this.pd = pd;
         this.budget = budget;
         this.user = user;
         this.lookupTimeoutNanos = lookupTimeoutMillis * 1_000_000L;
         this.clock = clock;
-        this.searches = new OutputSearches(lookups);
         this.indexes = new IndexCache(limits, budget, user);
         this.regions = new RegisteredRegions(limits, budget, user, leaseMillis * 1_000_000L, clock, indexes);
+        this.registrations = new FileRegistrations(this, pd, regions, indexes);
+        this.found = new FoundOutputs(this, table, indexes, budget, new OutputSearches(lookups), lookupTimeoutNanos);
         budget.join(this);
     }
 
@@ -157,36 +144,22 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     /** Records a committed map output of application {@code app}, in a file this process trusts (it names it). */
     public void register(String app, int shuffleId, long mapId, Path dataFile, long[] offsets) {
-        long size;
-        try {
-            size = java.nio.file.Files.size(dataFile);
-        } catch (IOException e) {
-            throw new UncheckedIOException("map output " + mapId + " of shuffle " + shuffleId + " (" + dataFile
-                    + "): cannot read the data file", e);
-        }
-        if (offsets.length > 0 && size != offsets[offsets.length - 1]) {
-            throw new IllegalArgumentException("map output " + mapId + " of shuffle " + shuffleId + " (" + dataFile
-                    + "): the index ends at " + offsets[offsets.length - 1] + " but the data file has " + size + " bytes");
-        }
-        MapOutput out = new MapOutput(app, shuffleId, mapId, OutputFile.trusted(dataFile),
-                OutputIndex.of(shuffleId, mapId, offsets, null, "map output " + mapId + " of shuffle " + shuffleId
-                        + " (" + dataFile + ")"), false);
+        MapOutput out = MapOutput.named(app, shuffleId, mapId, dataFile, offsets);
         synchronized (this) {
             ensureOpen();
-            put(out);
+            enter(out);
         }
         closeDeregistered(); // the region of an output this one replaced
     }
 
     /** Sets who finds outputs that were not registered (null: nobody, an unknown output is an error). */
     public void resolver(Resolver r) {
-        searches.resolver(r);
+        found.resolver(r);
     }
 
     /** Under the lock: enters {@code out}, releasing an output it replaces (a re-attempt). */
-    private void put(MapOutput out) {
-        MapOutput previous = outputs.computeIfAbsent(new ShuffleKey(out.app, out.shuffleId), s -> new HashMap<>())
-                .put(out.mapId, out);
+    void enter(MapOutput out) {
+        MapOutput previous = table.put(out);
         if (previous != null) {
             release(previous);
         }
@@ -234,11 +207,8 @@ public final class MapOutputRegistry implements AutoCloseable {
                 if (out.registration == null) {
                     shortage = regions.reserve(out, reclaimed); // kept while the file is registered outside the lock
                     if (shortage == RegistryBudget.Shortage.NONE) {
-                        out.registration = new CompletableFuture<>();
-                        indexes.busy(out);
-                        registrationsUnderWay.add(out.registration);
+                        registration = registrations.start(out);
                         mine = true;
-                        registration = out.registration;
                     }
                 } else {
                     registration = out.registration;
@@ -249,9 +219,9 @@ public final class MapOutputRegistry implements AutoCloseable {
                 budget.reclaimIdle(out.pinnedBytes(), shortage, this); // outside our lock: it takes theirs
                 reclaimed = true;
             } else if (mine) {
-                register(out, registration);
+                registrations.run(out, registration);
             } else {
-                awaitOther(registration, out);
+                SlowWork.await(registration, lookupTimeoutNanos, "the registration of " + out);
             }
         }
         throw new RegisteredMemoryExhaustedException("map output " + mapId + " of shuffle " + shuffleId + " was released "
@@ -265,11 +235,11 @@ public final class MapOutputRegistry implements AutoCloseable {
      */
     public synchronized BlockDescriptor describeIfRegistered(String app, int shuffleId, long mapId, int start, int end) {
         ensureOpen();
-        MapOutput out = known(app, shuffleId, mapId);
-        if (out == null && searches.hasResolver()) {
+        MapOutput out = table.get(app, shuffleId, mapId);
+        if (out == null && found.hasResolver()) {
             return null;
         }
-        return describe(required(out, app, shuffleId, mapId), start, end);
+        return describe(table.required(app, shuffleId, mapId), start, end);
     }
 
     /**
@@ -277,22 +247,14 @@ public final class MapOutputRegistry implements AutoCloseable {
      * timeout); NoSuchMapOutputException if neither. Requests for the same unknown output share one search.
      */
     private MapOutput output(String app, int shuffleId, long mapId) {
-        CompletableFuture<MapOutput> search;
         synchronized (this) {
             ensureOpen();
-            MapOutput out = known(app, shuffleId, mapId);
-            if (out != null || !searches.hasResolver()) {
-                return required(out, app, shuffleId, mapId);
+            MapOutput out = table.get(app, shuffleId, mapId);
+            if (out != null || !found.hasResolver()) {
+                return out != null ? out : table.required(app, shuffleId, mapId);
             }
         }
-        search = searches.search(app, shuffleId, mapId, found -> addFound(app, shuffleId, mapId, found));
-        MapOutput found = search == null ? null : await(search, "the lookup of map output " + mapId + " of shuffle " + shuffleId);
-        if (found != null) {
-            return found;
-        }
-        synchronized (this) {
-            return required(known(app, shuffleId, mapId), app, shuffleId, mapId); // registered meanwhile, or none
-        }
+        return found.find(app, shuffleId, mapId);
     }
 
     /**
@@ -304,15 +266,12 @@ public final class MapOutputRegistry implements AutoCloseable {
     CompletableFuture<MapOutput> pendingWork(String app, int shuffleId, long mapId) {
         synchronized (this) {
             ensureOpen();
-            MapOutput out = known(app, shuffleId, mapId);
+            MapOutput out = table.get(app, shuffleId, mapId);
             if (out != null) {
                 return out.registration == null ? null : out.registration.thenApply(v -> out);
             }
-            if (!searches.hasResolver()) {
-                return null;
-            }
         }
-        return searches.search(app, shuffleId, mapId, found -> addFound(app, shuffleId, mapId, found));
+        return found.search(app, shuffleId, mapId); // null without a resolver
     }
 
     /** How long a request waits for slow work before it is refused. */
@@ -320,98 +279,21 @@ public final class MapOutputRegistry implements AutoCloseable {
         return lookupTimeoutNanos;
     }
 
-    /**
-     * Adds what the resolver found (on the lookup thread that found it), its index counted against the
-     * index-heap limits; the output another request added meanwhile, if any.
-     */
-    private MapOutput addFound(String app, int shuffleId, long mapId, ResolvedOutput found) {
-        String what = "map output " + mapId + " of shuffle " + shuffleId + " (" + found.dataFile() + ")";
-        MapOutput candidate = new MapOutput(app, shuffleId, mapId, found.dataFile(),
-                OutputIndex.of(shuffleId, mapId, found.offsets(), found.rawLengths(), what), true);
-        long heap = candidate.index.heapBytes();
-        for (boolean lastTry = false; ; lastTry = true) {
-            RegistryBudget.Shortage shortage;
-            synchronized (this) {
-                ensureOpen();
-                MapOutput out = known(app, shuffleId, mapId);
-                if (out != null) {
-                    return out;
-                }
-                shortage = indexes.reserve(heap, candidate, lastTry, this::forgetIndexed);
-                if (shortage == RegistryBudget.Shortage.NONE) {
-                    put(candidate);
-                    return candidate;
-                }
-            }
-            budget.reclaimIdleIndexes(heap, shortage, this); // outside our lock: it takes theirs
-        }
-    }
-
-    /** Under the lock: takes an output found on disk with no region out of the tables; found again if asked for. */
-    private void forgetIndexed(MapOutput victim) {
-        Map<Long, MapOutput> maps = outputs.get(new ShuffleKey(victim.app, victim.shuffleId));
-        if (maps != null && maps.remove(victim.mapId, victim) && maps.isEmpty()) {
-            outputs.remove(new ShuffleKey(victim.app, victim.shuffleId));
-        }
-        release(victim);
-    }
-
-    /**
-     * Forgets this registry's least recently used idle indexes until {@code bytes} of index heap are
-     * freed or none is left; returns the bytes freed. For the budget, when another application needs room.
-     */
+    /** For the budget, when another application needs index heap: see {@link FoundOutputs#releaseIdle}. */
     long releaseIdleIndexes(long bytes) {
-        long freed = 0;
-        synchronized (this) {
-            while (!closed && freed < bytes && indexes.hasIdle()) {
-                long before = indexes.bytes();
-                indexes.forgetOne(this::forgetIndexed);
-                freed += before - indexes.bytes();
-            }
-        }
-        return freed;
-    }
-
-    /** What another thread's registration came to, waited for at most the lookup timeout. */
-    private void awaitOther(CompletableFuture<Void> registration, MapOutput out) {
-        await(registration, "the registration of " + out);
-    }
-
-    /** Slow work of another thread's, waited for at most the lookup timeout; its failure thrown here as it was there. */
-    private <T> T await(CompletableFuture<T> work, String what) {
-        try {
-            return work.get(lookupTimeoutNanos, TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            throw new LookupTimeoutException(what + " took longer than " + TimeUnit.NANOSECONDS.toMillis(lookupTimeoutNanos) + " ms");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted waiting for " + what, e);
-        } catch (ExecutionException e) {
-            throw e.getCause() instanceof RuntimeException cause ? cause : new IllegalStateException(e.getCause());
-        }
+        return found.releaseIdle(bytes);
     }
 
     /** The block of partitions {@code [start, end)} of {@code out}; null if its file is not registered. Under the lock. */
     private BlockDescriptor describe(MapOutput out, int start, int end) {
-        OutputIndex index = out.index;
-        int partitions = index.partitions();
-        if (start < 0 || end > partitions || start >= end) {
-            throw new PartitionRangeException("partitions [" + start + ", " + end + ") of " + out + ", which has " + partitions);
-        }
-        long offset = index.offset(start);
-        long length = index.offset(end) - offset;
-        long raw = index.rawLength(start, end, length);
-        if (length == 0) {
+        BlockDescriptor d = out.describe(start, end);
+        if (d != null && d.length() == 0) {
             indexes.touch(out); // an output whose blocks are asked for stays in the cache
-            return new BlockDescriptor(out.shuffleId, out.mapId, start, end, 0, 0, 0, raw);
+        } else if (d != null) {
+            regions.touch(out);
+            out.describedAt = clock.getAsLong();
         }
-        if (out.region == null) {
-            return null;
-        }
-        regions.touch(out);
-        out.describedAt = clock.getAsLong();
-        return new BlockDescriptor(out.shuffleId, out.mapId, start, end, out.region.address() + offset, length,
-                out.region.rkey(), raw);
+        return d;
     }
 
     /**
@@ -424,68 +306,17 @@ public final class MapOutputRegistry implements AutoCloseable {
         if (closed) {
             return null;
         }
-        MapOutput out = known(app, shuffleId, mapId);
+        MapOutput out = table.get(app, shuffleId, mapId);
         if (out == null || out.region == null || out.index.recordsRawLengths() || out.released
                 || out.index.layoutBytes() > maxBytes) {
             return null;
         }
-        return new SizedLayout(new MapOutputLayout(shuffleId, mapId, out.region.address(), out.region.rkey(),
-                out.index.offsets()), out.index.layoutBytes());
+        return new SizedLayout(out.layout(), out.index.layoutBytes());
     }
 
     /** Tests: {@code hook} runs on the registering thread before each registration, as a slow ibv_reg_mr would take time. */
     public void beforeRegistering(Runnable hook) {
-        beforeRegistering = hook;
-    }
-
-    /** Registers {@code out}'s file, outside the lock; its bytes were reserved. Completes {@code registration} either way. */
-    private void register(MapOutput out, CompletableFuture<Void> registration) {
-        MemoryRegion region = null;
-        RuntimeException failure = null;
-        beforeRegistering.run();
-        // Opened again here, not trusted from when it was found: its owner could have replaced it since.
-        try {
-            FileChannel ch = out.dataFile.open(true);
-            try {
-                if (ch.size() != out.size()) {
-                    throw new RefusedFileException(out.dataFile + " has " + ch.size() + " bytes now, but its index ends at "
-                            + out.size());
-                }
-            } catch (IOException | RuntimeException e) {
-                ch.close();
-                throw e;
-            }
-            // Peers only read, however it was opened. The region takes the channel (the software provider
-            // answers reads from it with sendfile; a NIC's provider closes it at once).
-            region = pd.registerOwnedFile(ch, 0, out.size(), Access.REMOTE_READ);
-        } catch (IOException e) {
-            failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration: " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            failure = e;
-        }
-        synchronized (this) {
-            out.registration = null;
-            registrationsUnderWay.remove(registration);
-            if (failure == null && !out.released && !closed) {
-                out.region = region;
-                regions.added(out);
-                registrations++;
-                region = null;
-            } else {
-                regions.unreserve(out); // give the reservation back
-                if (out.resolved && !out.released && !closed) {
-                    indexes.idle(out);
-                }
-            }
-        }
-        if (region != null) {
-            region.close(); // its output was forgotten while it was being registered
-        }
-        if (failure != null) {
-            registration.completeExceptionally(failure);
-            throw failure;
-        }
-        registration.complete(null);
+        registrations.beforeRegistering(hook);
     }
 
     /**
@@ -515,7 +346,7 @@ public final class MapOutputRegistry implements AutoCloseable {
     }
 
     /** Under the lock: forgets {@code out}: deregisters its region (or has a registration under way give it back), frees its index. */
-    private void release(MapOutput out) {
+    void release(MapOutput out) {
         if (out.released) {
             return;
         }
@@ -533,42 +364,20 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     public void unregisterShuffle(String app, int shuffleId) {
         synchronized (this) {
-            Map<Long, MapOutput> maps = outputs.remove(new ShuffleKey(app, shuffleId));
-            if (maps != null) {
-                maps.values().forEach(this::release);
-            }
+            table.removeShuffle(app, shuffleId).forEach(this::release);
         }
         closeDeregistered();
     }
 
     /** Forgets every output of an application and deregisters their regions; returns how many there were. */
     public int unregisterApplication(String app) {
-        int n = 0;
+        Collection<MapOutput> removed;
         synchronized (this) {
-            for (Iterator<Map.Entry<ShuffleKey, Map<Long, MapOutput>>> it = outputs.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<ShuffleKey, Map<Long, MapOutput>> e = it.next();
-                if (e.getKey().app().equals(app)) {
-                    it.remove();
-                    n += e.getValue().size();
-                    e.getValue().values().forEach(this::release);
-                }
-            }
+            removed = table.removeApplication(app);
+            removed.forEach(this::release);
         }
         closeDeregistered();
-        return n;
-    }
-
-    private MapOutput known(String app, int shuffleId, long mapId) {
-        Map<Long, MapOutput> maps = outputs.get(new ShuffleKey(app, shuffleId));
-        return maps == null ? null : maps.get(mapId);
-    }
-
-    private static MapOutput required(MapOutput out, String app, int shuffleId, long mapId) {
-        if (out == null) {
-            throw new NoSuchMapOutputException("no map output " + mapId + " of shuffle " + shuffleId
-                    + (app.equals(OWN) ? "" : " of " + app) + " is registered here");
-        }
-        return out;
+        return removed.size();
     }
 
     /** Bytes (whole pages) registered with the device now, or reserved by registrations under way. */
@@ -588,19 +397,21 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     /** Registrations made since creation: equals the number of distinct outputs described unless regions were released. */
     public synchronized long registrations() {
-        return registrations;
+        return registrations.completed();
     }
 
     /** Map outputs known, registered or not. */
     public synchronized int mapOutputs() {
-        int n = 0;
-        for (Map<Long, MapOutput> maps : outputs.values()) {
-            n += maps.size();
-        }
-        return n;
+        return table.size();
     }
 
-    private void ensureOpen() {
+    /** Under the lock. */
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** Under the lock. */
+    void ensureOpen() {
         if (closed) {
             throw new IllegalStateException("map output registry is closed");
         }
@@ -612,19 +423,17 @@ public final class MapOutputRegistry implements AutoCloseable {
      * closed), after which the protection domain may go.
      */
     public CompletableFuture<Void> closeAsync() {
-        List<CompletableFuture<Void>> underWay;
+        CompletableFuture<Void> underWay;
         synchronized (this) {
             if (!closed) {
                 closed = true;
                 budget.leave(this);
-                List<ShuffleKey> shuffles = new ArrayList<>(outputs.keySet());
-                shuffles.forEach(k -> outputs.remove(k).values().forEach(this::release));
+                table.removeAll().forEach(this::release);
             }
-            underWay = new ArrayList<>(registrationsUnderWay);
+            underWay = registrations.allUnderWay();
         }
         closeDeregistered();
-        return CompletableFuture.allOf(underWay.stream().map(r -> r.handle((ok, failed) -> null))
-                .toArray(CompletableFuture[]::new));
+        return underWay;
     }
 
     /** Deregisters every region, after waiting for registrations under way. */

@@ -23,7 +23,8 @@ import org.rdmashuffle.core.transport.TransportContext;
  * connector threads), the answering of their fetch requests ({@link FetchRequestServer}: on the
  * poller when ready, else on the server threads), disk searches for outputs nobody registered (a
  * service's lookup threads), and the stopping of applications ({@link ApplicationStops}). Every bound
- * it puts on its tenants is in {@link ServiceLimits} (docs/security.md's table).
+ * it puts on its tenants is in {@link ServiceLimits} (docs/security.md's table). Whose outputs it
+ * serves, an executor's own or a node's applications', is its {@link Tenancy}: the only difference.
  *
  * <p>Threads it owns: {@code rdma-shuffle-server-*}, {@code rdma-shuffle-connector-*}, a service's
  * {@code rdma-shuffle-lookup-*} and the stopper, and the control server's event loop. It is closed in
@@ -33,11 +34,9 @@ import org.rdmashuffle.core.transport.TransportContext;
 public final class ServeService {
     private final TransportContext transport;
     private final ServiceUsage usage;
-    /** Searches of the node's disks for outputs nobody registered, one of a user at a time; null in an executor's engine. */
-    private final FairThreads lookups;
+    /** An executor's own outputs, or a node's applications' (with the lookup threads that find them). */
+    private final Tenancy tenancy;
     private final Tenants tenants;
-    /** An executor's engine: its own application's outputs; null in a node's service. */
-    private final ServedTenant own;
     /** Ends stopped applications' tenants, off the caller's thread (YARN's dispatcher must not wait on a peer). */
     private final ApplicationStops stops;
     /**
@@ -69,25 +68,16 @@ public final class ServeService {
         this.usage = new ServiceUsage(limits, userOf);
         List<Runnable> made = new ArrayList<>();
         try {
-            FairThreads searches = this.lookups = !service ? null : new FairThreads("rdma-shuffle-lookup",
-                    ServiceLimits.LOOKUP_THREADS, ServiceLimits.LOOKUP_QUEUE_PER_APPLICATION, 1, limits.lookupThreadsPerUser());
-            if (searches != null) {
-                made.add(searches::close);
-            }
-            this.tenants = new Tenants(transport.context(), config, limits, service, userOf, searches == null
-                    ? app -> OutputSearches.Lookups.INLINE
-                    : app -> search -> searches.submit(app, userOf.apply(app), search), transport.profile().cqEntries());
-            this.own = service ? null : tenants.of(MapOutputRegistry.OWN);
-            if (own != null) {
-                made.add(own.domain()::close);
-            }
+            this.tenancy = Tenancy.of(service, config, limits, transport, userOf);
+            made.add(tenancy::closeOnFailedStart);
+            this.tenants = tenancy.tenants;
             this.servers = new FairThreads("rdma-shuffle-server", config.serverThreads(),
                     ServiceLimits.SERVER_QUEUE_PER_APPLICATION, Integer.MAX_VALUE, limits.serverThreadsPerUser());
             made.add(servers::close);
             this.requestServer = new FetchRequestServer(servers, transport.sender(), usage);
             ConnectionTable table = transport.connections();
             long graceMillis = config.connectTimeout().toMillis();
-            this.servingConnections = new ServingConnections(config, this::tenant,
+            this.servingConnections = new ServingConnections(config, tenancy::tenant,
                     t -> new ServingHandler(t, requestServer, table, transport.sender(), transport.timer(), graceMillis, usage),
                     transport.queuePairs(), transport.profile().servingOptions(), transport.profile().sgeListBroken(), table, usage);
             this.connectors = new FairThreads("rdma-shuffle-connector", ServiceLimits.CONNECTOR_THREADS,
@@ -120,29 +110,29 @@ public final class ServeService {
         return controlServer.address();
     }
 
-    /** An executor's engine's own tenant (what its fetch buffers are registered on); null in a node's service. */
+    /** An executor's engine's own tenant (what its fetch buffers are registered on); refused by a node's service. */
     public ServedTenant own() {
-        return own;
+        return tenancy.own();
     }
 
     /** See {@code RdmaShuffleEngine.registerMapOutput(int, long, Path, long[])}. */
     public void registerMapOutput(int shuffleId, long mapId, Path dataFile, long[] offsets) {
-        requireOwn().registry().register(shuffleId, mapId, dataFile, offsets);
+        tenancy.own().registry().register(shuffleId, mapId, dataFile, offsets);
     }
 
     /** A node's service: an output of application {@code app}, in a file this process trusts. */
     public void registerMapOutput(String app, int shuffleId, long mapId, Path dataFile, long[] offsets) {
-        requireService();
-        tenant(app).registry().register(app, shuffleId, mapId, dataFile, offsets);
+        tenancy.requireNode();
+        tenancy.tenant(app).registry().register(app, shuffleId, mapId, dataFile, offsets);
     }
 
     public void unregisterShuffle(int shuffleId) {
-        requireOwn().registry().unregisterShuffle(shuffleId);
+        tenancy.own().registry().unregisterShuffle(shuffleId);
     }
 
     /** See {@code RdmaShuffleEngine.unregisterApplication}: refused from now on, freed on the stopper thread. */
     public int unregisterApplication(String app) {
-        requireService();
+        tenancy.requireNode();
         ServedTenant t = tenants.stop(app);
         controlServer.closeConnections(app);
         if (t == null) {
@@ -159,11 +149,7 @@ public final class ServeService {
 
     /** Who finds outputs nobody registered (see {@code RdmaShuffleEngine.resolver}). */
     public void resolver(MapOutputRegistry.Resolver resolver) {
-        if (own != null) {
-            own.registry().resolver(resolver);
-        } else {
-            tenants.resolver(resolver);
-        }
+        tenancy.resolver(resolver);
     }
 
     public int tenants() {
@@ -193,24 +179,6 @@ public final class ServeService {
             }
         }
         return n;
-    }
-
-    private ServedTenant requireOwn() {
-        if (own == null) {
-            throw new IllegalStateException("a shuffle service's engine serves applications' outputs: name the application");
-        }
-        return own;
-    }
-
-    private void requireService() {
-        if (own != null) {
-            throw new IllegalStateException("only a shuffle service's engine (startService) serves other applications");
-        }
-    }
-
-    /** The tenant of {@code app}, made at its first output or connection; an executor's engine has only its own. */
-    private ServedTenant tenant(String app) {
-        return own != null ? own : tenants.of(app);
     }
 
     /**
@@ -250,9 +218,7 @@ public final class ServeService {
     public void stopThreads() {
         servers.close();
         connectors.close();
-        if (lookups != null) {
-            lookups.close(); // a search waiting on a disk keeps its thread; nothing waits for it
-        }
+        tenancy.stopThreads();
     }
 
     /**
