@@ -25,16 +25,19 @@ import scala.Tuple2;
  * rows, Kryo-serialized, lz4).
  *
  * <pre>
- *   ShuffleJob [--rows N] [--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E]
- *              [--kill-executor-in-reduce] [--release-executors-after-maps] [--pause-rdma-reduce-until FILE]
- *              [--variant spark.KEY=VALUE ...]
+ *   ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] [--compare ROUNDS]
+ *              [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps]
+ *              [--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...]
  * </pre>
+ * {@code --partitions P} is {@code --maps P --reducers P} (16 each by default); with M maps and R
+ * reducers the shuffle has M x R blocks ({@link JobOptions}).
  * Run as a plain program it uses local-cluster mode (two executor JVMs on 127.0.0.1); submitted with
  * {@code spark-submit} (as {@code bin/shuffle-job --hosts N} does, see {@code cluster.ClusterJob}) it
  * runs on the master and settings it was given, and waits for {@code E} executors before the clock
  * starts. It prints the result (identical either way), the shuffle metrics, and what carried each
- * executor's blocks, with the executor's address. {@code --compare R} runs the job R times each way,
- * alternated, and prints the median of the per-round ratios. With {@code --variant} (repeatable) each
+ * executor's blocks, with the executor's address, and where the time went stage by stage ({@link
+ * StageAccounting}). {@code --compare R} runs the job R times each way, alternated, and prints the
+ * median of the per-round ratios, of the whole job and of each stage's figures ({@link StageComparison}). With {@code --variant} (repeatable) each
  * round also runs the plugin with those settings: three runs a round, their order rotated round by
  * round, each rdma system's ratio to the built-in shuffle of the same round.
  */
@@ -44,7 +47,7 @@ public final class ShuffleJob {
     /** What one run produced and measured. */
     record Run(String shuffle, String result, long wallMs, long shuffleWriteBytes, long remoteBytesRead, long localBytesRead,
                long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers, int executorsLost,
-               int stagesRetried, long[] taskWaitsMs) {
+               int stagesRetried, long[] taskWaitsMs, List<StageAccounting.Stage> stages) {
         /** Each reduce task's fetch wait, largest first: a first-use cost shows as a few large ones. */
         String taskWaits() {
             StringBuilder b = new StringBuilder();
@@ -99,40 +102,11 @@ public final class ShuffleJob {
     }
 
     public static void main(String[] args) throws Exception {
-        int rows = 5_000_000;
-        int partitions = 16;
-        String shuffle = "rdma";
-        int compare = 0;
-        int executors = 2;
-        boolean killExecutor = false;
-        boolean releaseExecutors = false;
-        java.nio.file.Path pauseUntil = null;
-        Map<String, String> variant = new java.util.LinkedHashMap<>();
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--rows" -> rows = Integer.parseInt(args[++i]);
-                case "--partitions" -> partitions = Integer.parseInt(args[++i]);
-                case "--shuffle" -> shuffle = args[++i];
-                case "--compare" -> compare = Integer.parseInt(args[++i]);
-                case "--executors" -> executors = Integer.parseInt(args[++i]);
-                case "--kill-executor-in-reduce" -> killExecutor = true;
-                case "--release-executors-after-maps" -> releaseExecutors = true;
-                case "--pause-rdma-reduce-until" -> pauseUntil = java.nio.file.Path.of(args[++i]);
-                case "--variant" -> {
-                    String kv = args[++i];
-                    int eq = kv.indexOf('=');
-                    if (eq <= 0 || !kv.startsWith("spark.")) {
-                        throw new IllegalArgumentException("--variant spark.KEY=VALUE, not " + kv);
-                    }
-                    variant.put(kv.substring(0, eq), kv.substring(eq + 1));
-                }
-                default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (usage: ShuffleJob [--rows N] "
-                        + "[--partitions P] [--shuffle rdma|builtin] [--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] "
-                        + "[--release-executors-after-maps] [--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...])");
-            }
-        }
+        JobOptions o = JobOptions.parse(args);
+        int compare = o.compare();
+        Map<String, String> variant = o.variant();
         if (compare == 0) {
-            print(run(shuffle, shuffle, Map.of(), rows, partitions, executors, killExecutor, releaseExecutors, pauseUntil));
+            print(run(o.shuffle(), o.shuffle(), Map.of(), o));
             return;
         }
         String variantName = variant.isEmpty() ? null : "rdma " + variant.entrySet().stream()
@@ -142,19 +116,25 @@ public final class ShuffleJob {
         List<Run> runs = new ArrayList<>();
         Map<String, List<Double>> wallRatios = new java.util.LinkedHashMap<>();
         Map<String, List<Double>> waitRatios = new java.util.LinkedHashMap<>();
+        List<Map<String, List<StageAccounting.Stage>>> stageRounds = new ArrayList<>();
         for (int r = 0; r < compare; r++) {
             Map<String, Run> round = new java.util.HashMap<>();
             for (int k = 0; k < systems.size(); k++) {
                 String s = systems.get((r + k) % systems.size()); // order rotated round by round
-                Run run = run(s, s.equals("builtin") ? "builtin" : "rdma", s.equals(variantName) ? variant : Map.of(), rows,
-                        partitions, executors, killExecutor, releaseExecutors, pauseUntil);
+                Run run = run(s, s.equals("builtin") ? "builtin" : "rdma", s.equals(variantName) ? variant : Map.of(), o);
                 System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  %d remote blocks  result %s%s%n", r + 1, s, run.wallMs(),
                         run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
                 System.out.println("    fetch wait per reduce task, ms, largest first: " + run.taskWaits());
                 run.carriers().forEach(c -> System.out.println("    " + c));
+                run.stages().forEach(st -> System.out.printf("    stage %d %s: %d tasks, %d ms, task run %d ms, CPU %d ms, GC %d ms, "
+                        + "fetch wait %d ms, shuffle write %d ms%n", st.id(), st.shortName(), st.tasks(), st.durationMs(), st.runMs(),
+                        st.cpuMs(), st.gcMs(), st.fetchWaitMs(), st.shuffleWriteMs()));
                 round.put(s, run);
                 runs.add(run);
             }
+            Map<String, List<StageAccounting.Stage>> roundStages = new java.util.HashMap<>();
+            round.forEach((s, run) -> roundStages.put(s, run.stages()));
+            stageRounds.add(roundStages);
             Run builtinRun = round.get("builtin");
             for (String s : systems.subList(1, systems.size())) {
                 wallRatios.computeIfAbsent(s, x -> new ArrayList<>()).add((double) round.get(s).wallMs() / builtinRun.wallMs());
@@ -171,6 +151,10 @@ public final class ShuffleJob {
         System.out.println("|---|---|---|");
         String provider = runs.stream().filter(x -> x.shuffle().equals("rdma")).findFirst().get().carriers().get(0)
                 .replaceAll(".*RDMA engine on (\\w+).*", "$1");
+        Map<String, String> names = new java.util.HashMap<>();
+        for (String s : systems) {
+            names.put(s, s.equals("builtin") ? "built-in" : s.equals("rdma") ? "rdma-shuffle" : s);
+        }
         for (String s : systems) {
             long[] wall = runs.stream().filter(x -> x.shuffle().equals(s)).mapToLong(Run::wallMs).sorted().toArray();
             long[] wait = runs.stream().filter(x -> x.shuffle().equals(s)).mapToLong(Run::fetchWaitMs).sorted().toArray();
@@ -179,6 +163,9 @@ public final class ShuffleJob {
             System.out.println("| " + name + " | " + median(wall) + " | " + median(wait) + " |");
         }
         System.out.printf("identical results in all %d runs: %s%n", runs.size(), reference);
+        System.out.println();
+        System.out.print(StageComparison.table(stageRounds, systems, "builtin", names));
+        System.out.println();
         int executorHosts = executorHosts(runs).size();
         String hosts = executorHosts + (executorHosts == 1 ? " host" : " hosts");
         System.out.printf("ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(wallRatios.get("rdma")), compare, hosts);
@@ -230,23 +217,31 @@ public final class ShuffleJob {
      * its reduce stage until the file appears (at most 5 minutes): a test does something to the cluster
      * there (kills a node), then lets the reduce stage meet what it did.
      */
-    static Run run(String label, String shuffle, Map<String, String> settings, int rows, int partitions, int executors,
-            boolean killExecutor, boolean releaseExecutors, java.nio.file.Path pauseUntil) throws Exception {
+    static Run run(String label, String shuffle, Map<String, String> settings, JobOptions o) throws Exception {
+        int rows = o.rows();
+        int maps = o.maps();
+        int reducers = o.reducers();
+        boolean killExecutor = o.killExecutor();
+        boolean releaseExecutors = o.releaseExecutors();
+        java.nio.file.Path pauseUntil = o.pauseUntil();
         SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf("rdma-shuffle main job", shuffle)
                 : LocalCluster.conf("rdma-shuffle main job", shuffle);
         settings.forEach(conf::set);
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
             Metrics metrics = new Metrics();
+            StageAccounting accounting = new StageAccounting();
             sc.sc().addSparkListener(metrics);
-            LocalCluster.awaitExecutors(sc, executors);
+            sc.sc().addSparkListener(accounting);
+            LocalCluster.awaitExecutors(sc, o.executors());
             sc.parallelize(IntStream.range(0, 4).boxed().toList(), 4).count(); // executors warm before the clock starts
+            sc.sc().listenerBus().waitUntilEmpty();
+            accounting.begin();
             long t0 = System.nanoTime();
-            int perPartition = rows / partitions;
-            JavaPairRDD<Long, String> data = sc.parallelize(IntStream.range(0, partitions).boxed().toList(), partitions)
+            JavaPairRDD<Long, String> data = sc.parallelize(IntStream.range(0, maps).boxed().toList(), maps)
                     .flatMapToPair(p -> new java.util.Iterator<Tuple2<Long, String>>() {
                         final SplittableRandom random = new SplittableRandom(p * 0x9E3779B97F4A7C15L);
                         final byte[] raw = new byte[48];
-                        int left = perPartition;
+                        int left = rows / maps + (p < rows % maps ? 1 : 0); // every row made, whatever M
 
                         public boolean hasNext() {
                             return left > 0;
@@ -263,7 +258,7 @@ public final class ShuffleJob {
                             return new Tuple2<>(random.nextLong(100_000), Base64.getEncoder().encodeToString(raw)); // 64 chars
                         }
                     });
-            JavaPairRDD<Long, Iterable<String>> grouped = data.groupByKey(partitions);
+            JavaPairRDD<Long, Iterable<String>> grouped = data.groupByKey(reducers);
             boolean pause = pauseUntil != null && shuffle.equals("rdma") && !java.nio.file.Files.exists(pauseUntil);
             if (releaseExecutors || pause) {
                 sc.sc().submitMapStage(shuffleOf(grouped.rdd())).get(); // the map stage alone
@@ -299,14 +294,19 @@ public final class ShuffleJob {
                 checksum += (g._1() * 0x9E3779B97F4A7C15L) ^ (g._2()[1] * 31 + g._2()[0]);
             }
             String result = groups.size() + " keys, " + total + " rows, checksum " + Long.toHexString(checksum);
-            Thread.sleep(500); // let the listener bus deliver the last task ends
-            Run measured = new Run(label, result, wallMs, metrics.written.get(), metrics.remote.get(), metrics.local.get(),
-                    metrics.waitMs.get(), metrics.records.get(), metrics.remoteBlocks.get(), List.of(), metrics.executorsLost.get(),
-                    metrics.stagesRetried.get(), metrics.taskWaits.stream().mapToLong(Long::longValue).sorted().toArray());
-            List<String> carriers = carriers(sc, shuffle);
-            return new Run(measured.shuffle(), measured.result(), measured.wallMs(), measured.shuffleWriteBytes(),
-                    measured.remoteBytesRead(), measured.localBytesRead(), measured.fetchWaitMs(), measured.recordsRead(),
-                    measured.remoteBlocks(), carriers, measured.executorsLost(), measured.stagesRetried(), measured.taskWaitsMs());
+            sc.sc().listenerBus().waitUntilEmpty(); // the last stage and task events delivered
+            accounting.end();
+            List<StageAccounting.Stage> stages = accounting.stages();
+            long[] taskWaits = metrics.taskWaits.stream().mapToLong(Long::longValue).sorted().toArray();
+            long written = metrics.written.get();
+            long remote = metrics.remote.get();
+            long local = metrics.local.get();
+            long waitMs = metrics.waitMs.get();
+            long records = metrics.records.get();
+            long remoteBlocks = metrics.remoteBlocks.get();
+            List<String> carriers = carriers(sc, shuffle); // after the figures: its tasks are not the job's
+            return new Run(label, result, wallMs, written, remote, local, waitMs, records, remoteBlocks, carriers,
+                    metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages);
         }
     }
 
@@ -373,5 +373,7 @@ public final class ShuffleJob {
                 r.remoteBlocks(), r.recordsRead(), r.fetchWaitMs());
         System.out.println("carried by:");
         r.carriers().forEach(c -> System.out.println("  " + c));
+        System.out.println("where the time went, per stage (sums over each stage's tasks):");
+        System.out.print(StageAccounting.table(r.stages()));
     }
 }

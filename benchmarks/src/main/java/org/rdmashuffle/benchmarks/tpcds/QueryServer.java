@@ -20,6 +20,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.rdmashuffle.benchmarks.spark.LocalCluster;
+import org.rdmashuffle.benchmarks.spark.StageAccounting;
 import org.rdmashuffle.spark.RdmaShuffleManager;
 
 /**
@@ -32,7 +33,9 @@ import org.rdmashuffle.spark.RdmaShuffleManager;
  * <li>{@code run <query> <result file>} → {@code @@ DONE run <ms> <shuffle read bytes> <shuffle write bytes> <rows>
  *     <remote bytes> <bytes over RDMA> <blocks over the built-in transport> <bytes over the built-in transport>}:
  *     the remote bytes are Spark's own count (of what tasks consumed); the others are what the
- *     executors' RdmaShuffleManagers counted during the query (all 0 on the built-in shuffle)</li>
+ *     executors' RdmaShuffleManagers counted during the query (all 0 on the built-in shuffle); the
+ *     query's stages, each with the sums of its tasks' metrics ({@link StageAccounting}), are written
+ *     beside the result file ({@link #stagesFile})</li>
  * </ul>
  * A failure answers {@code @@ FAIL <what> <message>}. Started by {@code spark-submit} (the cluster bed)
  * it takes its master and settings from there, and waits for {@code executors} executors.
@@ -45,6 +48,7 @@ public final class QueryServer {
     private static final AtomicLong READ = new AtomicLong();
     private static final AtomicLong WRITTEN = new AtomicLong();
     private static final AtomicLong REMOTE = new AtomicLong();
+    private static final StageAccounting STAGES = new StageAccounting();
 
     public static void main(String[] args) throws Exception {
         String shuffle = args[0];
@@ -65,6 +69,7 @@ public final class QueryServer {
                 }
             }
         });
+        spark.sparkContext().addSparkListener(STAGES);
         reply.println("@@ READY");
         reply.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -101,10 +106,13 @@ public final class QueryServer {
         READ.set(0);
         WRITTEN.set(0);
         REMOTE.set(0);
+        STAGES.begin();
         long t0 = System.nanoTime();
         List<Row> rows = spark.sql(text).collectAsList();
         long ms = (System.nanoTime() - t0) / 1_000_000;
         spark.sparkContext().listenerBus().waitUntilEmpty();
+        STAGES.end();
+        Files.write(stagesFile(resultFile), STAGES.stages().stream().map(StageAccounting::line).toList());
         long[] after = carried(sc);
         List<String> lines = new ArrayList<>(rows.size());
         for (Row r : rows) {
@@ -114,6 +122,11 @@ public final class QueryServer {
         Files.write(resultFile, lines);
         return ms + " " + READ.get() + " " + WRITTEN.get() + " " + rows.size() + " " + REMOTE.get() + " " + (after[2] - before[2])
                 + " " + (after[1] - before[1]) + " " + (after[3] - before[3]);
+    }
+
+    /** Where the stages of the query whose result goes to {@code resultFile} are written, a line each. */
+    static Path stagesFile(Path resultFile) {
+        return resultFile.resolveSibling(resultFile.getFileName() + ".stages");
     }
 
     /**

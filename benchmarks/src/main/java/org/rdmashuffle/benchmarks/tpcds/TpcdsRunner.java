@@ -17,6 +17,7 @@ import java.util.stream.Collectors;
 import io.trino.tpcds.Table;
 import org.rdmashuffle.benchmarks.cluster.ClusterRun;
 import org.rdmashuffle.benchmarks.spark.LocalCluster;
+import org.rdmashuffle.benchmarks.spark.StageAccounting;
 
 /**
  * TPC-DS with Spark's built-in shuffle and with rdma-shuffle, side by side: two Spark applications
@@ -38,7 +39,8 @@ import org.rdmashuffle.benchmarks.spark.LocalCluster;
 public final class TpcdsRunner {
     /** One query, both ways; the byte counts are the shuffle's remote bytes and the part of them RDMA carried. */
     public record Outcome(String query, long builtinMs, long rdmaMs, long shuffleReadBytes, long shuffleWriteBytes,
-                          long builtinRows, long rdmaRows, Carried builtin, Carried rdma, String verdict) {
+                          long builtinRows, long rdmaRows, Carried builtin, Carried rdma, String verdict,
+                          List<StageAccounting.Stage> builtinStages, List<StageAccounting.Stage> rdmaStages) {
         double ratio() {
             return builtinMs == 0 ? Double.NaN : (double) rdmaMs / builtinMs;
         }
@@ -250,6 +252,7 @@ public final class TpcdsRunner {
                         + "RDMA, %.1f MB over Spark's transport), %5d rows: %s%n", i, queries.size(), q, o.builtinMs(), o.rdmaMs(),
                         o.ratio(), o.shuffleReadBytes() / 1e6, o.rdma().rdmaBytes() / 1e6, o.rdma().builtinBytes() / 1e6,
                         o.builtinRows(), o.verdict());
+                System.out.println("        " + StageSums.line(o));
             }
         }
         write(outcomes, scale, where, out);
@@ -268,7 +271,7 @@ public final class TpcdsRunner {
             String verdict = !b.startsWith("DONE") && !r.startsWith("DONE") ? "FAIL both: " + b
                     : !r.startsWith("DONE") ? "FAIL rdma: " + r : "FAIL built-in: " + b;
             return new Outcome(q, field(b, 2), field(r, 2), field(b, 3), field(b, 4), field(b, 5), field(r, 5), Carried.of(b, false),
-                    Carried.of(r, true), verdict);
+                    Carried.of(r, true), verdict, stages(bFile), stages(rFile));
         }
         String verdict;
         List<String> bLines = Files.readAllLines(bFile);
@@ -281,7 +284,13 @@ public final class TpcdsRunner {
             verdict = stable ? "MISMATCH (built-in is stable, rdma differs)" : "nondeterministic (built-in differs from itself)";
         }
         return new Outcome(q, field(b, 2), field(r, 2), field(b, 3), field(b, 4), field(b, 5), field(r, 5), Carried.of(b, false),
-                Carried.of(r, true), verdict);
+                Carried.of(r, true), verdict, stages(bFile), stages(rFile));
+    }
+
+    /** The stages the query server wrote beside a result file; none if it wrote none (the query failed). */
+    private static List<StageAccounting.Stage> stages(Path resultFile) throws IOException {
+        Path file = QueryServer.stagesFile(resultFile);
+        return Files.exists(file) ? Files.readAllLines(file).stream().map(StageAccounting::parse).toList() : List.of();
     }
 
     /** Field {@code i} of "DONE run ms read write rows remote rdmaBytes fallbackBlocks fallbackBytes", 0 when absent. */
@@ -331,7 +340,8 @@ public final class TpcdsRunner {
                 matched, empty, nondet, bothFailed, outcomes.size() - matched - empty - nondet - bothFailed, bTotal / 1e3,
                 rTotal / 1e3, bTotal == 0 ? Double.NaN : (double) rTotal / bTotal, overRdma / 1e6, remote / 1e6, fallbackBlocks);
         Files.writeString(out.resolve("results.csv"), csv);
-        Files.writeString(out.resolve("results.md"), summary + "\n" + md);
+        Files.writeString(out.resolve("stages.csv"), StageSums.csv(outcomes));
+        Files.writeString(out.resolve("results.md"), summary + "\n" + md + "\n" + StageSums.markdown(outcomes));
         List<String> labels = outcomes.stream().map(Outcome::query).toList();
         Charts.bars(out.resolve("time-ratio.png"), "TPC-DS sf " + scale + ": query time, rdma-shuffle / built-in (below 1: faster)",
                 "ratio", labels, outcomes.stream().mapToDouble(o -> Double.isNaN(o.ratio()) ? 0 : o.ratio()).toArray(), 1.0,
@@ -341,6 +351,7 @@ public final class TpcdsRunner {
         Charts.bars(out.resolve("shuffle-bytes.png"), "TPC-DS sf " + scale + ": shuffle bytes read per query (MB)", "MB", labels,
                 outcomes.stream().mapToDouble(o -> o.shuffleReadBytes() / 1e6).toArray(), Double.NaN, new Color(200, 120, 50));
         System.out.print(summary);
-        System.out.println("written: " + out.resolve("results.md") + ", results.csv, time-ratio.png, total-time.png, shuffle-bytes.png");
+        System.out.print(StageSums.totals(outcomes));
+        System.out.println("written: " + out.resolve("results.md") + ", results.csv, stages.csv, time-ratio.png, total-time.png, shuffle-bytes.png");
     }
 }

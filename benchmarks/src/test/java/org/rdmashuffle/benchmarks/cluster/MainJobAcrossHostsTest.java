@@ -30,6 +30,8 @@ class MainJobAcrossHostsTest {
         assertTrue(printed.contains("identical results in all 2 runs"), printed);
         assertTrue(Pattern.compile("(?m)^ratio rdma/builtin: \\d+\\.\\d\\d \\(1 rounds, 3 hosts\\)$").matcher(printed).find(),
                 printed);
+        // Where the time went: the map and the reduce stage, each with the ratio of the same round's runs.
+        assertEquals(2, printed.lines().filter(l -> l.contains(" | rdma-shuffle / built-in | |")).count(), printed);
         assertEquals(List.of(), r.leftNamespaces(), "namespaces left behind");
         assertEquals(List.of(), r.leftProcesses(), "processes left behind");
     }

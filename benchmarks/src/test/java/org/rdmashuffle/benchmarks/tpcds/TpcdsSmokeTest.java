@@ -9,6 +9,7 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.benchmarks.spark.StageAccounting;
 
 /**
  * Keeps the TPC-DS runner working: two small queries at a tiny scale, both shuffles, results
@@ -31,8 +32,12 @@ class TpcdsSmokeTest {
             assertTrue(o.rdma().fallbackBytes() == 0 && o.rdma().fallbackBlocks() == 0,
                     "nothing over Spark's transport on the rdma side: " + o);
             assertEquals(0, o.builtin().rdmaBytes(), "nothing over RDMA on the built-in side: " + o);
+            // Every stage of the query counted on both sides: their shuffle reads add up to Spark's own count.
+            assertTrue(!o.builtinStages().isEmpty() && o.builtinStages().size() == o.rdmaStages().size(), o.toString());
+            assertEquals(o.shuffleReadBytes(), StageAccounting.total("built-in", o.builtinStages()).bytesRead(), o.toString());
         }
-        for (String f : List.of("results.csv", "results.md", "time-ratio.png", "total-time.png", "shuffle-bytes.png")) {
+        assertTrue(Files.readString(dir.resolve("out").resolve("results.md")).contains("Where the time went, per query"));
+        for (String f : List.of("results.csv", "stages.csv", "results.md", "time-ratio.png", "total-time.png", "shuffle-bytes.png")) {
             assertTrue(Files.size(dir.resolve("out").resolve(f)) > 0, f);
         }
     }

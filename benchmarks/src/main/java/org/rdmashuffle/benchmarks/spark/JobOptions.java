@@ -1,0 +1,91 @@
+package org.rdmashuffle.benchmarks.spark;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The main job's options ({@link ShuffleJob}), read from its command line. Maps and reducers are set
+ * apart ({@code --maps}, {@code --reducers}) or together ({@code --partitions}, both); blocks grow as
+ * maps x reducers, so they are how a run reaches the many-small-blocks regime. Nonsense (a count of 0
+ * or below, a number that is not one, an unknown option) is refused naming the option.
+ */
+record JobOptions(int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
+                  boolean releaseExecutors, Path pauseUntil, Map<String, String> variant) {
+    static final String USAGE = "ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] "
+            + "[--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
+            + "[--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...]";
+
+    static JobOptions parse(String... args) {
+        int rows = 5_000_000;
+        Integer partitions = null;
+        Integer maps = null;
+        Integer reducers = null;
+        String shuffle = "rdma";
+        int compare = 0;
+        int executors = 2;
+        boolean killExecutor = false;
+        boolean releaseExecutors = false;
+        Path pauseUntil = null;
+        Map<String, String> variant = new LinkedHashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            String option = args[i];
+            switch (option) {
+                case "--rows" -> rows = positive(option, value(args, ++i, option));
+                case "--partitions" -> partitions = positive(option, value(args, ++i, option));
+                case "--maps" -> maps = positive(option, value(args, ++i, option));
+                case "--reducers" -> reducers = positive(option, value(args, ++i, option));
+                case "--shuffle" -> {
+                    shuffle = value(args, ++i, option);
+                    if (!shuffle.equals("rdma") && !shuffle.equals("builtin")) {
+                        throw new IllegalArgumentException("--shuffle takes rdma or builtin, not " + shuffle);
+                    }
+                }
+                case "--compare" -> compare = positive(option, value(args, ++i, option));
+                case "--executors" -> executors = positive(option, value(args, ++i, option));
+                case "--kill-executor-in-reduce" -> killExecutor = true;
+                case "--release-executors-after-maps" -> releaseExecutors = true;
+                case "--pause-rdma-reduce-until" -> pauseUntil = Path.of(value(args, ++i, option));
+                case "--variant" -> {
+                    String kv = value(args, ++i, option);
+                    int eq = kv.indexOf('=');
+                    if (eq <= 0 || !kv.startsWith("spark.")) {
+                        throw new IllegalArgumentException("--variant spark.KEY=VALUE, not " + kv);
+                    }
+                    variant.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                default -> throw new IllegalArgumentException("unknown argument " + option + " (usage: " + USAGE + ")");
+            }
+        }
+        if (partitions != null && (maps != null || reducers != null)) {
+            throw new IllegalArgumentException("--partitions sets both --maps and --reducers: give either it or them");
+        }
+        int m = maps != null ? maps : partitions != null ? partitions : 16;
+        int r = reducers != null ? reducers : partitions != null ? partitions : 16;
+        if (rows < m) {
+            throw new IllegalArgumentException("--rows " + rows + " is fewer than the " + m + " maps (--maps): every map writes rows");
+        }
+        return new JobOptions(rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil,
+                java.util.Collections.unmodifiableMap(variant));
+    }
+
+    private static String value(String[] args, int i, String option) {
+        if (i >= args.length) {
+            throw new IllegalArgumentException(option + " needs a value (usage: " + USAGE + ")");
+        }
+        return args[i];
+    }
+
+    private static int positive(String option, String value) {
+        int n;
+        try {
+            n = Integer.parseInt(value);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " takes a whole number, not " + value);
+        }
+        if (n <= 0) {
+            throw new IllegalArgumentException(option + " must be at least 1, not " + n);
+        }
+        return n;
+    }
+}

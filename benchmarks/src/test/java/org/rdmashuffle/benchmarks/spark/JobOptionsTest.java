@@ -1,0 +1,51 @@
+package org.rdmashuffle.benchmarks.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/** The main job's options: maps and reducers set apart or together, nonsense refused naming the option. */
+class JobOptionsTest {
+    @Test
+    void mapsAndReducersAreSetApart_orTogetherByPartitions() {
+        JobOptions apart = JobOptions.parse("--maps", "400", "--reducers", "1000", "--rows", "1000000");
+        assertEquals(400, apart.maps());
+        assertEquals(1000, apart.reducers());
+        JobOptions together = JobOptions.parse("--partitions", "8");
+        assertEquals(8, together.maps());
+        assertEquals(8, together.reducers());
+        JobOptions defaults = JobOptions.parse();
+        assertEquals(16, defaults.maps());
+        assertEquals(16, defaults.reducers());
+        assertEquals(5_000_000, defaults.rows());
+        assertEquals(7, JobOptions.parse("--reducers", "7").reducers());
+        assertEquals(16, JobOptions.parse("--reducers", "7").maps());
+    }
+
+    @Test
+    void aCountOfZeroOrBelow_orNotANumber_isRefusedNamingTheOption() {
+        for (String option : new String[] {"--maps", "--reducers", "--partitions", "--rows", "--compare", "--executors"}) {
+            for (String bad : new String[] {"0", "-3", "many"}) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> JobOptions.parse(option, bad),
+                        option + " " + bad);
+                assertTrue(e.getMessage().startsWith(option + " ") && e.getMessage().contains(bad), e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void partitionsWithMapsOrReducers_fewerRowsThanMaps_aMissingValue_andAnUnknownOption_areRefused() {
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--partitions", "4", "--maps", "2"))
+                .getMessage().contains("--partitions"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--rows", "2", "--maps", "3"))
+                .getMessage().contains("--maps"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--maps")).getMessage()
+                .startsWith("--maps needs a value"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--mappers", "3")).getMessage()
+                .startsWith("unknown argument --mappers"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--shuffle", "tcp")).getMessage()
+                .startsWith("--shuffle takes rdma or builtin"));
+    }
+}
