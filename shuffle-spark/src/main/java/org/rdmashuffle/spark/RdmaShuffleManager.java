@@ -58,6 +58,11 @@ public final class RdmaShuffleManager implements ShuffleManager {
      * and {@code spark.authenticate} (default false).
      */
     public static final String SERVICE_ENABLED = PREFIX + "service.enabled";
+    /**
+     * Start an executor's engine when the executor starts, on a thread of its own (default true),
+     * rather than in the first task that needs it (false).
+     */
+    public static final String START_AT_EXECUTOR_START = PREFIX + "startAtExecutorStart";
     /** The port of every node's RDMA shuffle service for Spark (default {@value #DEFAULT_SERVICE_PORT}). */
     public static final String SERVICE_PORT = PREFIX + "service.port";
     public static final int DEFAULT_SERVICE_PORT = 13571;
@@ -75,6 +80,10 @@ public final class RdmaShuffleManager implements ShuffleManager {
     private volatile RdmaShuffleEngine engine;
     private volatile String unavailable;
     private boolean started;
+    /** The thread that started (or tried to start) the engine; null before. */
+    private volatile String startedOn;
+    /** Set by {@link #stop}: no engine starts after it. Guarded by {@code lock}. */
+    private boolean stopped;
     /** Fetches handed to Spark's transport, off the engine's poller. */
     final FallbackFetches fallbacks = new FallbackFetches();
     final AtomicLong blocksOverRdma = new AtomicLong();
@@ -88,6 +97,40 @@ public final class RdmaShuffleManager implements ShuffleManager {
         this.conf = conf;
         this.sort = new SortShuffleManager(conf);
         current = this;
+        if (!"driver".equals(conf.get("spark.executor.id", "driver")) && conf.getBoolean(START_AT_EXECUTOR_START, true)) {
+            Thread.ofPlatform().daemon().name("rdma-shuffle-start").start(this::startWhenTheBlockManagerIsUp);
+        }
+    }
+
+    /**
+     * Starts the engine as soon as this executor's block manager knows its address (Spark makes the
+     * shuffle manager first), rather than in the first task that needs it: starting it (the device, the
+     * pollers, the control server, the fetch buffers, and loading the plugin's classes) took the first map
+     * task of every executor a few hundred milliseconds on the task's own thread (docs/benchmarks.md,
+     * "Where the time goes"). A task that asks for the engine while it starts waits for that start, as it
+     * would have started it itself. Gives up after two minutes (a task then starts it, as before).
+     */
+    private void startWhenTheBlockManagerIsUp() {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(2);
+        try {
+            while (System.nanoTime() < deadline) {
+                SparkEnv env = SparkEnv.get();
+                if (env != null && env.blockManager() != null && env.blockManager().blockManagerId() != null) {
+                    engine();
+                    return;
+                }
+                synchronized (lock) {
+                    if (stopped || started) {
+                        return;
+                    }
+                }
+                Thread.sleep(5);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException | Error e) {
+            // engine() logged it (fallback) or a task's own call will throw it (no fallback): nothing to add
+        }
     }
 
     /** The manager of this JVM, if Spark created one. */
@@ -141,8 +184,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
     @Override
     public void stop() {
-        RdmaShuffleEngine e = engine;
-        engine = null;
+        RdmaShuffleEngine e;
+        synchronized (lock) { // after a start under way, which is bounded: none begins after this
+            stopped = true;
+            started = true;
+            e = engine;
+            engine = null;
+        }
         if (e != null) {
             e.close();
         }
@@ -162,6 +210,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
             if (started) {
                 return engine;
             }
+            startedOn = Thread.currentThread().getName();
             try {
                 engine = start();
             } catch (RuntimeException | Error e) {
@@ -328,6 +377,12 @@ public final class RdmaShuffleManager implements ShuffleManager {
         blocksOverRdma.incrementAndGet();
         bytesOverRdma.addAndGet(bytes);
         rdmaBlocksByServer.computeIfAbsent(server.getHostString(), k -> new LongAdder()).increment();
+    }
+
+    /** The thread that started this JVM's engine, or null if none has started (nor tried to). */
+    public static String engineStartedOn() {
+        RdmaShuffleManager m = current;
+        return m == null ? null : m.startedOn;
     }
 
     /**

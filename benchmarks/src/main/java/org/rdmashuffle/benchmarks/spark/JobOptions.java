@@ -8,13 +8,14 @@ import java.util.Map;
  * The main job's options ({@link ShuffleJob}), read from its command line. Maps and reducers are set
  * apart ({@code --maps}, {@code --reducers}) or together ({@code --partitions}, both); blocks grow as
  * maps x reducers, so they are how a run reaches the many-small-blocks regime. Nonsense (a count of 0
- * or below, a number that is not one, an unknown option) is refused naming the option.
+ * or below, a number that is not one, an unknown option) is refused naming the option. {@code
+ * --profile} records every executor of every run with JDK Flight Recorder (both shuffles alike).
  */
 record JobOptions(int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
-                  boolean releaseExecutors, Path pauseUntil, Map<String, String> variant) {
+                  boolean releaseExecutors, Path pauseUntil, Map<String, String> variant, boolean profile) {
     static final String USAGE = "ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] "
             + "[--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
-            + "[--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...]";
+            + "[--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...] [--profile]";
 
     static JobOptions parse(String... args) {
         int rows = 5_000_000;
@@ -28,6 +29,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
         boolean releaseExecutors = false;
         Path pauseUntil = null;
         Map<String, String> variant = new LinkedHashMap<>();
+        boolean profile = false;
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             switch (option) {
@@ -45,6 +47,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
                 case "--executors" -> executors = positive(option, value(args, ++i, option));
                 case "--kill-executor-in-reduce" -> killExecutor = true;
                 case "--release-executors-after-maps" -> releaseExecutors = true;
+                case "--profile" -> profile = true;
                 case "--pause-rdma-reduce-until" -> pauseUntil = Path.of(value(args, ++i, option));
                 case "--variant" -> {
                     String kv = value(args, ++i, option);
@@ -66,7 +69,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
             throw new IllegalArgumentException("--rows " + rows + " is fewer than the " + m + " maps (--maps): every map writes rows");
         }
         return new JobOptions(rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil,
-                java.util.Collections.unmodifiableMap(variant));
+                java.util.Collections.unmodifiableMap(variant), profile);
     }
 
     private static String value(String[] args, int i, String option) {

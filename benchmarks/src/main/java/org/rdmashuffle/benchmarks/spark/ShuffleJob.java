@@ -27,7 +27,7 @@ import scala.Tuple2;
  * <pre>
  *   ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] [--compare ROUNDS]
  *              [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps]
- *              [--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...]
+ *              [--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...] [--profile]
  * </pre>
  * {@code --partitions P} is {@code --maps P --reducers P} (16 each by default); with M maps and R
  * reducers the shuffle has M x R blocks ({@link JobOptions}).
@@ -42,6 +42,9 @@ import scala.Tuple2;
  * round, each rdma system's ratio to the built-in shuffle of the same round.
  */
 public final class ShuffleJob {
+    /** Where {@code --profile} writes: a directory per invocation, one per system under it. */
+    private static final java.nio.file.Path PROFILES = java.nio.file.Path.of("benchmarks", "results", "jfr",
+            "local-" + java.time.LocalDateTime.now().format(java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
     /** What {@code --pause-rdma-reduce-until FILE} prints when the job waits (the file's path follows). */
     public static final String PAUSED = "the rdma run's map stage is done; waiting for ";
     /** What one run produced and measured. */
@@ -227,6 +230,12 @@ public final class ShuffleJob {
         SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf("rdma-shuffle main job", shuffle)
                 : LocalCluster.conf("rdma-shuffle main job", shuffle);
         settings.forEach(conf::set);
+        if (o.profile() && !LocalCluster.submitted()) { // submitted: ClusterJob --profile records the executors
+            java.nio.file.Path jfr = java.nio.file.Files.createDirectories(PROFILES.resolve(label.replaceAll("[^A-Za-z0-9=.-]", "_")));
+            conf.set("spark.executor.extraJavaOptions", conf.get("spark.executor.extraJavaOptions")
+                    + " -XX:StartFlightRecording=settings=profile,filename=" + jfr.toAbsolutePath() + "/executor-%t-%p.jfr");
+            System.out.println("profiling the " + label + " run's executors with JFR into " + jfr);
+        }
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
             Metrics metrics = new Metrics();
             StageAccounting accounting = new StageAccounting();
