@@ -39,7 +39,8 @@ import org.rdmashuffle.core.config.EngineConfig;
  * nothing can be merged into one read).
  *
  * <p>Reports per workload and system: throughput (median over rounds), the throughput ratio, client
- * heap allocation per GB and per block, CPU per GB on each side, and the median and 99th percentile
+ * heap allocation per GB and per block, CPU per GB on each side and the client's per block (the whole
+ * client process: the fetching system's threads and the consumer's), and the median and 99th percentile
  * of a block's latency (from its request to its delivery).
  *
  * <p>With {@code --heap-by-layer}, each measured run is also recorded with JFR's allocation sampling
@@ -345,8 +346,8 @@ public final class FetchBenchmark {
             by.computeIfAbsent(s.workload(), k -> new LinkedHashMap<>()).computeIfAbsent(s.system(), k -> new ArrayList<>()).add(s);
         }
         StringBuilder md = new StringBuilder("| workload | system | GB/s (median of " + rounds
-                + ") | ratio | client heap MB/GB | client heap B/block | client CPU s/GB | server CPU s/GB | block p50 / p99 ms |\n"
-                + "|---|---|---|---|---|---|---|---|---|\n");
+                + ") | ratio | client heap MB/GB | client heap B/block | client CPU s/GB | client CPU ns/block | server CPU s/GB "
+                + "| block p50 / p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
         StringBuilder out = new StringBuilder("workload,system,round,wall_ms,gb_per_s,client_cpu_ms,server_cpu_ms,allocated_bytes,"
                 + "p50_us,p99_us\n");
         for (var wl : by.entrySet()) {
@@ -360,6 +361,7 @@ public final class FetchBenchmark {
                 double ccpu = median(l.stream().mapToDouble(s -> s.clientCpu() / 1e9 / gb).toArray());
                 double scpu = median(l.stream().mapToDouble(s -> s.serverCpu() / 1e9 / gb).toArray());
                 double perBlock = median(l.stream().mapToDouble(s -> (double) s.allocated() / s.blocks()).toArray());
+                double cpuPerBlock = median(l.stream().mapToDouble(s -> (double) s.clientCpu() / s.blocks()).toArray());
                 double p50 = median(l.stream().mapToDouble(s -> s.p50Nanos() / 1e6).toArray());
                 double p99 = median(l.stream().mapToDouble(s -> s.p99Nanos() / 1e6).toArray());
                 if (sys.getKey().startsWith("Spark")) {
@@ -367,7 +369,7 @@ public final class FetchBenchmark {
                 }
                 rows.add(new String[] {sys.getKey(), String.format("%.3f", gbs), Double.toString(gbs), String.format("%.1f", heap),
                         String.format("%.0f", perBlock), String.format("%.2f", ccpu), String.format("%.2f", scpu),
-                        String.format("%.2f / %.2f", p50, p99)});
+                        String.format("%.2f / %.2f", p50, p99), String.format("%.0f", cpuPerBlock)});
                 int r = 0;
                 for (Sample s : l) {
                     out.append(String.join(",", wl.getKey(), s.system(), Integer.toString(++r), Long.toString(s.wallNanos() / 1_000_000),
@@ -380,7 +382,8 @@ public final class FetchBenchmark {
                 double ratio = baseline > 0 ? Double.parseDouble(row[2]) / baseline : Double.NaN;
                 md.append("| ").append(wl.getKey()).append(" | ").append(row[0]).append(" | ").append(row[1]).append(" | ")
                         .append(String.format("%.2f", ratio)).append(" | ").append(row[3]).append(" | ").append(row[4])
-                        .append(" | ").append(row[5]).append(" | ").append(row[6]).append(" | ").append(row[7]).append(" |\n");
+                        .append(" | ").append(row[5]).append(" | ").append(row[8]).append(" | ").append(row[6]).append(" | ")
+                        .append(row[7]).append(" |\n");
             }
         }
         System.out.println();

@@ -79,10 +79,49 @@ final class StageSums {
         return b.append('\n').append(totals(outcomes)).toString();
     }
 
-    /** The sums over the comparable queries, and over those of them that moved nothing over RDMA, with ratios. */
+    /**
+     * The sums over the comparable queries, and over those of them that moved nothing over RDMA, with
+     * ratios; then the stages of the comparable queries by what they do with the shuffle (a cost the
+     * plugin adds where no shuffle code runs, in scans and broadcasts, is not the fetch's).
+     */
     static String totals(List<TpcdsRunner.Outcome> outcomes) {
-        return total("all comparable queries", outcomes, o -> true)
-                + total("comparable queries that moved nothing over RDMA", outcomes, o -> o.rdma().rdmaBytes() == 0);
+        StringBuilder b = new StringBuilder(total("all comparable queries", outcomes, o -> true)
+                + total("comparable queries that moved nothing over RDMA", outcomes, o -> o.rdma().rdmaBytes() == 0));
+        List<TpcdsRunner.Outcome> comparable = outcomes.stream().filter(TpcdsRunner.Outcome::comparable).toList();
+        for (Kind kind : Kind.values()) {
+            Stage bs = StageAccounting.total("built-in", comparable.stream().flatMap(o -> o.builtinStages().stream())
+                    .filter(kind::of).toList());
+            Stage rs = StageAccounting.total("rdma", comparable.stream().flatMap(o -> o.rdmaStages().stream())
+                    .filter(kind::of).toList());
+            b.append(String.format(Locale.ROOT, "Stages that %s, built-in / rdma-shuffle (ratio): tasks %d / %d", kind.what,
+                    bs.tasks(), rs.tasks()));
+            for (int f : SHOWN) {
+                b.append(", ").append(StageAccounting.HEADERS.get(f)).append(' ').append(bs.figures()[f]).append(" / ")
+                        .append(rs.figures()[f]).append(" (").append(ratio(rs.figures()[f], bs.figures()[f])).append(')');
+            }
+            b.append(".\n");
+        }
+        return b.toString();
+    }
+
+    /** What a stage does with the shuffle. */
+    private enum Kind {
+        NEITHER("neither read nor write the shuffle (scans, broadcasts, results)"),
+        WRITE("write the shuffle only (map stages)"),
+        READ("read the shuffle only"),
+        BOTH("read and write the shuffle");
+
+        final String what;
+
+        Kind(String what) {
+            this.what = what;
+        }
+
+        boolean of(Stage s) {
+            boolean w = s.bytesWritten() > 0;
+            boolean r = s.bytesRead() > 0;
+            return this == (w && r ? BOTH : w ? WRITE : r ? READ : NEITHER);
+        }
     }
 
     private static String total(String what, List<TpcdsRunner.Outcome> outcomes, Predicate<TpcdsRunner.Outcome> which) {
