@@ -79,7 +79,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     private final Object lock = new Object();
     private volatile RdmaShuffleEngine engine;
     private volatile String unavailable;
-    private boolean started;
+    /** Set once a start was tried (under {@code lock}); read without it by {@link #engine()}'s fast path. */
+    private volatile boolean started;
     /** The thread that started (or tried to start) the engine; null before. */
     private volatile String startedOn;
     /** Set by {@link #stop}: no engine starts after it. Guarded by {@code lock}. */
