@@ -235,11 +235,9 @@ public final class MapOutputRegistry implements AutoCloseable {
      */
     public synchronized BlockDescriptor describeIfRegistered(String app, int shuffleId, long mapId, int start, int end) {
         ensureOpen();
-        MapOutput out = table.get(app, shuffleId, mapId);
-        if (out == null && found.hasResolver()) {
-            return null;
-        }
-        return describe(table.required(app, shuffleId, mapId), start, end);
+        // One lookup per block: without a resolver an unknown output is an error, with one it is slow work.
+        MapOutput out = found.hasResolver() ? table.get(app, shuffleId, mapId) : table.required(app, shuffleId, mapId);
+        return out == null ? null : describe(out, start, end);
     }
 
     /**
@@ -249,9 +247,9 @@ public final class MapOutputRegistry implements AutoCloseable {
     private MapOutput output(String app, int shuffleId, long mapId) {
         synchronized (this) {
             ensureOpen();
-            MapOutput out = table.get(app, shuffleId, mapId);
-            if (out != null || !found.hasResolver()) {
-                return out != null ? out : table.required(app, shuffleId, mapId);
+            MapOutput out = found.hasResolver() ? table.get(app, shuffleId, mapId) : table.required(app, shuffleId, mapId);
+            if (out != null) {
+                return out;
             }
         }
         return found.find(app, shuffleId, mapId);
