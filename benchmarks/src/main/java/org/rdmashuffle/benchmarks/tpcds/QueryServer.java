@@ -30,6 +30,8 @@ import org.rdmashuffle.spark.RdmaShuffleManager;
  * <ul>
  * <li>{@code generate <scale> <dir> <table,...>} → {@code @@ DONE generate <tables made>}</li>
  * <li>{@code register <dir>} → {@code @@ DONE register}</li>
+ * <li>{@code set <spark.sql.key> <value>} → {@code @@ DONE set <key>=<value read back>}: a SQL setting for the queries that follow
+ *     (the runner's {@code --shuffle-partitions})</li>
  * <li>{@code run <query> <result file>} → {@code @@ DONE run <ms> <shuffle read bytes> <shuffle write bytes> <rows>
  *     <remote bytes> <bytes over RDMA> <blocks over the built-in transport> <bytes over the built-in transport>}:
  *     the remote bytes are Spark's own count (of what tasks consumed); the others are what the
@@ -85,6 +87,13 @@ public final class QueryServer {
                         reply.println("@@ DONE register");
                     }
                     case "run" -> reply.println("@@ DONE run " + run(spark, cmd[1], Path.of(cmd[2])));
+                    case "set" -> {
+                        if (cmd.length != 3 || !cmd[1].startsWith("spark.sql.")) {
+                            throw new IllegalArgumentException("set takes a spark.sql.* key and a value, got: " + line);
+                        }
+                        spark.conf().set(cmd[1], cmd[2]);
+                        reply.println("@@ DONE set " + cmd[1] + "=" + spark.conf().get(cmd[1]));
+                    }
                     default -> reply.println("@@ FAIL " + cmd[0] + " unknown command");
                 }
             } catch (Exception | Error e) {

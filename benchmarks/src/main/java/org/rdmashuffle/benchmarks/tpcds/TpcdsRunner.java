@@ -29,8 +29,14 @@ import org.rdmashuffle.benchmarks.spark.StageAccounting;
  * run where RDMA silently fell back shows. The first query runs once on each, unrecorded, first.
  *
  * <pre>
- *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--data DIR] [--out DIR] [--hosts N [--rate RATE] [--profile]]
+ *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--rounds K] [--shuffle-partitions N] [--data DIR] [--out DIR]
+ *               [--hosts N [--rate RATE] [--profile]]
  * </pre>
+ * {@code --rounds K} runs every query K times on each side (the two applications stay up; which side
+ * goes first alternates by query and by round); each round is written to {@code round-<r>/} and
+ * {@link RoundSummary} writes every round's times and the medians beside them. {@code
+ * --shuffle-partitions N} sets {@code spark.sql.shuffle.partitions} on both sides (the output
+ * directory gains {@code -p<N>}).
  * Without {@code --hosts} both applications are local-cluster (two executor JVMs each, 127.0.0.1).
  * With it, both run on Spark's standalone cluster across N Worker hosts of the cluster bed
  * ({@link ClusterRun}), each with one 1-core executor per Worker. Writes {@code results.csv},
@@ -151,17 +157,22 @@ public final class TpcdsRunner {
         int hosts = 0;
         String rate = null;
         boolean profile = false;
+        int rounds = 1;
+        int partitions = 0;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--hosts" -> hosts = Integer.parseInt(args[++i]);
                 case "--rate" -> rate = args[++i];
                 case "--profile" -> profile = true;
+                case "--rounds" -> rounds = positive("--rounds", args, ++i);
+                case "--shuffle-partitions" -> partitions = positive("--shuffle-partitions", args, ++i);
                 case "--scale" -> scale = Double.parseDouble(args[++i]);
                 case "--queries" -> queries = args[++i];
                 case "--data" -> data = Path.of(args[++i]);
                 case "--out" -> out = Path.of(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]])");
+                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--rounds K] [--shuffle-partitions N] [--data DIR] "
+                        + "[--out DIR] [--hosts N [--rate R] [--profile]])");
             }
         }
         String sf = String.format(Locale.ROOT, "sf%s", scale).replace(".0", "").replace('.', '_');
@@ -169,7 +180,8 @@ public final class TpcdsRunner {
             data = Path.of("benchmarks", "data", "tpcds-" + sf);
         }
         if (out == null) {
-            out = Path.of("benchmarks", "results", "tpcds-" + sf + (hosts > 0 ? "-" + hosts + "hosts" : ""));
+            out = Path.of("benchmarks", "results", "tpcds-" + sf + (hosts > 0 ? "-" + hosts + "hosts" : "")
+                    + (partitions > 0 ? "-p" + partitions : ""));
         }
         List<Outcome> outcomes;
         if (hosts > 0) {
@@ -183,7 +195,7 @@ public final class TpcdsRunner {
                 int workers = hosts;
                 Path logs = out;
                 boolean recorded = profile; // both applications alike, each into its own directory
-                outcomes = run(scale, queries, data.toAbsolutePath(), out, shuffle -> Server.onCluster(shuffle, cluster, workers,
+                outcomes = run(scale, queries, rounds, partitions, data.toAbsolutePath(), out, shuffle -> Server.onCluster(shuffle, cluster, workers,
                                 recorded ? List.of(cluster.profilingConf(shuffle, System.out)) : List.of()),
                         hosts + " Worker hosts" + (rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)"));
                 System.out.println("logs: " + cluster.logs() + " (results in " + logs + ")");
@@ -191,11 +203,30 @@ public final class TpcdsRunner {
             System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", cluster.leftNamespaces().size(),
                     cluster.leftProcesses().size());
         } else {
-            outcomes = run(scale, queries, data, out);
+            Path local = out;
+            outcomes = run(scale, queries, rounds, partitions, data, out, shuffle -> Server.local(shuffle,
+                    local.resolve(shuffle + ".log")), "local-cluster, 2 executors each, 127.0.0.1");
         }
         long bad = outcomes.stream().filter(o -> o.verdict().startsWith("MISMATCH") || o.verdict().startsWith("FAIL rdma")
                 || o.verdict().startsWith("FAIL built-in")).count();
         System.exit(bad == 0 ? 0 : 1);
+    }
+
+    /** Argument {@code i}, a whole number above 0, or an error naming the option. */
+    static int positive(String option, String[] args, int i) {
+        if (i >= args.length) {
+            throw new IllegalArgumentException(option + " needs a value");
+        }
+        int n;
+        try {
+            n = Integer.parseInt(args[i]);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " takes a whole number, got '" + args[i] + "'");
+        }
+        if (n <= 0) {
+            throw new IllegalArgumentException(option + " must be at least 1, got " + n);
+        }
+        return n;
     }
 
     /** Starts one of the two applications. */
@@ -205,13 +236,26 @@ public final class TpcdsRunner {
 
     /** Runs the queries both ways on local-cluster applications and writes the results; one outcome per query. */
     public static List<Outcome> run(double scale, String queryNames, Path data, Path out) throws Exception {
+        return run(scale, queryNames, 1, 0, data, out);
+    }
+
+    /**
+     * The same, {@code rounds} times, with {@code spark.sql.shuffle.partitions} set on both sides when
+     * {@code partitions} is above 0; the outcomes of every round in order.
+     */
+    public static List<Outcome> run(double scale, String queryNames, int rounds, int partitions, Path data, Path out)
+            throws Exception {
         Files.createDirectories(out);
-        return run(scale, queryNames, data, out, shuffle -> Server.local(shuffle, out.resolve(shuffle + ".log")),
+        return run(scale, queryNames, rounds, partitions, data, out, shuffle -> Server.local(shuffle, out.resolve(shuffle + ".log")),
                 "local-cluster, 2 executors each, 127.0.0.1");
     }
 
-    private static List<Outcome> run(double scale, String queryNames, Path data, Path out, Launcher launcher, String where)
-            throws Exception {
+    /**
+     * Runs the queries both ways, {@code rounds} times, and writes the results; the outcomes of every
+     * round in order. {@code partitions} above 0 sets {@code spark.sql.shuffle.partitions} on both sides.
+     */
+    private static List<Outcome> run(double scale, String queryNames, int rounds, int partitions, Path data, Path out,
+                                     Launcher launcher, String where) throws Exception {
         Map<String, String> queries = TpcdsQueries.select(queryNames);
         List<Table> tables = TpcdsQueries.tablesUsed(queries);
         Files.createDirectories(data);
@@ -228,34 +272,50 @@ public final class TpcdsRunner {
             System.out.printf("data ready in %d s%n", (System.nanoTime() - t0) / 1_000_000_000);
             expect(builtin.call("register " + data.toAbsolutePath()), "DONE register");
             expect(rdma.call("register " + data.toAbsolutePath()), "DONE register");
+            if (partitions > 0) {
+                String set = "DONE set spark.sql.shuffle.partitions=" + partitions;
+                expect(builtin.call("set spark.sql.shuffle.partitions " + partitions), set);
+                expect(rdma.call("set spark.sql.shuffle.partitions " + partitions), set);
+                where += ", spark.sql.shuffle.partitions=" + partitions;
+            }
             // One unrecorded query each first: JIT, connections and the engines' start are not the queries' cost.
             String first = queries.keySet().iterator().next();
             expect(builtin.call("run " + first + " " + scratch.resolve("warm-up.builtin")), "DONE run");
             expect(rdma.call("run " + first + " " + scratch.resolve("warm-up.rdma")), "DONE run");
-            int i = 0;
-            for (String q : queries.keySet()) {
-                i++;
-                Path bFile = scratch.resolve(q + ".builtin");
-                Path rFile = scratch.resolve(q + ".rdma");
-                String b;
-                String r;
-                if (i % 2 == 1) {
-                    b = builtin.call("run " + q + " " + bFile);
-                    r = rdma.call("run " + q + " " + rFile);
-                } else {
-                    r = rdma.call("run " + q + " " + rFile);
-                    b = builtin.call("run " + q + " " + bFile);
+            List<List<Outcome>> byRound = new ArrayList<>();
+            for (int round = 1; round <= rounds; round++) {
+                List<Outcome> these = new ArrayList<>();
+                int i = 0;
+                for (String q : queries.keySet()) {
+                    i++;
+                    Path bFile = scratch.resolve(q + ".builtin");
+                    Path rFile = scratch.resolve(q + ".rdma");
+                    String b;
+                    String r;
+                    if ((i + round) % 2 == 0) {
+                        b = builtin.call("run " + q + " " + bFile);
+                        r = rdma.call("run " + q + " " + rFile);
+                    } else {
+                        r = rdma.call("run " + q + " " + rFile);
+                        b = builtin.call("run " + q + " " + bFile);
+                    }
+                    Outcome o = outcome(q, b, r, bFile, rFile, builtin, scratch);
+                    these.add(o);
+                    System.out.printf("%s[%3d/%d] %-5s built-in %6d ms, rdma %6d ms (%.2f), shuffle %8.1f MB (rdma side: %.1f MB "
+                            + "over RDMA, %.1f MB over Spark's transport), %5d rows: %s%n", rounds > 1 ? "round " + round + " " : "", i,
+                            queries.size(), q, o.builtinMs(), o.rdmaMs(), o.ratio(), o.shuffleReadBytes() / 1e6,
+                            o.rdma().rdmaBytes() / 1e6, o.rdma().builtinBytes() / 1e6, o.builtinRows(), o.verdict());
+                    System.out.println("        " + StageSums.line(o));
                 }
-                Outcome o = outcome(q, b, r, bFile, rFile, builtin, scratch);
-                outcomes.add(o);
-                System.out.printf("[%3d/%d] %-5s built-in %6d ms, rdma %6d ms (%.2f), shuffle %8.1f MB (rdma side: %.1f MB over "
-                        + "RDMA, %.1f MB over Spark's transport), %5d rows: %s%n", i, queries.size(), q, o.builtinMs(), o.rdmaMs(),
-                        o.ratio(), o.shuffleReadBytes() / 1e6, o.rdma().rdmaBytes() / 1e6, o.rdma().builtinBytes() / 1e6,
-                        o.builtinRows(), o.verdict());
-                System.out.println("        " + StageSums.line(o));
+                write(these, scale, where + (rounds > 1 ? ", round " + round + " of " + rounds : ""),
+                        rounds > 1 ? out.resolve("round-" + round) : out);
+                byRound.add(these);
+                outcomes.addAll(these);
+            }
+            if (rounds > 1) {
+                RoundSummary.write(byRound, scale, where, out);
             }
         }
-        write(outcomes, scale, where, out);
         return outcomes;
     }
 
@@ -300,6 +360,7 @@ public final class TpcdsRunner {
     }
 
     private static void write(List<Outcome> outcomes, double scale, String where, Path out) throws IOException {
+        Files.createDirectories(out);
         StringBuilder csv = new StringBuilder("query,builtin_ms,rdma_ms,ratio,shuffle_read_bytes,shuffle_write_bytes,builtin_rows,"
                 + "rdma_rows,builtin_remote_bytes,builtin_bytes_over_rdma,builtin_bytes_over_builtin,rdma_remote_bytes,"
                 + "rdma_bytes_over_rdma,rdma_bytes_over_builtin,rdma_blocks_over_builtin,verdict\n");

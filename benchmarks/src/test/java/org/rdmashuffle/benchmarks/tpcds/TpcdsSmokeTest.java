@@ -21,9 +21,10 @@ class TpcdsSmokeTest {
     Path dir;
 
     @Test
-    void twoQueriesAtATinyScale_matchTheBuiltInShuffle() throws Exception {
-        List<TpcdsRunner.Outcome> outcomes = TpcdsRunner.run(0.01, "q3,q42", dir.resolve("data"), dir.resolve("out"));
-        assertEquals(List.of("q3", "q42"), outcomes.stream().map(TpcdsRunner.Outcome::query).toList());
+    void twoQueriesAtATinyScale_twoRounds_matchTheBuiltInShuffle() throws Exception {
+        // Two rounds with the shuffle partitions set: what --rounds and --shuffle-partitions do.
+        List<TpcdsRunner.Outcome> outcomes = TpcdsRunner.run(0.01, "q3,q42", 2, 5, dir.resolve("data"), dir.resolve("out"));
+        assertEquals(List.of("q3", "q42", "q3", "q42"), outcomes.stream().map(TpcdsRunner.Outcome::query).toList());
         for (TpcdsRunner.Outcome o : outcomes) {
             assertEquals("match", o.verdict(), o.query());
             assertTrue(o.builtinRows() > 0 && o.builtinRows() == o.rdmaRows() && o.shuffleReadBytes() > 0, o.toString());
@@ -36,9 +37,21 @@ class TpcdsSmokeTest {
             assertTrue(!o.builtinStages().isEmpty() && o.builtinStages().size() == o.rdmaStages().size(), o.toString());
             assertEquals(o.shuffleReadBytes(), StageAccounting.total("built-in", o.builtinStages()).bytesRead(), o.toString());
         }
-        assertTrue(Files.readString(dir.resolve("out").resolve("results.md")).contains("Where the time went, per query"));
-        for (String f : List.of("results.csv", "stages.csv", "results.md", "time-ratio.png", "total-time.png", "shuffle-bytes.png")) {
-            assertTrue(Files.size(dir.resolve("out").resolve(f)) > 0, f);
+        for (String round : List.of("round-1", "round-2")) {
+            Path out = dir.resolve("out").resolve(round);
+            String md = Files.readString(out.resolve("results.md"));
+            assertTrue(md.contains("Where the time went, per query") && md.contains("spark.sql.shuffle.partitions=5"), md);
+            for (String f : List.of("results.csv", "stages.csv", "results.md", "time-ratio.png", "total-time.png", "shuffle-bytes.png")) {
+                assertTrue(Files.size(out.resolve(f)) > 0, round + "/" + f);
+            }
         }
+        // Every round's time of every query kept beside the medians.
+        List<String> csv = Files.readAllLines(dir.resolve("out").resolve("rounds.csv"));
+        assertEquals(5, csv.size(), String.join("\n", csv));
+        for (TpcdsRunner.Outcome o : outcomes) {
+            assertTrue(csv.stream().anyMatch(l -> l.startsWith(o.query() + ",") && l.contains("," + o.builtinMs() + "," + o.rdmaMs() + ",")),
+                    o.query() + " " + o.builtinMs() + "/" + o.rdmaMs() + " in " + csv);
+        }
+        assertTrue(Files.readString(dir.resolve("out").resolve("rounds.md")).contains("2 rounds"));
     }
 }
