@@ -6,6 +6,8 @@
 #   guest-tests.sh --pair [--bench] [--built] [--reports DIR]
 #   ... --rdma-core VERSION    lay that rdma-core (from Debian's newer suite, rdma-core.sh) over the
 #                              guest's own before anything runs: e.g. 56 (the guest's own is 44)
+#   ... --kernel SUITE         boot that Debian suite's kernel (softroce.sh's SOFTROCE_KERNEL):
+#                              bookworm (6.1, the default), trixie, forky or sid
 #
 # --pair boots two guests joined by a wire (softroce.sh pair), each with rxe0 on its own NIC: perftest
 # reads across it, then host 1 serves (an engine with map outputs, the verbs agent, Spark's Master and
@@ -23,20 +25,23 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-bench=0 pair=0 build=1 rdma_core=""
+bench=0 pair=0 build=1 rdma_core="" kernel=${SOFTROCE_KERNEL:-bookworm}
 reports=""
 while (($#)); do
   case $1 in
     --bench) bench=1 ;;
     --pair) pair=1 ;;
     --rdma-core) rdma_core=$2; shift ;;
+    --kernel) kernel=$2; shift ;;
     --built) build=0 ;; # the modules and the classpath file are already built (bin/test's second run)
     --reports) reports=$2; shift ;;
-    *) echo "usage: $0 [--bench] [--reports DIR] | --pair [--reports DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--bench] [--reports DIR] | --pair [--reports DIR] [--rdma-core VERSION] [--kernel SUITE]" >&2; exit 2 ;;
   esac
   shift
 done
+export SOFTROCE_KERNEL=$kernel # softroce.sh boots that suite's kernel
 suffix=${rdma_core:+-rdma-core-$rdma_core}
+[[ $kernel == bookworm ]] || suffix+=-kernel-$kernel
 ((pair)) && : "${reports:=$root/native-verbs/target/softroce-pair-reports$suffix}"
 : "${reports:=$root/native-verbs/target/softroce-reports$suffix}"
 
@@ -138,6 +143,9 @@ echo \"--- rdma-core \$(cat '$tree/../ready') laid over the guest's (libibverbs 
 $guest_cmd"
 fi
 
+[[ $kernel == bookworm ]] || guest_cmd="echo \"--- kernel \$(uname -r) ($kernel)\"
+$guest_cmd"
+
 rc=0
 if ((pair)); then
   # 4 GiB each: the jobs' JVMs join the engines' (host 1: Master, Worker, executor; YARN, its tasks).
@@ -158,7 +166,8 @@ python3 - "$reports" "$rc" "${rdma_core:-$(dpkg-query -W -f='${Version}' libibve
 import glob, os, sys, xml.etree.ElementTree as ET
 reports, rc, core = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 pair = len(sys.argv) > 4
-where = f"rdma-core {core}" + (", two hosts" if pair else "")
+kernel = os.environ.get("SOFTROCE_KERNEL", "bookworm")
+where = f"rdma-core {core}" + (f", {kernel}'s kernel" if kernel != "bookworm" else "") + (", two hosts" if pair else "")
 # Skips a cross-host stage accepts under CI: a provider's known bug, named by the test that meets it.
 # Any other skip there (a property the harness failed to pass, a peer not found) fails the stage:
 # the stage exists to prove those tests ran.

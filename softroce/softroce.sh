@@ -8,6 +8,7 @@
 #                                            its own NIC; run CMD in both; exit 0 if both did
 #   softroce.sh check                        smoke test (ibv_devinfo + ib_read_bw over rxe0)
 #   softroce.sh pair-check                   ib_read_bw from one guest's rxe0 to the other's
+#   SOFTROCE_KERNEL=SUITE softroce.sh ...    guest kernel: bookworm (6.1, default) or trixie/forky/sid
 #
 # The guest sees the host's / read-only (9p + tmpfs overlay), so it uses the host's
 # JDK, rdma-core userspace and checkout. See README.md next to this file.
@@ -28,9 +29,22 @@ source "$HERE/guest.conf"
 # overlayfs and virtio-serial. Everything else is modprobed later from the full tree.
 INITRAMFS_MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
   9pnet 9pnet_virtio netfs fscache 9p overlay virtio_console"
+# Of those, the ones a newer kernel may lack altogether (neither a module nor built in):
+# fscache is part of netfs since 6.8.
+OPTIONAL_MODULES="fscache"
 
 log() { echo "softroce: $*" >&2; }
 die() { log "error: $*"; exit 125; }
+
+# Guest kernel: bookworm is Debian 12's 6.1 from the host's own apt, what the harness is proven on;
+# a newer suite's (trixie, forky, sid) comes through a private apt dir, to prove what newer rxe
+# adds (ODP, memory windows, FLUSH, atomic write). KDIR holds vmlinux, kernel/ (the unpacked tree),
+# initramfs.img and kernel.ready (its version): bookworm's is $CACHE itself (the layout from
+# before there was a choice), a newer suite's is $CACHE/kernels/SUITE, a link to
+# $CACHE/kernels/<kver>/ made once the suite's kernel is resolved: no network after that.
+KERNEL_SUITE=${SOFTROCE_KERNEL:-bookworm}
+[[ $KERNEL_SUITE =~ ^[a-z]+(-[a-z]+)?$ ]] || die "SOFTROCE_KERNEL=$KERNEL_SUITE: not a Debian suite name (bookworm, trixie, forky, sid)"
+if [[ $KERNEL_SUITE == bookworm ]]; then KDIR=$CACHE; else KDIR=$CACHE/kernels/$KERNEL_SUITE; fi
 
 # --- host prerequisites ------------------------------------------------------------
 
@@ -56,8 +70,8 @@ need_verbs() {
 
 # --- prepare -----------------------------------------------------------------------
 
-# Pull the raw ELF vmlinux out of an xz-compressed bzImage: booting it through the
-# PVH entry point skips the in-guest decompressor, which costs ~6 s under TCG.
+# Pull the raw ELF vmlinux out of a compressed bzImage (xz in 6.1, zstd from trixie's 6.12 on): booting
+# it through the PVH entry point skips the in-guest decompressor, which costs ~6 s under TCG.
 extract_vmlinux() {
   local bz=$1 out=$2 off
   for off in $(LC_ALL=C grep -obUaP '\xFD7zXZ\x00' "$bz" | cut -d: -f1); do
@@ -67,43 +81,151 @@ extract_vmlinux() {
       rm -f "$out.xz" && mv "$out.tmp" "$out" && return 0
     fi
   done
-  rm -f "$out.xz" "$out.tmp"
-  die "no xz-compressed ELF found in $bz"
+  rm -f "$out.xz"
+  # zstd has no single-stream mode: it fails on the bytes after the frame, having written it all,
+  # so what counts is that a whole ELF came out.
+  for off in $(LC_ALL=C grep -obUaP '\x28\xB5\x2F\xFD' "$bz" | cut -d: -f1); do
+    need zstd:zstd
+    tail -c +$((off + 1)) "$bz" | zstd -dcq >"$out.tmp" 2>/dev/null || true
+    if whole_elf "$out.tmp"; then mv "$out.tmp" "$out" && return 0; fi
+  done
+  rm -f "$out.tmp"
+  die "no xz- or zstd-compressed ELF found in $bz"
+}
+
+# An ELF64 file that is all there: its section header table (at its end) lies within it.
+whole_elf() {
+  local f=$1 shoff shentsize shnum
+  [[ $(head -c 4 "$f" | od -An -c | tr -d ' ') == 177ELF ]] || return 1
+  shoff=$(od -An -t u8 -j 40 -N 8 "$f" | tr -d ' ')
+  shentsize=$(od -An -t u2 -j 58 -N 2 "$f" | tr -d ' ')
+  shnum=$(od -An -t u2 -j 60 -N 2 "$f" | tr -d ' ')
+  ((shnum > 0 && shoff + shentsize * shnum <= $(stat -c %s "$f")))
 }
 
 # The initramfs's /init (guest stage 1): guest-init.sh.
 INIT_SCRIPT=$(cat "$HERE/guest-init.sh")
 
+# The package linux-image-amd64 depends on (the versioned image), from the apt whose options are
+# given (none: the host's own). awk reads to the end: an early exit could SIGPIPE apt-cache.
+kernel_package() { # [APT_OPTION...]
+  apt-cache "$@" depends linux-image-amd64 2>/dev/null |
+    awk '!found && $1 ~ /Depends:/ && $2 ~ /^linux-image-[0-9].*-amd64$/ {print $2; found = 1}'
+}
+
+# The packages a versioned image package is made of: itself and, since Debian split it (7.x in
+# sid), the linux-*-<kver> packages it depends on: linux-base- (config, System.map), linux-binary-
+# (vmlinuz), linux-modules-. Bookworm's 6.1 image has none of those: it is the one package.
+kernel_parts() { # KPKG [APT_OPTION...]
+  local kpkg=$1
+  shift
+  echo "$kpkg"
+  apt-cache "$@" depends "$kpkg" 2>/dev/null | awk -v v="-${kpkg#linux-image-}" '
+    $1 == "Depends:" && $2 ~ /^linux-/ && substr($2, length($2) - length(v) + 1) == v && !seen[$2]++ {print $2}'
+}
+
+# unpack_kernel DIR KPKG [APT_OPTION...]: download KPKG (and its parts) and unpack them (not install
+# them) into DIR/kernel, depmod it, extract DIR/vmlinux, then write DIR/kernel.ready (its version).
+unpack_kernel() {
+  local dir=$1 kpkg=$2 kver parts p
+  shift 2
+  parts=$(kernel_parts "$kpkg" "$@" || true)
+  log "downloading $(echo $parts)"
+  rm -rf "$dir/debs" "$dir/kernel" "$dir/kernel.tmp" && mkdir -p "$dir/debs"
+  # shellcheck disable=SC2086 # $parts: one package name a line
+  (cd "$dir/debs" && apt-get "$@" download -q $parts 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+  for p in $parts; do
+    compgen -G "$dir/debs/${p}_*.deb" >/dev/null || die "apt-get download $p failed"
+    dpkg-deb -x "$dir"/debs/"${p}"_*.deb "$dir/kernel.tmp"
+  done
+  # Merged-/usr packages (newer suites) ship usr/lib/modules: move it to where depmod -b,
+  # modprobe -d and the guest's bind mount look.
+  if [[ ! -d $dir/kernel.tmp/lib/modules && -d $dir/kernel.tmp/usr/lib/modules ]]; then
+    mkdir -p "$dir/kernel.tmp/lib" && mv "$dir/kernel.tmp/usr/lib/modules" "$dir/kernel.tmp/lib/modules"
+  fi
+  kver=$(ls "$dir/kernel.tmp/lib/modules" 2>/dev/null || true)
+  [[ -n $kver && $kver != *$'\n'* ]] || die "$(echo $parts) unpacked no single lib/modules/<version> (a new package layout?)"
+  depmod -b "$dir/kernel.tmp" "$kver"
+  # The image: /boot/vmlinuz-<kver> up to 6.x; the split packages put it beside the modules.
+  local bz=$dir/kernel.tmp/boot/vmlinuz-$kver
+  [[ -f $bz ]] || bz=$dir/kernel.tmp/lib/modules/$kver/vmlinuz
+  [[ -f $bz ]] || die "no vmlinuz in $(echo $parts)"
+  log "extracting vmlinux from ${bz#"$dir/kernel.tmp/"}"
+  extract_vmlinux "$bz" "$dir/vmlinux"
+  rm -rf "$dir/debs" # the 70 MB .deb is no longer needed
+  mv "$dir/kernel.tmp" "$dir/kernel"
+  echo "$kver" >"$dir/kernel.ready"
+}
+
+# suite_kernel SUITE: a newer suite's kernel, as rdma-core.sh fetches that suite's rdma-core: apt in
+# a private dir (its own list of the suite, signature-checked with Debian's keyring, the host's
+# mirror), nothing installed. Reuses a kernel version already unpacked, and points
+# $CACHE/kernels/SUITE at it (later runs read the link, not the network).
+suite_kernel() {
+  local suite=$1 apt=$CACHE/kernels/apt/$1 mirror kpkg kver
+  mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)\/*$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+  mirror=${mirror:-http://deb.debian.org/debian}
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $suite main" >"$apt/sources.list"
+  local apt_opts=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o Debug::NoLocking=1
+    -o APT::Sandbox::User=root)
+  log "reading $suite's package list"
+  apt-get "${apt_opts[@]}" -qq update || die "cannot read $suite's package list from $mirror"
+  kpkg=$(kernel_package "${apt_opts[@]}" || true)
+  [[ -n $kpkg ]] || die "$suite has no linux-image-amd64 naming a kernel package"
+  kver=${kpkg#linux-image-} # the package's name carries the version its modules live under
+  log "kernel $kpkg from $suite (the harness is proven on bookworm's 6.1)"
+  [[ -f $CACHE/kernels/$kver/kernel.ready ]] || unpack_kernel "$CACHE/kernels/$kver" "$kpkg" "${apt_opts[@]}"
+  ln -sfn "$kver" "$CACHE/kernels/$suite"
+}
+
+# initramfs_module M NEEDED_BY: M's module file into the initramfs being built (cmd_prepare's root,
+# tree, kver, loaded), after the modules it depends on: a newer kernel may add a dependency, or
+# order them differently (7.x's 9pnet needs netfs). Nothing for one built into the kernel.
+initramfs_module() {
+  local m=$1 by=$2 f d
+  [[ $loaded == *" $m "* ]] && return 0
+  grep -Eq "/${m//_/[_-]}\.ko" "$tree/lib/modules/$kver/modules.builtin" && return 0
+  f=$(modprobe -d "$tree" -S "$kver" -n -q --show-depends "$m" | awk -v m="$m" '
+    {n=$2; sub(/.*\//, "", n); sub(/\.ko.*/, "", n); gsub(/-/, "_", n); if (n == m) print $2}' || true)
+  if [[ -z $f ]]; then
+    [[ -z $by && " $OPTIONAL_MODULES " == *" $m "* ]] && { log "$m: not in kernel $kver (merged into another module), skipped"; return 0; }
+    die "module $m${by:+ (which $by needs)} not found in $tree"
+  fi
+  for d in $(modinfo -F depends "$f" | tr ',' ' '); do initramfs_module "${d//-/_}" "$m"; done
+  [[ " $(echo $INITRAMFS_MODULES) " == *" $m "* ]] || log "kernel $kver: $by needs $m, which INITRAMFS_MODULES lacks: packed too"
+  case $f in
+  *.xz) xz -dc "$f" >"$root/lib/modules/$m.ko" ;;
+  *.zst) need zstd:zstd && zstd -dcq "$f" >"$root/lib/modules/$m.ko" ;;
+  *) cp "$f" "$root/lib/modules/$m.ko" ;;
+  esac
+  echo "$m" >>"$root/lib/modules/load-order"
+  loaded+="$m "
+}
+
 cmd_prepare() { # [quiet]
-  need apt-get:apt apt-cache:apt dpkg-deb:dpkg depmod:kmod modprobe:kmod xz:xz-utils \
+  need apt-get:apt apt-cache:apt dpkg-deb:dpkg depmod:kmod modprobe:kmod modinfo:kmod xz:xz-utils \
     cpio:cpio gzip:gzip flock:util-linux sha256sum:coreutils
   mkdir -p "$CACHE"
   exec 9>"$CACHE/.lock"
   flock 9 # concurrent prepares/runs must not see half-built files
 
   # 1. Kernel: the package linux-image-amd64 depends on, unpacked (not installed).
-  if [[ ! -f $CACHE/kernel.ready ]]; then
-    local kpkg
-    kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-      awk '$1 ~ /Depends:/ && $2 ~ /^linux-image-[0-9].*-amd64$/ {print $2; exit}')
-    [[ -n $kpkg ]] || die "cannot resolve linux-image-amd64's kernel package (run: apt-get update)"
-    [[ $kpkg == linux-image-6.1.* ]] || log "warning: $kpkg is not the 6.1 kernel this harness was tested with"
-    log "downloading $kpkg"
-    rm -rf "$CACHE/debs" "$CACHE/kernel" "$CACHE/kernel.tmp" && mkdir -p "$CACHE/debs"
-    (cd "$CACHE/debs" && apt-get download -q "$kpkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
-    compgen -G "$CACHE/debs/${kpkg}_*.deb" >/dev/null || die "apt-get download $kpkg failed"
-    dpkg-deb -x "$CACHE"/debs/"${kpkg}"_*.deb "$CACHE/kernel.tmp"
-    local kver
-    kver=$(ls "$CACHE/kernel.tmp/lib/modules")
-    depmod -b "$CACHE/kernel.tmp" "$kver"
-    log "extracting vmlinux from vmlinuz-$kver"
-    extract_vmlinux "$CACHE/kernel.tmp/boot/vmlinuz-$kver" "$CACHE/vmlinux"
-    rm -rf "$CACHE/debs" # the 70 MB .deb is no longer needed
-    mv "$CACHE/kernel.tmp" "$CACHE/kernel"
-    echo "$kver" >"$CACHE/kernel.ready"
+  if [[ ! -f $KDIR/kernel.ready ]]; then
+    if [[ $KERNEL_SUITE == bookworm ]]; then
+      local kpkg
+      kpkg=$(kernel_package || true)
+      [[ -n $kpkg ]] || die "cannot resolve linux-image-amd64's kernel package (run: apt-get update)"
+      [[ $kpkg == linux-image-6.1.* ]] ||
+        log "warning: the host's apt gives $kpkg, not Debian 12's 6.1 kernel this harness is proven on"
+      unpack_kernel "$CACHE" "$kpkg"
+    else
+      suite_kernel "$KERNEL_SUITE"
+    fi
   fi
   local kver
-  kver=$(cat "$CACHE/kernel.ready")
+  kver=$(cat "$KDIR/kernel.ready")
 
   # 2. busybox-static, unpacked only (the package conflicts with the usual busybox).
   if [[ ! -x $CACHE/busybox/bin/busybox ]]; then
@@ -118,37 +240,25 @@ cmd_prepare() { # [quiet]
   # 3. Initramfs; rebuilt whenever /init or the module list changes.
   local sig
   sig=$(printf '%s\n' "$kver" "$INITRAMFS_MODULES" "$INIT_SCRIPT" | sha256sum | cut -c1-16)
-  if [[ ! -f $CACHE/initramfs.img || $(cat "$CACHE/initramfs.sig" 2>/dev/null) != "$sig" ]]; then
+  if [[ ! -f $KDIR/initramfs.img || $(cat "$KDIR/initramfs.sig" 2>/dev/null) != "$sig" ]]; then
     log "building initramfs"
-    local root="$CACHE/initramfs.tmp" m f
+    local root="$KDIR/initramfs.tmp" tree="$KDIR/kernel" m loaded=" "
     rm -rf "$root" && mkdir -p "$root"/{bin,dev,proc,sys,lib/modules}
     cp "$CACHE/busybox/bin/busybox" "$root/bin/busybox"
     printf '%s' "$INIT_SCRIPT" >"$root/init" && chmod 755 "$root/init"
-    for m in $INITRAMFS_MODULES; do
-      # built into this kernel: nothing to load
-      grep -Eq "/${m//_/[_-]}\.ko" "$CACHE/kernel/lib/modules/$kver/modules.builtin" && continue
-      f=$(modprobe -d "$CACHE/kernel" -S "$kver" -n -q --show-depends "$m" | awk -v m="$m" '
-        {n=$2; sub(/.*\//, "", n); sub(/\.ko.*/, "", n); gsub(/-/, "_", n); if (n == m) print $2}')
-      [[ -n $f ]] || die "module $m not found in $CACHE/kernel"
-      case $f in
-      *.xz) xz -dc "$f" >"$root/lib/modules/$m.ko" ;;
-      *.zst) zstd -dcq "$f" >"$root/lib/modules/$m.ko" ;;
-      *) cp "$f" "$root/lib/modules/$m.ko" ;;
-      esac
-      echo "$m" >>"$root/lib/modules/load-order"
-    done
-    (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -6 >"$CACHE/initramfs.img.tmp"
-    mv "$CACHE/initramfs.img.tmp" "$CACHE/initramfs.img" && rm -rf "$root"
-    echo "$sig" >"$CACHE/initramfs.sig"
+    for m in $INITRAMFS_MODULES; do initramfs_module "$m" ""; done
+    (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -6 >"$KDIR/initramfs.img.tmp"
+    mv "$KDIR/initramfs.img.tmp" "$KDIR/initramfs.img" && rm -rf "$root"
+    echo "$sig" >"$KDIR/initramfs.sig"
   fi
   exec 9>&- # release the lock (run calls prepare and then keeps going)
-  [[ ${1:-} == quiet ]] || log "ready: kernel $kver in $CACHE"
+  [[ ${1:-} == quiet ]] || log "ready: kernel $kver in $KDIR"
 }
 
 # --- run (host side) ---------------------------------------------------------------
 
 usage() {
-  sed -n '2,10p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,11p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   echo "run options: --cpus N (1)  --mem SIZE (3G)  --share HOSTDIR (temp dir)  --timeout SECS (1800)" >&2
   echo "pair: the same options; the share is common to both guests" >&2
   exit 2
@@ -178,7 +288,8 @@ cmd_run() {
   need_verbs
   cmd_prepare quiet # no-op (no network) once everything is cached
   local kver
-  kver=$(cat "$CACHE/kernel.ready")
+  kver=$(cat "$KDIR/kernel.ready")
+  [[ $KERNEL_SUITE == bookworm ]] || log "guest kernel $kver ($KERNEL_SUITE)"
 
   # Per-run control dir, shared read-write as 9p tag "ctl": command, exit code, logs.
   mkdir -p "$CACHE/runs"
@@ -192,7 +303,7 @@ cmd_run() {
   printf '%s' "$cmd" >"$run/cmd"
   printf '%s' "$PWD" >"$run/cwd"
   printf '%s' "$share" >"$run/share-path"
-  printf '%s' "$CACHE/kernel/lib/modules" >"$run/modules-path"
+  printf '%s' "$(readlink -f "$KDIR/kernel/lib/modules")" >"$run/modules-path"
   [[ -z $wire ]] || printf '%s' "$host_index" >"$run/wire-index"
   : >"$run/out"
 
@@ -201,7 +312,7 @@ cmd_run() {
   local qemu=(
     qemu-system-x86_64 -nodefaults -no-user-config -no-reboot -display none
     -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$mem"
-    -kernel "$CACHE/vmlinux" -initrd "$CACHE/initramfs.img"
+    -kernel "$KDIR/vmlinux" -initrd "$KDIR/initramfs.img"
     -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off ${SOFTROCE_KERNEL_ARGS:-}"
     -serial "file:$run/console.log"
     -fsdev "local,id=hostroot,path=/,readonly=on,security_model=none,multidevs=remap"
