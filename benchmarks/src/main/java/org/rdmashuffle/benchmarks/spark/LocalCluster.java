@@ -53,8 +53,9 @@ public final class LocalCluster {
                 .setIfMissing("spark.serializer", "org.apache.spark.serializer.KryoSerializer");
         switch (shuffle) {
             case "rdma" -> conf.set("spark.shuffle.manager", RdmaShuffleManager.class.getName());
-            case "builtin" -> conf.set("spark.shuffle.manager", "sort");
-            default -> throw new IllegalArgumentException("shuffle rdma or builtin, not " + shuffle);
+            // A second application on the built-in shuffle: the control a side-by-side comparison is checked against.
+            case "builtin", "builtin-control" -> conf.set("spark.shuffle.manager", "sort");
+            default -> throw new IllegalArgumentException("shuffle rdma, builtin or builtin-control, not " + shuffle);
         }
         return conf;
     }
@@ -97,8 +98,8 @@ public final class LocalCluster {
                 .set("spark.executor.extraJavaOptions", "--enable-native-access=ALL-UNNAMED " + executorOptions());
         switch (shuffle) {
             case "rdma" -> conf.set("spark.shuffle.manager", RdmaShuffleManager.class.getName());
-            case "builtin" -> { }
-            default -> throw new IllegalArgumentException("shuffle rdma or builtin, not " + shuffle);
+            case "builtin", "builtin-control" -> { }
+            default -> throw new IllegalArgumentException("shuffle rdma, builtin or builtin-control, not " + shuffle);
         }
         return conf;
     }

@@ -29,14 +29,17 @@ import org.rdmashuffle.benchmarks.spark.StageAccounting;
  * run where RDMA silently fell back shows. The first query runs once on each, unrecorded, first.
  *
  * <pre>
- *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--rounds K] [--shuffle-partitions N] [--data DIR] [--out DIR]
+ *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--rounds K] [--shuffle-partitions N] [--control] [--data DIR] [--out DIR]
  *               [--hosts N [--rate RATE] [--profile]]
  * </pre>
  * {@code --rounds K} runs every query K times on each side (the two applications stay up; which side
  * goes first alternates by query and by round); each round is written to {@code round-<r>/} and
  * {@link RoundSummary} writes every round's times and the medians beside them. {@code
  * --shuffle-partitions N} sets {@code spark.sql.shuffle.partitions} on both sides (the output
- * directory gains {@code -p<N>}).
+ * directory gains {@code -p<N>}). {@code --control} is the control experiment: the second application
+ * runs Spark's built-in shuffle too (its figures stand in the rdma-shuffle columns), so what the
+ * bed itself does to two applications side by side shows apart from what the plugin does (the
+ * output directory gains {@code -control}).
  * Without {@code --hosts} both applications are local-cluster (two executor JVMs each, 127.0.0.1).
  * With it, both run on Spark's standalone cluster across N Worker hosts of the cluster bed
  * ({@link ClusterRun}), each with one 1-core executor per Worker. Writes {@code results.csv},
@@ -159,11 +162,13 @@ public final class TpcdsRunner {
         boolean profile = false;
         int rounds = 1;
         int partitions = 0;
+        boolean control = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--hosts" -> hosts = Integer.parseInt(args[++i]);
                 case "--rate" -> rate = args[++i];
                 case "--profile" -> profile = true;
+                case "--control" -> control = true;
                 case "--rounds" -> rounds = positive("--rounds", args, ++i);
                 case "--shuffle-partitions" -> partitions = positive("--shuffle-partitions", args, ++i);
                 case "--scale" -> scale = Double.parseDouble(args[++i]);
@@ -171,8 +176,8 @@ public final class TpcdsRunner {
                 case "--data" -> data = Path.of(args[++i]);
                 case "--out" -> out = Path.of(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--rounds K] [--shuffle-partitions N] [--data DIR] "
-                        + "[--out DIR] [--hosts N [--rate R] [--profile]])");
+                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--rounds K] [--shuffle-partitions N] [--control] "
+                        + "[--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]])");
             }
         }
         String sf = String.format(Locale.ROOT, "sf%s", scale).replace(".0", "").replace('.', '_');
@@ -181,7 +186,7 @@ public final class TpcdsRunner {
         }
         if (out == null) {
             out = Path.of("benchmarks", "results", "tpcds-" + sf + (hosts > 0 ? "-" + hosts + "hosts" : "")
-                    + (partitions > 0 ? "-p" + partitions : ""));
+                    + (partitions > 0 ? "-p" + partitions : "") + (control ? "-control" : ""));
         }
         List<Outcome> outcomes;
         if (hosts > 0) {
@@ -195,21 +200,33 @@ public final class TpcdsRunner {
                 int workers = hosts;
                 Path logs = out;
                 boolean recorded = profile; // both applications alike, each into its own directory
-                outcomes = run(scale, queries, rounds, partitions, data.toAbsolutePath(), out, shuffle -> Server.onCluster(shuffle, cluster, workers,
+                boolean controlled = control;
+                outcomes = run(scale, queries, rounds, partitions, data.toAbsolutePath(), out, shuffle -> Server.onCluster(
+                                controlled ? control(shuffle) : shuffle, cluster, workers,
                                 recorded ? List.of(cluster.profilingConf(shuffle, System.out)) : List.of()),
-                        hosts + " Worker hosts" + (rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)"));
+                        hosts + " Worker hosts" + (rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)")
+                                + (control ? CONTROL : ""));
                 System.out.println("logs: " + cluster.logs() + " (results in " + logs + ")");
             }
             System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", cluster.leftNamespaces().size(),
                     cluster.leftProcesses().size());
         } else {
             Path local = out;
-            outcomes = run(scale, queries, rounds, partitions, data, out, shuffle -> Server.local(shuffle,
-                    local.resolve(shuffle + ".log")), "local-cluster, 2 executors each, 127.0.0.1");
+            boolean controlled = control;
+            outcomes = run(scale, queries, rounds, partitions, data, out, shuffle -> Server.local(controlled ? control(shuffle) : shuffle,
+                    local.resolve(shuffle + ".log")), "local-cluster, 2 executors each, 127.0.0.1" + (control ? CONTROL : ""));
         }
         long bad = outcomes.stream().filter(o -> o.verdict().startsWith("MISMATCH") || o.verdict().startsWith("FAIL rdma")
                 || o.verdict().startsWith("FAIL built-in")).count();
         System.exit(bad == 0 ? 0 : 1);
+    }
+
+    private static final String CONTROL = "; CONTROL: both applications on the built-in shuffle, the rdma-shuffle columns are "
+            + "the second one's";
+
+    /** In the control experiment the application that would run the plugin runs the built-in shuffle. */
+    private static String control(String shuffle) {
+        return shuffle.equals("rdma") ? "builtin-control" : shuffle;
     }
 
     /** Argument {@code i}, a whole number above 0, or an error naming the option. */
