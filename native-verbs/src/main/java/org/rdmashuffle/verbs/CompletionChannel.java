@@ -16,6 +16,13 @@ public interface CompletionChannel extends AutoCloseable {
      */
     CompletionQueue awaitEvent(Duration timeout);
 
+    /**
+     * Makes a thread waiting in {@link #awaitEvent} return null now (or, if none waits, the next wait
+     * return null at once), so a waiter can sleep until there is work and still be stopped at once:
+     * on libibverbs an eventfd polled beside the channel's fd. Any thread; a no-op once closed.
+     */
+    void wakeUp();
+
     /** The file descriptor, for callers that multiplex it; -1 when the provider has none (software). */
     int fd();
 

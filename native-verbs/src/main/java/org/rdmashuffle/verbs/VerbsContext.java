@@ -35,6 +35,12 @@ public interface VerbsContext extends AutoCloseable {
      */
     AsyncEvent awaitAsyncEvent(Duration timeout);
 
+    /**
+     * Makes a thread waiting in {@link #awaitAsyncEvent} return null now (or the next wait at once):
+     * the waiter's way to be stopped without a short timeout. Any thread; a no-op once closed.
+     */
+    void wakeAsyncEventWaiter();
+
     @Override
     void close();
 }

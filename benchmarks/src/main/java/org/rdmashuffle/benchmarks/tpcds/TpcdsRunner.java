@@ -29,7 +29,8 @@ import org.rdmashuffle.benchmarks.spark.StageAccounting;
  * run where RDMA silently fell back shows. The first query runs once on each, unrecorded, first.
  *
  * <pre>
- *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--rounds K] [--shuffle-partitions N] [--control] [--data DIR] [--out DIR]
+ *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--rounds K] [--shuffle-partitions N] [--control] [--rdma-first]
+ *               [--data DIR] [--out DIR]
  *               [--hosts N [--rate RATE] [--profile]]
  * </pre>
  * {@code --rounds K} runs every query K times on each side (the two applications stay up; which side
@@ -39,7 +40,8 @@ import org.rdmashuffle.benchmarks.spark.StageAccounting;
  * directory gains {@code -p<N>}). {@code --control} is the control experiment: the second application
  * runs Spark's built-in shuffle too (its figures stand in the rdma-shuffle columns), so what the
  * bed itself does to two applications side by side shows apart from what the plugin does (the
- * output directory gains {@code -control}).
+ * output directory gains {@code -control}). {@code --rdma-first} starts the rdma-shuffle application
+ * before the built-in one (which application started first is the one thing a run does not alternate).
  * Without {@code --hosts} both applications are local-cluster (two executor JVMs each, 127.0.0.1).
  * With it, both run on Spark's standalone cluster across N Worker hosts of the cluster bed
  * ({@link ClusterRun}), each with one 1-core executor per Worker. Writes {@code results.csv},
@@ -163,12 +165,14 @@ public final class TpcdsRunner {
         int rounds = 1;
         int partitions = 0;
         boolean control = false;
+        boolean rdmaFirst = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--hosts" -> hosts = Integer.parseInt(args[++i]);
                 case "--rate" -> rate = args[++i];
                 case "--profile" -> profile = true;
                 case "--control" -> control = true;
+                case "--rdma-first" -> rdmaFirst = true;
                 case "--rounds" -> rounds = positive("--rounds", args, ++i);
                 case "--shuffle-partitions" -> partitions = positive("--shuffle-partitions", args, ++i);
                 case "--scale" -> scale = Double.parseDouble(args[++i]);
@@ -177,7 +181,7 @@ public final class TpcdsRunner {
                 case "--out" -> out = Path.of(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--rounds K] [--shuffle-partitions N] [--control] "
-                        + "[--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]])");
+                        + "[--rdma-first] [--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]])");
             }
         }
         String sf = String.format(Locale.ROOT, "sf%s", scale).replace(".0", "").replace('.', '_');
@@ -186,7 +190,7 @@ public final class TpcdsRunner {
         }
         if (out == null) {
             out = Path.of("benchmarks", "results", "tpcds-" + sf + (hosts > 0 ? "-" + hosts + "hosts" : "")
-                    + (partitions > 0 ? "-p" + partitions : "") + (control ? "-control" : ""));
+                    + (partitions > 0 ? "-p" + partitions : "") + (control ? "-control" : "") + (rdmaFirst ? "-rdma-first" : ""));
         }
         List<Outcome> outcomes;
         if (hosts > 0) {
@@ -201,11 +205,11 @@ public final class TpcdsRunner {
                 Path logs = out;
                 boolean recorded = profile; // both applications alike, each into its own directory
                 boolean controlled = control;
-                outcomes = run(scale, queries, rounds, partitions, data.toAbsolutePath(), out, shuffle -> Server.onCluster(
+                outcomes = run(scale, queries, rounds, partitions, rdmaFirst, data.toAbsolutePath(), out, shuffle -> Server.onCluster(
                                 controlled ? control(shuffle) : shuffle, cluster, workers,
                                 recorded ? List.of(cluster.profilingConf(shuffle, System.out)) : List.of()),
                         hosts + " Worker hosts" + (rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)")
-                                + (control ? CONTROL : ""));
+                                + (control ? CONTROL : "") + (rdmaFirst ? "; the rdma-shuffle application started first" : ""));
                 System.out.println("logs: " + cluster.logs() + " (results in " + logs + ")");
             }
             System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", cluster.leftNamespaces().size(),
@@ -213,7 +217,7 @@ public final class TpcdsRunner {
         } else {
             Path local = out;
             boolean controlled = control;
-            outcomes = run(scale, queries, rounds, partitions, data, out, shuffle -> Server.local(controlled ? control(shuffle) : shuffle,
+            outcomes = run(scale, queries, rounds, partitions, rdmaFirst, data, out, shuffle -> Server.local(controlled ? control(shuffle) : shuffle,
                     local.resolve(shuffle + ".log")), "local-cluster, 2 executors each, 127.0.0.1" + (control ? CONTROL : ""));
         }
         long bad = outcomes.stream().filter(o -> o.verdict().startsWith("MISMATCH") || o.verdict().startsWith("FAIL rdma")
@@ -263,7 +267,7 @@ public final class TpcdsRunner {
     public static List<Outcome> run(double scale, String queryNames, int rounds, int partitions, Path data, Path out)
             throws Exception {
         Files.createDirectories(out);
-        return run(scale, queryNames, rounds, partitions, data, out, shuffle -> Server.local(shuffle, out.resolve(shuffle + ".log")),
+        return run(scale, queryNames, rounds, partitions, false, data, out, shuffle -> Server.local(shuffle, out.resolve(shuffle + ".log")),
                 "local-cluster, 2 executors each, 127.0.0.1");
     }
 
@@ -271,8 +275,8 @@ public final class TpcdsRunner {
      * Runs the queries both ways, {@code rounds} times, and writes the results; the outcomes of every
      * round in order. {@code partitions} above 0 sets {@code spark.sql.shuffle.partitions} on both sides.
      */
-    private static List<Outcome> run(double scale, String queryNames, int rounds, int partitions, Path data, Path out,
-                                     Launcher launcher, String where) throws Exception {
+    private static List<Outcome> run(double scale, String queryNames, int rounds, int partitions, boolean rdmaFirst, Path data,
+                                     Path out, Launcher launcher, String where) throws Exception {
         Map<String, String> queries = TpcdsQueries.select(queryNames);
         List<Table> tables = TpcdsQueries.tablesUsed(queries);
         Files.createDirectories(data);
@@ -281,8 +285,10 @@ public final class TpcdsRunner {
         List<Outcome> outcomes = new ArrayList<>();
         System.out.printf("TPC-DS scale %s: %d queries over %d tables; data %s; both Spark applications starting (%s)%n", scale,
                 queries.size(), tables.size(), data.toAbsolutePath(), where);
-        try (Server builtin = launcher.start("builtin");
-             Server rdma = launcher.start("rdma")) {
+        try (Server startedFirst = launcher.start(rdmaFirst ? "rdma" : "builtin");
+             Server startedSecond = launcher.start(rdmaFirst ? "builtin" : "rdma")) {
+            Server builtin = rdmaFirst ? startedSecond : startedFirst;
+            Server rdma = rdmaFirst ? startedFirst : startedSecond;
             long t0 = System.nanoTime();
             expect(builtin.call("generate " + scale + " " + data.toAbsolutePath() + " "
                     + tables.stream().map(Table::getName).collect(Collectors.joining(","))), "DONE generate");

@@ -15,13 +15,16 @@ import org.rdmashuffle.verbs.VerbsException;
 import org.rdmashuffle.verbs.ffi.ibv_comp_channel;
 
 /**
- * {@code struct ibv_comp_channel *}. Its fd is made non-blocking and waited on with poll(2) and a
- * timeout, so a thread sleeping here can always be stopped.
+ * {@code struct ibv_comp_channel *}. Its fd is made non-blocking and waited on with poll(2), a
+ * timeout and beside an eventfd that {@link #wakeUp} signals, so a thread sleeping here can always
+ * be stopped, at once.
  */
 final class IbvCompletionChannel implements CompletionChannel {
     private final IbvContext context;
     final MemorySegment channel;
     private final int fd;
+    /** Signalled by {@link #wakeUp}; closed with the channel (under {@link #closed}'s lock). */
+    private final int wakeFd;
     private final Map<Long, IbvCompletionQueue> queues = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -30,6 +33,7 @@ final class IbvCompletionChannel implements CompletionChannel {
         this.channel = channel.reinterpret(ibv_comp_channel.layout().byteSize());
         this.fd = ibv_comp_channel.fd(this.channel);
         Libc.setNonBlocking(fd);
+        this.wakeFd = Libc.eventFd();
     }
 
     void register(IbvCompletionQueue cq) {
@@ -45,8 +49,8 @@ final class IbvCompletionChannel implements CompletionChannel {
         if (closed.get()) {
             throw new IllegalStateException("completion channel is closed");
         }
-        if (!Libc.awaitReadable(fd, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()))) {
-            return null;
+        if (Libc.awaitReadable(fd, wakeFd, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis())) != Libc.Readable.FD) {
+            return null; // timed out, or woken
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cqOut = arena.allocate(ValueLayout.ADDRESS);
@@ -68,18 +72,31 @@ final class IbvCompletionChannel implements CompletionChannel {
     }
 
     @Override
+    public void wakeUp() {
+        synchronized (closed) { // never a write to a closed (and perhaps reused) fd number
+            if (!closed.get()) {
+                Libc.signal(wakeFd);
+            }
+        }
+    }
+
+    @Override
     public int fd() {
         return fd;
     }
 
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        synchronized (closed) {
+            if (closed.get()) {
+                return;
+            }
             if (!queues.isEmpty()) {
-                closed.set(false);
                 throw new IllegalStateException(queues.size() + " completion queue(s) still use this channel: close them first");
             }
-            Libibverbs.DESTROY_COMP_CHANNEL.status(null, channel);
+            closed.set(true);
+            Libc.close(wakeFd);
         }
+        Libibverbs.DESTROY_COMP_CHANNEL.status(null, channel);
     }
 }

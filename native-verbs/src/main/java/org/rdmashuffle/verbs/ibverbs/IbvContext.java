@@ -43,6 +43,8 @@ final class IbvContext implements VerbsContext {
     final MemorySegment context;
     final ContextOps ops;
     private final int asyncFd;
+    /** An eventfd polled beside {@link #asyncFd}: {@link #wakeAsyncEventWaiter} signals it. Guarded by itself against close. */
+    private final int asyncWakeFd;
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Objects of this context by native address, so async events name the Java object. */
     final Map<Long, Object> objects = new ConcurrentHashMap<>();
@@ -54,6 +56,7 @@ final class IbvContext implements VerbsContext {
         this.ops = ContextOps.read(this.context);
         this.asyncFd = ibv_context.async_fd(this.context);
         Libc.setNonBlocking(asyncFd);
+        this.asyncWakeFd = Libc.eventFd();
     }
 
     @Override
@@ -227,8 +230,8 @@ final class IbvContext implements VerbsContext {
     @Override
     public AsyncEvent awaitAsyncEvent(Duration timeout) {
         ensureOpen();
-        if (!Libc.awaitReadable(asyncFd, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()))) {
-            return null;
+        if (Libc.awaitReadable(asyncFd, asyncWakeFd, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis())) != Libc.Readable.FD) {
+            return null; // timed out, or woken
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment event = arena.allocate(ibv_async_event.layout());
@@ -261,8 +264,24 @@ final class IbvContext implements VerbsContext {
     }
 
     @Override
+    public void wakeAsyncEventWaiter() {
+        synchronized (closed) { // never a write to a closed (and perhaps reused) fd number
+            if (!closed.get()) {
+                Libc.signal(asyncWakeFd);
+            }
+        }
+    }
+
+    @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        boolean closing;
+        synchronized (closed) {
+            closing = closed.compareAndSet(false, true);
+            if (closing) {
+                Libc.close(asyncWakeFd);
+            }
+        }
+        if (closing) {
             Libibverbs.CLOSE_DEVICE.status(device.name(), context);
         }
     }

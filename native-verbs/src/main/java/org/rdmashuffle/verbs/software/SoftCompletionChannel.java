@@ -8,9 +8,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.rdmashuffle.verbs.CompletionChannel;
 import org.rdmashuffle.verbs.CompletionQueue;
 
-/** A completion channel without a file descriptor: armed CQs put themselves on a queue. */
+/**
+ * A completion channel without a file descriptor: armed CQs put themselves on a queue; a wake-up is
+ * a marker on the same queue.
+ */
 final class SoftCompletionChannel implements CompletionChannel {
-    private final LinkedBlockingQueue<SoftCompletionQueue> events = new LinkedBlockingQueue<>();
+    private static final Object WAKE_UP = new Object();
+    private final LinkedBlockingQueue<Object> events = new LinkedBlockingQueue<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     int users;
 
@@ -24,14 +28,22 @@ final class SoftCompletionChannel implements CompletionChannel {
             throw new IllegalStateException("completion channel is closed");
         }
         try {
-            SoftCompletionQueue cq = events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
-            if (cq != null) {
+            Object event = events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            if (event instanceof SoftCompletionQueue cq) {
                 cq.eventReceived();
+                return cq;
             }
-            return cq;
+            return null; // timed out, or woken
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return null;
+        }
+    }
+
+    @Override
+    public void wakeUp() {
+        if (!closed.get()) {
+            events.add(WAKE_UP);
         }
     }
 

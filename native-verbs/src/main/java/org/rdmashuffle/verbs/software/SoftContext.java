@@ -39,6 +39,8 @@ final class SoftContext implements VerbsContext {
     private final SecureRandom random = new SecureRandom();
     private final RegionKeys regions = new RegionKeys(random);
     private final LinkedBlockingQueue<AsyncEvent> events = new LinkedBlockingQueue<>();
+    /** Not an event: what {@link #wakeAsyncEventWaiter} queues, so the waiter returns null. */
+    private static final AsyncEvent WAKE_UP = new AsyncEvent(AsyncEvent.Type.UNKNOWN, 0, null);
     private final AtomicBoolean closed = new AtomicBoolean();
 
     SoftContext(SoftDevice device) {
@@ -106,11 +108,17 @@ final class SoftContext implements VerbsContext {
     @Override
     public AsyncEvent awaitAsyncEvent(Duration timeout) {
         try {
-            return events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            AsyncEvent e = events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            return e == WAKE_UP ? null : e;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return null;
         }
+    }
+
+    @Override
+    public void wakeAsyncEventWaiter() {
+        events.add(WAKE_UP);
     }
 
     void raise(AsyncEvent event) {

@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.rdmashuffle.core.buffer.RegisteredBufferPool;
@@ -85,7 +84,7 @@ public final class FetchService implements FetchSide {
                 c -> new ConnectionChannel(c, transport), transport.setUpLock(), transport::isClosed, transport.connections()::track);
         this.submitter = !config.handOffFetchesOn(transport.provider()) ? null
                 : new FetchSubmitter("rdma-shuffle-fetch-submitter");
-        transport.timer().scheduleWithFixedDelay(this::tick, 200, 200, TimeUnit.MILLISECONDS);
+        transport.everyTick(this::tick);
     }
 
     /** See {@code RdmaShuffleEngine.fetchBlocks}: returns at once; every block gets exactly one listener call. */

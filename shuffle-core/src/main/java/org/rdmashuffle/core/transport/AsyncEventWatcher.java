@@ -9,12 +9,14 @@ import org.rdmashuffle.verbs.VerbsContext;
 
 /**
  * The device's asynchronous events, read on a thread of their own (a daemon): a shared receive queue
- * running low, and queue pairs the device put in error. Others are logged. {@link #close()} stops the
- * thread within about one wait of 200 ms, before the context may be closed: no native call after it.
+ * running low, and queue pairs the device put in error. Others are logged. {@link #close()} wakes the
+ * thread and waits for it to end, before the context may be closed: no native call after it. The wait
+ * for an event is long ({@link #WAIT}: only a lost wake-up waits it out), so an idle engine does not
+ * wake this thread five times a second.
  */
 public final class AsyncEventWatcher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(AsyncEventWatcher.class.getName());
-    private static final Duration WAIT = Duration.ofMillis(200);
+    private static final Duration WAIT = Duration.ofSeconds(2);
 
     /** What the events mean to the engine. */
     public interface Handler {
@@ -74,12 +76,13 @@ public final class AsyncEventWatcher implements AutoCloseable {
         }
     }
 
-    /** Stops reading events; returns once the thread has ended (or after a second, if a handler is stuck). */
+    /** Stops reading events; returns once the thread has ended (or after one wait and a second, if a handler is stuck). */
     @Override
     public void close() {
         stopped = true;
+        context.wakeAsyncEventWaiter();
         try {
-            thread.join(1000);
+            thread.join(WAIT.toMillis() + 1000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -11,8 +11,9 @@ import org.rdmashuffle.verbs.WorkCompletions;
  * One completion queue and the daemon thread that drains it. It polls in batches and hands each
  * batch to the handler; when the queue runs dry it keeps polling for {@code busyPoll} (a completion
  * that arrives within microseconds is taken without a wake-up), then arms the queue and sleeps on its
- * completion channel, so an idle process burns no CPU. The sleep is bounded, so {@link #stop()}
- * returns within about {@link #SLEEP}.
+ * completion channel, so an idle process burns no CPU. {@link #stop()} wakes the channel, so the
+ * sleep can be long: {@link #SLEEP} only bounds a wake-up that went missing (an idle poller wakes once
+ * a second; on a small shared machine every timed wake-up costs the tasks CPU, issue 37).
  */
 public final class CompletionPoller {
     /** Completions dispatched by the thread that polled them; called with nothing locked. */
@@ -21,7 +22,9 @@ public final class CompletionPoller {
         void handle(WorkCompletions completions, int count);
     }
 
-    static final Duration SLEEP = Duration.ofMillis(100);
+    static final Duration SLEEP = Duration.ofSeconds(1);
+    /** How long {@link #stop()} waits for the thread: a handler under way, or one sleep if the wake-up is lost. */
+    private static final Duration STOP_WAIT = Duration.ofSeconds(2);
     private static final System.Logger LOG = System.getLogger(CompletionPoller.class.getName());
 
     private final CompletionChannel channel;
@@ -171,12 +174,13 @@ public final class CompletionPoller {
         return Thread.currentThread() == thread;
     }
 
-    /** Ends the thread (bounded by one sleep) without touching the queue. */
+    /** Ends the thread (woken from its sleep; bounded by {@link #STOP_WAIT}) without touching the queue. */
     public void stop() {
         running = false;
+        channel.wakeUp(); // not under nativeCalls: the sleeping thread holds it; the channel guards its own close
         if (Thread.currentThread() != thread) {
             try {
-                thread.join(SLEEP.toMillis() * 20);
+                thread.join(STOP_WAIT.toMillis());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -198,7 +202,7 @@ public final class CompletionPoller {
         }
         if (thread.isAlive() && !isPollerThread()) {
             LOG.log(System.Logger.Level.WARNING, thread.getName() + " is still in a completion handler after "
-                    + SLEEP.toMillis() * 20 + " ms: its completion queue is left to the device context's close");
+                    + STOP_WAIT.toMillis() + " ms: its completion queue is left to the device context's close");
             return;
         }
         cq.close();

@@ -36,6 +36,9 @@ import org.rdmashuffle.verbs.WorkCompletionStatus;
  */
 public final class TransportContext {
     private static final System.Logger LOG = System.getLogger(TransportContext.class.getName());
+    /** The period of the engine's periodic checks (late sends, fetch timeouts, idle connections). */
+    static final java.time.Duration TICK = java.time.Duration.ofMillis(200);
+    private final java.util.List<Runnable> ticks = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     /** The live tenants' device resources, by the index receive wr_ids carry. */
     public interface TenantIndex {
@@ -153,7 +156,24 @@ public final class TransportContext {
                 }
             }
         });
-        timer.scheduleWithFixedDelay(() -> sender.failLateSends(System.nanoTime()), 200, 200, TimeUnit.MILLISECONDS);
+        everyTick(() -> sender.failLateSends(System.nanoTime()));
+        // One timer wake-up for every periodic check, not one each: on a small shared machine each costs the tasks CPU.
+        timer.scheduleWithFixedDelay(this::tick, TICK.toMillis(), TICK.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /** Runs {@code check} on the timer every {@link #TICK} from {@link #start}, with the engine's other checks. */
+    public void everyTick(Runnable check) {
+        ticks.add(check);
+    }
+
+    private void tick() {
+        for (Runnable check : ticks) {
+            try {
+                check.run();
+            } catch (RuntimeException | Error e) { // one check failing must not end the others' schedule
+                LOG.log(System.Logger.Level.ERROR, "rdma-shuffle: a periodic check failed", e);
+            }
+        }
     }
 
     /** The shared receive queue of one tenant ran low: post every repost gathered so far, now, and re-arm it. */
