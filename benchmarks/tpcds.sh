@@ -2,7 +2,11 @@
 # TPC-DS with Spark's built-in shuffle and with rdma-shuffle, alternated query by query, results
 # compared; writes benchmarks/results/tpcds-sf<scale>/ (CSV, markdown, PNG charts). Data is generated
 # once per scale under benchmarks/data/ and reused.
-#   benchmarks/tpcds.sh [--scale 0.1|1] [--queries all|q3,q7,...] [--hosts N [--rate RATE]]
+#   benchmarks/tpcds.sh [--scale 0.1|1] [--queries all|q3,q7,...] [--hosts N [--rate RATE] [--profile]]
+#                       [--rounds K] [--shuffle-partitions N] [--control] [--rdma-first]
+# --rounds K: every query K times per side, every round kept (round-<r>/, rounds.md with the medians);
+# --shuffle-partitions N: spark.sql.shuffle.partitions on both; --control: both applications on the
+# built-in shuffle (what the bed itself does to two applications); --rdma-first: start the plugin's first.
 # --hosts N: both applications on Spark's standalone cluster across N Worker hosts of the cluster bed
 # (bin/cluster-bed; needs root), the plugin shipped as users ship it; results go to tpcds-sf<scale>-Nhosts/.
 set -euo pipefail
