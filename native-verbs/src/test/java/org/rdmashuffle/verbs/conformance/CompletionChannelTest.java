@@ -43,16 +43,7 @@ class CompletionChannelTest {
 
                 chain.get(0).rdmaRead(61, SendFlags.SIGNALED, local, 0, 128, remote.address(), remote.rkey());
                 qp.postSend(chain, 1);
-                CompletionQueue woke = channel.awaitEvent(VerbsTestSupport.TIMEOUT);
-                assertSame(cq, woke);
-                woke.acknowledgeEvents(1);
-                int n = 0;
-                long deadline = System.nanoTime() + VerbsTestSupport.TIMEOUT.toNanos();
-                while (n == 0 && System.nanoTime() < deadline) {
-                    n = cq.poll(wc);
-                }
-                assertEquals(1, n);
-                assertEquals(61, wc.wrId(0));
+                awaitTheEventAndPoll(channel, cq, wc, 61);
                 peer.close();
             } finally {
                 qp.close();
@@ -96,16 +87,7 @@ class CompletionChannelTest {
                 // The queue stayed armed through both: the completion's event is delivered as ever.
                 chain.get(0).rdmaRead(62, SendFlags.SIGNALED, local, 0, 128, remote.address(), remote.rkey());
                 qp.postSend(chain, 1);
-                CompletionQueue woke = channel.awaitEvent(VerbsTestSupport.TIMEOUT);
-                assertSame(cq, woke);
-                woke.acknowledgeEvents(1);
-                int n = 0;
-                long deadline = System.nanoTime() + VerbsTestSupport.TIMEOUT.toNanos();
-                while (n == 0 && System.nanoTime() < deadline) {
-                    n = cq.poll(wc);
-                }
-                assertEquals(1, n);
-                assertEquals(62, wc.wrId(0));
+                awaitTheEventAndPoll(channel, cq, wc, 62);
                 peer.close();
             } finally {
                 qp.close();
@@ -133,5 +115,19 @@ class CompletionChannelTest {
             assertNull(waiter.get(60, java.util.concurrent.TimeUnit.SECONDS), "woken, not an event");
             assertTrue(System.nanoTime() - woken < longWait.toNanos() / 2, "returned on the wake-up, not the timeout");
         }
+    }
+
+    /** The armed queue's event arrives on the channel; acknowledged, its one completion is {@code wrId}'s. */
+    private static void awaitTheEventAndPoll(CompletionChannel channel, CompletionQueue cq, WorkCompletions wc, long wrId) {
+        CompletionQueue woke = channel.awaitEvent(VerbsTestSupport.TIMEOUT);
+        assertSame(cq, woke);
+        woke.acknowledgeEvents(1);
+        int n = 0;
+        long deadline = System.nanoTime() + VerbsTestSupport.TIMEOUT.toNanos();
+        while (n == 0 && System.nanoTime() < deadline) {
+            n = cq.poll(wc);
+        }
+        assertEquals(1, n);
+        assertEquals(wrId, wc.wrId(0));
     }
 }
