@@ -57,30 +57,7 @@ final class Libc {
     private Libc() {
     }
 
-    /** Waits up to {@code timeoutMillis} for {@code fd} to become readable; true if it did. */
-    static boolean awaitReadable(int fd, int timeoutMillis) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = Libibverbs.allocateCaptureState(arena);
-            MemorySegment pfd = arena.allocate(POLLFD);
-            pfd.set(JAVA_INT, 0, fd);
-            pfd.set(JAVA_SHORT, 4, POLLIN);
-            int rc = (int) POLL.invokeExact(state, pfd, 1L, timeoutMillis);
-            if (rc < 0) {
-                int errno = Libibverbs.errno(state);
-                if (errno == Errno.EINTR) {
-                    return false;
-                }
-                throw new VerbsException("poll(fd " + fd + ")", errno, null);
-            }
-            return rc > 0;
-        } catch (VerbsException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new VerbsException("poll", "downcall failed: " + t);
-        }
-    }
-
-    /** What {@link #awaitReadable(int, int, int)} saw. */
+    /** What {@link #awaitReadable} saw. */
     enum Readable { NONE, FD, WAKE_UP }
 
     /**
@@ -120,7 +97,7 @@ final class Libc {
         }
     }
 
-    /** A non-blocking, close-on-exec eventfd for {@link #awaitReadable(int, int, int)}'s wake-ups. */
+    /** A non-blocking, close-on-exec eventfd for {@link #awaitReadable}'s wake-ups. */
     static int eventFd() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = Libibverbs.allocateCaptureState(arena);
