@@ -10,7 +10,8 @@ import org.rdmashuffle.verbs.VerbsContext;
 
 /** Known provider bugs the engine steps around, each with the upstream fix that ends it. */
 public final class ProviderQuirks {
-    private static final Pattern LIBIBVERBS = Pattern.compile("libibverbs\\.so\\.1\\.\\d+\\.(\\d+)");
+    /** libibverbs.so.1.ABI.RELEASE[.PATCH], e.g. libibverbs.so.1.18.65.0: the rdma-core release is the third number. */
+    private static final Pattern LIBIBVERBS = Pattern.compile("libibverbs\\.so\\.1\\.\\d+\\.(\\d+)(?:\\.\\d+)*");
 
     private ProviderQuirks() {
     }
@@ -28,6 +29,16 @@ public final class ProviderQuirks {
         return v < 0 || v < 64;
     }
 
+    /**
+     * The rdma-core release in a libibverbs file name ({@code libibverbs.so.1.18.65.0}: 65), or -1. Until
+     * 2026-11-27 the pattern wanted the name to end after the release, which no installed name does: every
+     * rdma-core was taken for one before 64, and multi-SGE reads on rxe went through ibv_post_send on 65 too.
+     */
+    static int releaseOf(String fileName) {
+        Matcher m = LIBIBVERBS.matcher(fileName);
+        return m.matches() ? Integer.parseInt(m.group(1)) : -1;
+    }
+
     /** The rdma-core release of the libibverbs this process loaded, or -1 if it cannot tell. */
     static int rdmaCoreVersion() {
         try {
@@ -36,10 +47,9 @@ public final class ProviderQuirks {
                 if (at < 0 || !line.contains("libibverbs.so")) {
                     continue;
                 }
-                Path lib = Path.of(line.substring(at)).toRealPath();
-                Matcher m = LIBIBVERBS.matcher(lib.getFileName().toString());
-                if (m.matches()) {
-                    return Integer.parseInt(m.group(1));
+                int release = releaseOf(Path.of(line.substring(at)).toRealPath().getFileName().toString());
+                if (release >= 0) {
+                    return release;
                 }
             }
         } catch (IOException | RuntimeException e) {
