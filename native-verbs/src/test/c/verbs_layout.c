@@ -150,10 +150,13 @@ int main(void)
 	OFF(ibv_device_attr, max_srq_wr);
 	OFF(ibv_device_attr, max_srq_sge);
 	OFF(ibv_device_attr, phys_port_cnt);
+	OFF(ibv_device_attr, device_cap_flags);
+	OFF(ibv_device_attr, max_mw);
 
 	SIZE(ibv_device_attr_ex);
 	OFF(ibv_device_attr_ex, orig_attr);
 	OFF(ibv_device_attr_ex, odp_caps);
+	OFF(ibv_device_attr_ex, device_cap_flags_ex);
 	SIZE(ibv_odp_caps);
 	OFF(ibv_odp_caps, general_caps);
 	OFF(ibv_odp_caps, per_transport_caps.rc_odp_caps);

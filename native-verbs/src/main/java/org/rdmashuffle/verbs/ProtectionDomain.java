@@ -16,6 +16,21 @@ public interface ProtectionDomain extends AutoCloseable {
      */
     MemoryRegion register(java.lang.foreign.MemorySegment memory, int access);
 
+    /**
+     * {@code ibv_advise_mr(PREFETCH)}: asks the device to fault in bytes {@code [offset, offset + length)}
+     * of an on-demand region ({@link Access#ON_DEMAND}) now, so a peer's first read of them need not
+     * wait for page faults. Asynchronous: returns once the advice is queued. Returns false where the
+     * provider cannot take the advice (no {@code advise_mr}: EOPNOTSUPP), so a caller may stop asking;
+     * a region without ON_DEMAND is refused.
+     */
+    default boolean prefetch(MemoryRegion region, long offset, long length) {
+        if ((region.access() & Access.ON_DEMAND) == 0) {
+            throw new IllegalArgumentException("prefetch is for on-demand regions; this one is " + Access.describe(region.access()));
+        }
+        region.checkRange(offset, length);
+        return false;
+    }
+
     /** Allocates page-aligned native memory of {@code bytes} and registers it; the region owns it. */
     MemoryRegion allocateAndRegister(long bytes, int access);
 

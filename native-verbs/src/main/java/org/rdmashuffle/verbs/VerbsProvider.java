@@ -45,6 +45,15 @@ public interface VerbsProvider {
         return null;
     }
 
+    /**
+     * How many bytes this process may pin by registering memory: the memlock limit (RLIMIT_MEMLOCK),
+     * or -1 where nothing limits it (unlimited, CAP_IPC_LOCK effective, or a provider whose regions
+     * pin nothing: the software provider). Registering beyond it fails with ENOMEM, unless on demand.
+     */
+    default long pinnableBytes() {
+        return -1;
+    }
+
     /** The devices this provider sees ({@code ibv_get_device_list}). */
     List<VerbsDevice> devices();
 

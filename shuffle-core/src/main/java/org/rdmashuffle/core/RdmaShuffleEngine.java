@@ -16,6 +16,7 @@ import org.rdmashuffle.core.server.ServeService;
 import org.rdmashuffle.core.server.ServedTenant;
 import org.rdmashuffle.core.server.ServiceLimits;
 import org.rdmashuffle.core.transport.MessageTamper;
+import org.rdmashuffle.core.transport.MemoryRegistration;
 import org.rdmashuffle.core.transport.TransportContext;
 import org.rdmashuffle.verbs.GidChoice;
 import org.rdmashuffle.verbs.Verbs;
@@ -88,7 +89,13 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         LOG.log(System.Logger.Level.INFO, "rdma-shuffle engine on " + provider.name() + " device " + deviceName()
                 + (gid.index() >= 0 ? ", GID[" + gid.index() + "] " + gid.gid() + " (" + gid.reason() + ")" : "")
                 + ", control plane " + serving.address() + ", post path " + config.postPath()
-                + (transport.profile().sgeListBroken() ? " (multi-SGE reads via ibv_post_send: rxe sge_list bug)" : ""));
+                + (transport.profile().sgeListBroken() ? " (multi-SGE reads via ibv_post_send: rxe sge_list bug)" : "")
+                + ", memory " + transport.profile().registration().reason());
+    }
+
+    /** How this engine registers its memory: pinned or on demand (ODP), and why. */
+    public MemoryRegistration memoryRegistration() {
+        return transport.profile().registration();
     }
 
     /** Starts an engine on the provider {@code config} names ({@code auto} picks libibverbs if usable, else software). */

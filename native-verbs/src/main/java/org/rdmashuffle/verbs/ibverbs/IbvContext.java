@@ -130,7 +130,10 @@ final class IbvContext implements VerbsContext {
                     ibv_device_attr.max_srq_sge(o),
                     Byte.toUnsignedInt(ibv_device_attr.phys_port_cnt(o)),
                     ibv_odp_caps.general_caps(odp),
-                    ibv_odp_caps.per_transport_caps.rc_odp_caps(ibv_odp_caps.per_transport_caps(odp)));
+                    ibv_odp_caps.per_transport_caps.rc_odp_caps(ibv_odp_caps.per_transport_caps(odp)),
+                    ibv_device_attr.device_cap_flags(o),
+                    ibv_device_attr_ex.device_cap_flags_ex(ex),
+                    ibv_device_attr.max_mw(o));
             attributes = a;
             return a;
         }

@@ -9,6 +9,7 @@ import org.rdmashuffle.verbs.ffi.ibv_mr;
 
 /** {@code struct ibv_mr *}, and the memory behind it when the region owns it. */
 final class IbvMemoryRegion implements MemoryRegion {
+    final IbvProtectionDomain pd;
     private final MemorySegment mr;
     private final MemorySegment memory;
     private final int lkey;
@@ -18,12 +19,18 @@ final class IbvMemoryRegion implements MemoryRegion {
     private final AtomicBoolean closed = new AtomicBoolean();
 
     IbvMemoryRegion(IbvProtectionDomain pd, MemorySegment mr, MemorySegment memory, int access, Arena owned) {
+        this.pd = pd;
         this.mr = mr.reinterpret(ibv_mr.layout().byteSize());
         this.memory = memory;
         this.lkey = ibv_mr.lkey(this.mr);
         this.rkey = ibv_mr.rkey(this.mr);
         this.access = access;
         this.owned = owned;
+    }
+
+    /** Whether it was deregistered (nothing native may name it after). */
+    boolean isClosed() {
+        return closed.get();
     }
 
     @Override

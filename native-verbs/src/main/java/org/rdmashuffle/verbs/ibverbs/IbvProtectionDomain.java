@@ -66,6 +66,52 @@ final class IbvProtectionDomain implements ProtectionDomain {
         return new IbvMemoryRegion(this, mr, memory, access, owned);
     }
 
+    /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH}: fault the range in for reads, asynchronously (no flags). */
+    private static final int ADVICE_PREFETCH = 0;
+    /** An SGE's length is 32 bits: a longer range goes as several. */
+    private static final long MAX_SGE_BYTES = 1L << 30;
+
+    @Override
+    public boolean prefetch(MemoryRegion region, long offset, long length) {
+        ProtectionDomain.super.prefetch(region, offset, length); // the checks
+        ensureOpen();
+        if (!(region instanceof IbvMemoryRegion r) || r.pd != this) {
+            throw new IllegalArgumentException("region " + region.lkey() + " is not of this protection domain");
+        }
+        if (r.isClosed()) {
+            throw new IllegalStateException("region " + region.lkey() + " is deregistered");
+        }
+        MemorySegment op = context.verbsContextWith(org.rdmashuffle.verbs.ffi.verbs_context.advise_mr$offset());
+        if (op == null) {
+            return false;
+        }
+        int sges = (int) ((length + MAX_SGE_BYTES - 1) / MAX_SGE_BYTES);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment list = arena.allocate(org.rdmashuffle.verbs.ffi.ibv_sge.layout(), Math.max(1, sges));
+            for (int i = 0; i < sges; i++) {
+                MemorySegment sge = org.rdmashuffle.verbs.ffi.ibv_sge.asSlice(list, i);
+                long from = offset + i * MAX_SGE_BYTES;
+                org.rdmashuffle.verbs.ffi.ibv_sge.addr(sge, region.address() + from);
+                org.rdmashuffle.verbs.ffi.ibv_sge.length(sge, (int) Math.min(MAX_SGE_BYTES, offset + length - from));
+                org.rdmashuffle.verbs.ffi.ibv_sge.lkey(sge, region.lkey());
+            }
+            int rc;
+            try {
+                rc = (int) Libibverbs.VCTX_ADVISE_MR.invokeExact(op, pd, ADVICE_PREFETCH, 0, list, sges);
+            } catch (Throwable t) {
+                throw new VerbsException("ibv_advise_mr", "downcall failed: " + t);
+            }
+            if (rc == Errno.EOPNOTSUPP || rc == Errno.ENOSYS) {
+                return false;
+            }
+            if (rc != 0) {
+                throw new VerbsException("ibv_advise_mr", rc, "prefetch of " + length + " bytes at offset " + offset
+                        + " of region lkey " + region.lkey());
+            }
+            return true;
+        }
+    }
+
     @Override
     public MemoryRegion allocateAndRegister(long bytes, int access) {
         return ProviderSupport.allocateAndRegister(bytes, (memory, owner) -> register(memory, access, owner));

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.rdmashuffle.verbs.Availability;
+import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.VerbsContext;
@@ -63,11 +64,13 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
     private Availability probe() {
         try {
             if (!Libibverbs.loaded()) {
-                return assess(Libibverbs.LOAD_FAILURE, null, 0, List.of(), null, 0, 0);
+                return assess(Libibverbs.LOAD_FAILURE, null, 0, List.of(), null, 0, 0, false, false, null);
             }
             List<VerbsDevice> list = devices();
             List<String> seen = new ArrayList<>();
             String active = null;
+            boolean onDemand = false;
+            String onDemandFailure = null;
             for (VerbsDevice d : list) {
                 try (VerbsContext ctx = d.open()) {
                     int ports = ctx.queryDevice().physicalPortCount();
@@ -76,6 +79,10 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                         seen.add(d.name() + " port " + p + " " + port.state());
                         if (port.isActive()) {
                             active = d.name() + " port " + p + " (" + port.linkLayer() + ", MTU " + port.activeMtu().bytes() + ")";
+                            onDemand = ctx.queryDevice().supportsOnDemandPaging(DeviceAttributes.ODP_ENGINE_RC_CAPS);
+                            if (onDemand && pinningLow()) { // relied on only then: check it gives every byte
+                                onDemandFailure = org.rdmashuffle.verbs.OnDemandPagingCheck.failure(ctx, p);
+                            }
                         }
                     }
                 } catch (VerbsException e) {
@@ -86,7 +93,7 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                 }
             }
             return assess(null, deviceListFailure, list.size(), seen, active, memlockLimitBytes(),
-                    Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK));
+                    Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK), ipcLockEffective(), onDemand, onDemandFailure);
         } catch (RuntimeException | LinkageError e) {
             return Availability.unavailable("probing libibverbs failed: " + e);
         }
@@ -100,9 +107,16 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
      * a device, an active port, the memlock limit. Separate from the probe so every cause is tested.
      *
      * @param memlock the soft memlock limit in bytes, -1 for unlimited
+     * @param ipcLock whether CAP_IPC_LOCK is effective: the kernel then pins beyond the limit (a root
+     *                process given the capability, as a container's may be; not a non-root one, for
+     *                which an added capability is not effective)
+     * @param onDemand whether the active port's device pages registered memory on demand (ODP) for
+     *                 everything the engine registers: then a low limit does not stop it (nothing is pinned)
+     * @param onDemandFailure what {@code OnDemandPagingCheck} found wrong with that paging (null: nothing, or not checked)
      */
     static Availability assess(String loadFailure, String deviceListFailure, int devices, List<String> portsSeen,
-                               String activePort, long memlock, long minMemlock) {
+                               String activePort, long memlock, long minMemlock, boolean ipcLock, boolean onDemand,
+                               String onDemandFailure) {
         if (loadFailure != null) {
             return Availability.unavailable(loadFailure);
         }
@@ -114,12 +128,54 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
         if (activePort == null) {
             return Availability.unavailable("no active port: " + String.join(", ", portsSeen));
         }
-        if (memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, minMemlock) < 0) {
+        boolean low = memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, minMemlock) < 0 && !ipcLock;
+        if (low && onDemand && onDemandFailure == null) {
+            return Availability.ok(activePort + "; memlock limit " + bytes(memlock) + ", below the " + bytes(minMemlock)
+                    + " pinning needs: memory is registered on demand (ODP, the device has it) instead");
+        }
+        if (low) {
             return Availability.unavailable("memlock limit is " + bytes(memlock) + ", below the " + bytes(minMemlock)
                     + " needed to register memory: raise it (ulimit -l, LimitMEMLOCK= in systemd, "
-                    + "/etc/security/limits.conf, or --ulimit memlock=-1 for containers)");
+                    + "/etc/security/limits.conf, --ulimit memlock=-1 for containers; on Kubernetes the node's "
+                    + "container runtime's LimitMEMLOCK, docs/kubernetes.md), or run as root with CAP_IPC_LOCK"
+                    + (onDemandFailure != null ? " (on-demand paging, which would need no pinning, is not usable: "
+                    + onDemandFailure + ")" : ""));
         }
         return Availability.ok(activePort);
+    }
+
+    /** CAP_IPC_LOCK's bit in /proc's capability masks (linux/capability.h). */
+    private static final int CAP_IPC_LOCK = 14;
+
+    /** Whether this process's effective capabilities hold CAP_IPC_LOCK (read from /proc/self/status). */
+    public static boolean ipcLockEffective() {
+        try {
+            return ipcLockEffective(java.nio.file.Files.readString(java.nio.file.Path.of("/proc/self/status")));
+        } catch (java.io.IOException | RuntimeException e) {
+            return false; // not Linux, or no /proc: the memlock limit alone decides
+        }
+    }
+
+    /** CAP_IPC_LOCK in the {@code CapEff:} line (hex) of a /proc/PID/status text. */
+    static boolean ipcLockEffective(String procStatus) {
+        for (String line : procStatus.split("\n")) {
+            if (line.startsWith("CapEff:")) {
+                return (Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16) >>> CAP_IPC_LOCK & 1) != 0;
+            }
+        }
+        return false;
+    }
+
+    /** Whether pinning is limited below what the provider needs (no CAP_IPC_LOCK): the check of ODP is worth its cost. */
+    private boolean pinningLow() {
+        long memlock = memlockLimitBytes();
+        return memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK)) < 0
+                && !ipcLockEffective();
+    }
+
+    @Override
+    public long pinnableBytes() {
+        return ipcLockEffective() ? -1 : memlockLimitBytes();
     }
 
     /** The soft RLIMIT_MEMLOCK in bytes, or -1 for unlimited. */

@@ -133,6 +133,10 @@ final class Libibverbs {
     static final MethodHandle VCTX_QUERY_DEVICE_EX = LINKER.downcallHandle(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG));
 
+    /** verbs_context's advise_mr op (verbs.h's inline ibv_advise_mr): pd, advice, flags, sg_list, num_sge. */
+    static final MethodHandle VCTX_ADVISE_MR = LINKER.downcallHandle(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+
     private Libibverbs() {
     }
 

@@ -56,7 +56,7 @@ final class SoftContext implements VerbsContext {
     public DeviceAttributes queryDevice() {
         return new DeviceAttributes("software-1", device.guid(), 0, 0, 0, Long.MAX_VALUE, 1 << 16, MAX_QP_WR, MAX_SGE,
                 MAX_SGE, 1 << 16, 1 << 22, 1 << 20, 1 << 16, 128, 128, DeviceAttributes.AtomicCapability.HCA,
-                1 << 16, 1 << 20, MAX_SGE, 1, 0, 0);
+                1 << 16, 1 << 20, MAX_SGE, 1, 0, 0, 0, 0, 0); // no ODP, memory windows, FLUSH or atomic write (yet)
     }
 
     @Override

@@ -47,7 +47,8 @@ public final class Doctor {
         out.println("rdma-shuffle doctor");
         out.println("java: " + Runtime.version() + " (" + System.getProperty("java.vm.vendor") + ")");
         long memlock = ibv.memlockLimitBytes();
-        out.println("memlock limit (ulimit -l): " + IbverbsProvider.bytes(memlock));
+        out.println("memlock limit (ulimit -l): " + IbverbsProvider.bytes(memlock)
+                + (IbverbsProvider.ipcLockEffective() ? " (CAP_IPC_LOCK is effective: the kernel pins beyond it)" : ""));
         out.println();
         out.println("ibverbs provider (libibverbs.so.1)");
         if (ibv.devices().isEmpty()) {
@@ -83,8 +84,16 @@ public final class Doctor {
                     a.maxSrq(), a.maxSrqWr(), a.maxSrqSge(), a.maxMr(), Long.toUnsignedString(a.maxMrSize()));
             out.printf("    outstanding RDMA reads per QP %d (initiator %d), atomics %s%n",
                     a.maxQpRdAtomic(), a.maxQpInitRdAtomic(), a.atomicCapability());
-            out.printf("    on-demand paging: %s (general caps 0x%x, RC caps 0x%x)%n",
-                    a.supportsOnDemandPaging() ? "yes" : "no", a.odpGeneralCaps(), a.odpRcCaps());
+            out.printf("    on-demand paging: %s (general caps 0x%x, RC caps 0x%x); for all the shuffle engine registers: %s%n",
+                    a.supportsOnDemandPaging() ? "yes" : "no", a.odpGeneralCaps(), a.odpRcCaps(),
+                    a.supportsOnDemandPaging(DeviceAttributes.ODP_ENGINE_RC_CAPS)
+                            ? "yes (onDemandPaging=auto uses it under a memlock limit below what the engine may register)"
+                            : "no (the engine pins)");
+            out.printf("    memory windows: %s; FLUSH: %s; atomic write: %s (device caps 0x%x, extended 0x%x)%n",
+                    a.supportsMemoryWindows() ? "type 1" + (a.memoryWindowType2() != null ? " and " + a.memoryWindowType2() : "")
+                            + ", at most " + a.maxMw() : "no",
+                    a.supportsFlush() ? "yes" : "no", a.supportsAtomicWrite() ? "yes" : "no", a.deviceCapFlags(),
+                    a.deviceCapFlagsEx());
             for (int p = 1; p <= a.physicalPortCount(); p++) {
                 port(ctx, ctx.queryPort(p));
             }

@@ -15,17 +15,17 @@ class IbverbsAvailabilityTest {
 
     @Test
     void missingLibraryComesFirst() {
-        Availability a = IbverbsProvider.assess("libibverbs.so.1 could not be loaded (...)", null, 1, List.of(), "x", -1, 0);
+        Availability a = IbverbsProvider.assess("libibverbs.so.1 could not be loaded (...)", null, 1, List.of(), "x", -1, 0, false, false, null);
         assertFalse(a.available());
         assertTrue(a.cause().startsWith("libibverbs.so.1 could not be loaded"), a.cause());
     }
 
     @Test
     void noDeviceSaysWhyTheListIsEmpty() {
-        Availability enosys = IbverbsProvider.assess(null, "ibv_get_device_list failed: errno 38 ENOSYS", 0, List.of(), null, -1, 0);
+        Availability enosys = IbverbsProvider.assess(null, "ibv_get_device_list failed: errno 38 ENOSYS", 0, List.of(), null, -1, 0, false, false, null);
         assertFalse(enosys.available());
         assertEquals("ibv_get_device_list failed: errno 38 ENOSYS", enosys.cause());
-        Availability empty = IbverbsProvider.assess(null, null, 0, List.of(), null, -1, 0);
+        Availability empty = IbverbsProvider.assess(null, null, 0, List.of(), null, -1, 0, false, false, null);
         assertTrue(empty.cause().contains("lists no RDMA device"), empty.cause());
         assertTrue(empty.cause().contains("ibverbs-providers"), empty.cause());
         assertTrue(empty.cause().contains("modprobe rdma_rxe"), "a missing rxe module is named: " + empty.cause());
@@ -33,23 +33,59 @@ class IbverbsAvailabilityTest {
 
     @Test
     void noActivePortListsThePortsSeen() {
-        Availability a = IbverbsProvider.assess(null, null, 2, List.of("mlx5_0 port 1 DOWN", "mlx5_1 port 1 INIT"), null, -1, 0);
+        Availability a = IbverbsProvider.assess(null, null, 2, List.of("mlx5_0 port 1 DOWN", "mlx5_1 port 1 INIT"), null, -1, 0, false, false, null);
         assertFalse(a.available());
         assertEquals("no active port: mlx5_0 port 1 DOWN, mlx5_1 port 1 INIT", a.cause());
     }
 
     @Test
     void memlockBelowTheMinimumNamesBothAndTheFix() {
-        Availability a = IbverbsProvider.assess(null, null, 1, List.of("rxe0 port 1 ACTIVE"), "rxe0 port 1", 8 * MIB, 64 * MIB);
+        Availability a = IbverbsProvider.assess(null, null, 1, List.of("rxe0 port 1 ACTIVE"), "rxe0 port 1", 8 * MIB, 64 * MIB, false, false, null);
         assertFalse(a.available());
         assertTrue(a.cause().startsWith("memlock limit is 8 MiB, below the 64 MiB needed"), a.cause());
         assertTrue(a.cause().contains("ulimit -l"), a.cause());
     }
 
     @Test
+    void memlockBelowTheMinimum_isNoObstacleToAProcessWithIpcLock() {
+        // A container's root process given IPC_LOCK pins beyond its 8 MiB limit (the kernel's own rule).
+        assertTrue(IbverbsProvider.assess(null, null, 1, List.of(), "rxe0 port 1", 8 * MIB, 64 * MIB, true, false, null).available());
+    }
+
+    @Test
+    void memlockBelowTheMinimum_onADeviceWithOnDemandPaging_isAvailable_andSaysMemoryIsRegisteredOnDemand() {
+        Availability a = IbverbsProvider.assess(null, null, 1, List.of(), "rxe0 port 1", 8 * MIB, 64 * MIB, false, true, null);
+        assertTrue(a.available());
+        assertTrue(a.cause().contains("memlock limit 8 MiB") && a.cause().contains("registered on demand (ODP"), a.cause());
+    }
+
+    @Test
+    void memlockBelowTheMinimum_onADeviceWhoseOnDemandPagingFailsItsCheck_isUnavailable_sayingBoth() {
+        Availability a = IbverbsProvider.assess(null, null, 1, List.of(), "rxe0 port 1", 8 * MIB, 64 * MIB, false, true,
+                "rxe0's on-demand paging returned wrong bytes");
+        assertFalse(a.available());
+        assertTrue(a.cause().startsWith("memlock limit is 8 MiB, below the 64 MiB needed")
+                && a.cause().contains("on-demand paging, which would need no pinning, is not usable: rxe0's on-demand paging returned wrong bytes"),
+                a.cause());
+    }
+
+    @Test
+    void ipcLockIsReadFromTheEffectiveCapabilities_notThePermittedOrBoundingOnes() {
+        String root = "Name:\tjava\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\n";
+        assertTrue(IbverbsProvider.ipcLockEffective(root));
+        // UID 185 in a pod that added IPC_LOCK: in the bounding set, not effective.
+        String uid185 = "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n"
+                + "CapBnd:\t00000000a80445fb\n";
+        assertFalse(IbverbsProvider.ipcLockEffective(uid185));
+        assertTrue(IbverbsProvider.ipcLockEffective("CapEff:\t0000000000004000\n"), "bit 14 alone");
+        assertFalse(IbverbsProvider.ipcLockEffective("CapEff:\t0000000000003fff\n"));
+        assertFalse(IbverbsProvider.ipcLockEffective("no capability lines"));
+    }
+
+    @Test
     void unlimitedOrSufficientMemlockIsAvailable() {
-        assertTrue(IbverbsProvider.assess(null, null, 1, List.of(), "rxe0 port 1", -1, 64 * MIB).available());
-        Availability a = IbverbsProvider.assess(null, null, 1, List.of(), "rxe0 port 1", 64 * MIB, 64 * MIB);
+        assertTrue(IbverbsProvider.assess(null, null, 1, List.of(), "rxe0 port 1", -1, 64 * MIB, false, false, null).available());
+        Availability a = IbverbsProvider.assess(null, null, 1, List.of(), "rxe0 port 1", 64 * MIB, 64 * MIB, false, false, null);
         assertTrue(a.available());
         assertEquals("rxe0 port 1", a.cause());
     }

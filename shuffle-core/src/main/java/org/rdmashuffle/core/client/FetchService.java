@@ -66,7 +66,7 @@ public final class FetchService implements FetchSide {
             if (fault != null) {
                 throw fault;
             }
-            return own.pd().allocateAndRegister(bytes, Access.LOCAL_WRITE);
+            return own.pd().allocateAndRegister(bytes, own.registration().access(Access.LOCAL_WRITE));
         }, config.fetchBufferMemory(), (int) Math.min(FETCH_BUFFER_SLAB, Long.highestOneBit(config.fetchBufferMemory())),
                 this::onFetchBufferReleased, transport.timer()); // new slabs registered on the timer, never on a poller
         ControlClientPool clients = null;

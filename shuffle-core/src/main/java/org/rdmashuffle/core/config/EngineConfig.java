@@ -26,6 +26,16 @@ public final class EngineConfig {
         POST_SEND
     }
 
+    /** Whether the engine registers its memory on demand (ODP) rather than pinned; see transport.MemoryRegistration. */
+    public enum OnDemandPaging {
+        /** On demand where the device has ODP for all the engine registers and pinning is limited below what it may need. */
+        AUTO,
+        /** On demand always: a device without ODP fails the engine's start. */
+        TRUE,
+        /** Pinned always. */
+        FALSE
+    }
+
     public static final String KEY_PROVIDER = "provider";
     public static final String KEY_DEVICE = "device";
     public static final String KEY_PORT = "port";
@@ -55,6 +65,8 @@ public final class EngineConfig {
     public static final String KEY_FETCH_TIMEOUT = "fetchTimeout";
     public static final String KEY_IDLE_TIMEOUT = "idleTimeout";
     public static final String KEY_POST_PATH = "postPath";
+    /** Registering memory on demand (ODP) instead of pinning it: auto, true or false ({@link OnDemandPaging}). */
+    public static final String KEY_ON_DEMAND_PAGING = "onDemandPaging";
     public static final String KEY_MAX_SERVED_CONNECTIONS = "maxServedConnections";
     public static final String KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION = "maxServedConnectionsPerApplication";
     public static final String KEY_REGISTERED_MEMORY_LIMIT_PER_USER = "registeredMemoryLimitPerUser";
@@ -97,6 +109,7 @@ public final class EngineConfig {
     Duration fetchTimeout = Duration.ofSeconds(120);
     Duration idleTimeout = Duration.ofSeconds(120);
     PostPath postPath = PostPath.BUILDER;
+    OnDemandPaging onDemandPaging = OnDemandPaging.AUTO;
     int maxServedConnections = 1024;
     int maxServedConnectionsPerApplication = 512;
     /** Unset (-1): half of registeredMemoryLimit. */
@@ -141,7 +154,7 @@ public final class EngineConfig {
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
                 KEY_CONTROL_CLIENT_THREADS,
-                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_MAX_SERVED_CONNECTIONS,
+                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, KEY_REGISTERED_MEMORY_LIMIT_PER_USER, KEY_MAX_REGISTERED_REGIONS,
                 KEY_MAX_INDEX_MEMORY, KEY_MAX_SERVED_CONNECTIONS_PER_USER, KEY_LOOKUP_TIMEOUT, KEY_SOFTWARE_BIND_ADDRESS,
                 KEY_SOFTWARE_PORT, KEY_SOFTWARE_SENDFILE);
@@ -177,6 +190,7 @@ public final class EngineConfig {
             case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
             case KEY_IDLE_TIMEOUT -> idleTimeout = parseDuration(v);
             case KEY_POST_PATH -> postPath = PostPath.valueOf(v.toUpperCase(Locale.ROOT).replace('-', '_'));
+            case KEY_ON_DEMAND_PAGING -> onDemandPaging = OnDemandPaging.valueOf(v.toUpperCase(Locale.ROOT));
             case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = Integer.parseInt(v);
             case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = Integer.parseInt(v);
             case KEY_REGISTERED_MEMORY_LIMIT_PER_USER -> registeredMemoryLimitPerUser = parseBytes(v);
@@ -273,6 +287,7 @@ public final class EngineConfig {
         m.put(KEY_FETCH_TIMEOUT, fetchTimeout.toMillis() + "ms");
         m.put(KEY_IDLE_TIMEOUT, idleTimeout.toMillis() + "ms");
         m.put(KEY_POST_PATH, postPath.name().toLowerCase(Locale.ROOT));
+        m.put(KEY_ON_DEMAND_PAGING, onDemandPaging.name().toLowerCase(Locale.ROOT));
         m.put(KEY_MAX_SERVED_CONNECTIONS, Integer.toString(maxServedConnections));
         m.put(KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, Integer.toString(maxServedConnectionsPerApplication));
         m.put(KEY_REGISTERED_MEMORY_LIMIT_PER_USER, Long.toString(registeredMemoryLimitPerUser()));
@@ -398,6 +413,8 @@ public final class EngineConfig {
 
     public Duration idleTimeout() { return idleTimeout; }
     public PostPath postPath() { return postPath; }
+
+    public OnDemandPaging onDemandPaging() { return onDemandPaging; }
     public int maxServedConnections() { return maxServedConnections; }
     public int maxServedConnectionsPerApplication() { return maxServedConnectionsPerApplication; }
 

@@ -6,6 +6,7 @@ import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
+import org.rdmashuffle.core.transport.MemoryRegistration;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.ProtectionDomain;
 
@@ -22,6 +23,7 @@ import org.rdmashuffle.verbs.ProtectionDomain;
 final class FileRegistrations {
     private final MapOutputRegistry registry;
     private final ProtectionDomain pd;
+    private final MemoryRegistration memory;
     private final RegisteredRegions regions;
     private final IndexCache indexes;
     private final Set<CompletableFuture<Void>> underWay = new HashSet<>();
@@ -29,9 +31,11 @@ final class FileRegistrations {
     /** Tests: runs before each registration, on the registering thread (to make one take as long as a test needs). */
     private volatile Runnable beforeRegistering = () -> { };
 
-    FileRegistrations(MapOutputRegistry registry, ProtectionDomain pd, RegisteredRegions regions, IndexCache indexes) {
+    FileRegistrations(MapOutputRegistry registry, ProtectionDomain pd, MemoryRegistration registration, RegisteredRegions regions,
+                      IndexCache indexes) {
         this.registry = registry;
         this.pd = pd;
+        this.memory = registration;
         this.regions = regions;
         this.indexes = indexes;
     }
@@ -50,7 +54,7 @@ final class FileRegistrations {
         RuntimeException failure = null;
         beforeRegistering.run();
         try {
-            region = out.registerFile(pd);
+            region = out.registerFile(pd, memory);
         } catch (IOException e) {
             failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration: " + e.getMessage(), e);
         } catch (RuntimeException e) {

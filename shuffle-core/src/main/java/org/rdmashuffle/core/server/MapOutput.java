@@ -11,6 +11,7 @@ import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.core.protocol.MapOutputLayout;
 import org.rdmashuffle.core.server.files.OutputFile;
 import org.rdmashuffle.core.server.files.RefusedFileException;
+import org.rdmashuffle.core.transport.MemoryRegistration;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.ProtectionDomain;
@@ -107,7 +108,7 @@ final class MapOutput {
      * called outside the registry's lock. The file is opened again here, not trusted from when it was
      * found: its owner could have replaced it since.
      */
-    MemoryRegion registerFile(ProtectionDomain pd) throws IOException {
+    MemoryRegion registerFile(ProtectionDomain pd, MemoryRegistration registration) throws IOException {
         FileChannel ch = dataFile.open(true);
         try {
             if (ch.size() != size()) {
@@ -119,7 +120,7 @@ final class MapOutput {
         }
         // Peers only read, however it was opened. The region takes the channel (the software provider
         // answers reads from it with sendfile; a NIC's provider closes it at once).
-        return pd.registerOwnedFile(ch, 0, size(), Access.REMOTE_READ);
+        return pd.registerOwnedFile(ch, 0, size(), registration.access(Access.REMOTE_READ));
     }
 
     @Override

@@ -11,6 +11,7 @@ import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.core.protocol.MapOutputLayout;
 import org.rdmashuffle.core.server.files.OutputFile;
 import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.core.transport.MemoryRegistration;
 import org.rdmashuffle.verbs.ProtectionDomain;
 
 /**
@@ -65,6 +66,8 @@ public final class MapOutputRegistry implements AutoCloseable {
     private final FoundOutputs found;
     /** Registrations of files, run outside the lock; {@link #close} waits for them. */
     private final FileRegistrations registrations;
+    /** Registered on demand: faults in each block a reducer is told about before it reads (null when pinned). */
+    private final Prefetcher prefetcher;
     private boolean closed;
 
     /**
@@ -114,18 +117,30 @@ public final class MapOutputRegistry implements AutoCloseable {
      */
     public MapOutputRegistry(ProtectionDomain pd, RegistryLimits limits, RegistryBudget budget, String user, long leaseMillis,
                              long lookupTimeoutMillis, OutputSearches.Lookups lookups) {
-        this(pd, limits, budget, user, leaseMillis, lookupTimeoutMillis, lookups, System::nanoTime);
+        this(pd, MemoryRegistration.PINNED, limits, budget, user, leaseMillis, lookupTimeoutMillis, lookups);
+    }
+
+    /** As above, its files registered as {@code registration} says (pinned or on demand). */
+    public MapOutputRegistry(ProtectionDomain pd, MemoryRegistration registration, RegistryLimits limits, RegistryBudget budget,
+                             String user, long leaseMillis, long lookupTimeoutMillis, OutputSearches.Lookups lookups) {
+        this(pd, registration, limits, budget, user, leaseMillis, lookupTimeoutMillis, lookups, System::nanoTime);
     }
 
     MapOutputRegistry(ProtectionDomain pd, RegistryLimits limits, RegistryBudget budget, String user, long leaseMillis,
                       long lookupTimeoutMillis, OutputSearches.Lookups lookups, LongSupplier clock) {
+        this(pd, MemoryRegistration.PINNED, limits, budget, user, leaseMillis, lookupTimeoutMillis, lookups, clock);
+    }
+
+    MapOutputRegistry(ProtectionDomain pd, MemoryRegistration registration, RegistryLimits limits, RegistryBudget budget,
+                      String user, long leaseMillis, long lookupTimeoutMillis, OutputSearches.Lookups lookups, LongSupplier clock) {
         this.budget = budget;
         this.user = user;
         this.lookupTimeoutNanos = lookupTimeoutMillis * 1_000_000L;
         this.clock = clock;
         this.indexes = new IndexCache(limits, budget, user);
         this.regions = new RegisteredRegions(limits, budget, user, leaseMillis * 1_000_000L, clock, indexes);
-        this.registrations = new FileRegistrations(this, pd, regions, indexes);
+        this.registrations = new FileRegistrations(this, pd, registration, regions, indexes);
+        this.prefetcher = registration.onDemand() ? new Prefetcher(pd) : null;
         this.found = new FoundOutputs(this, table, indexes, budget, new OutputSearches(lookups), lookupTimeoutNanos);
         budget.join(this);
     }
@@ -290,6 +305,9 @@ public final class MapOutputRegistry implements AutoCloseable {
         } else if (d != null) {
             regions.touch(out);
             out.describedAt = clock.getAsLong();
+            if (prefetcher != null) {
+                prefetcher.prefetch(out.region, d.address() - out.region.address(), d.length()); // registered: under the lock
+            }
         }
         return d;
     }

@@ -1,6 +1,7 @@
 package org.rdmashuffle.core.server;
 
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.transport.MemoryRegistration;
 import org.rdmashuffle.core.transport.TenantDomain;
 import org.rdmashuffle.verbs.VerbsContext;
 
@@ -22,14 +23,14 @@ public final class ServedTenant {
      * @param registeredMemory the engine's budget of registered map outputs, shared by its tenants
      * @param lookups where the registry's searches on disk run
      */
-    ServedTenant(VerbsContext context, int index, String app, String user, EngineConfig config, ServiceLimits limits,
-                 RegistryBudget registeredMemory, OutputSearches.Lookups lookups) {
-        this.domain = new TenantDomain(context, index, app, user, config);
+    ServedTenant(VerbsContext context, MemoryRegistration registration, int index, String app, String user, EngineConfig config,
+                 ServiceLimits limits, RegistryBudget registeredMemory, OutputSearches.Lookups lookups) {
+        this.domain = new TenantDomain(context, index, app, user, config, registration);
         try {
             // One application of many may hold only its share of the node's budget; an engine's own, all of it.
             RegistryLimits registryLimits = app.equals(MapOutputRegistry.OWN)
                     ? RegistryLimits.ofBytes(config.registeredMemoryLimit()) : limits.perApplication();
-            this.registry = new MapOutputRegistry(domain.pd(), registryLimits, registeredMemory, user,
+            this.registry = new MapOutputRegistry(domain.pd(), registration, registryLimits, registeredMemory, user,
                     limits.lease().toMillis(), limits.lookupTimeout().toMillis(), lookups);
         } catch (RuntimeException | Error e) {
             domain.close();

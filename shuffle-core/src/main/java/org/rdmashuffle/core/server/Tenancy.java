@@ -55,7 +55,8 @@ abstract sealed class Tenancy permits Tenancy.Own, Tenancy.Node {
         private static Own start(EngineConfig config, ServiceLimits limits, TransportContext transport,
                                  Function<String, String> userOf) {
             return new Own(new Tenants(transport.context(), config, limits, false, userOf,
-                    app -> OutputSearches.Lookups.INLINE, transport.profile().cqEntries()));
+                    app -> OutputSearches.Lookups.INLINE, transport.profile().cqEntries(),
+                    transport.profile().registration()));
         }
 
         @Override
@@ -103,7 +104,8 @@ abstract sealed class Tenancy permits Tenancy.Own, Tenancy.Node {
                     ServiceLimits.LOOKUP_QUEUE_PER_APPLICATION, 1, limits.lookupThreadsPerUser());
             try {
                 return new Node(new Tenants(transport.context(), config, limits, true, userOf,
-                        app -> search -> lookups.submit(app, userOf.apply(app), search), transport.profile().cqEntries()),
+                        app -> search -> lookups.submit(app, userOf.apply(app), search), transport.profile().cqEntries(),
+                        transport.profile().registration()),
                         lookups);
             } catch (RuntimeException | Error e) {
                 lookups.close();

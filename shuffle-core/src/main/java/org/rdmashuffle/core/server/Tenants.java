@@ -48,10 +48,15 @@ public final class Tenants implements TransportContext.TenantIndex {
      * @param userOf an application's user
      * @param lookups where an application's registry searches the disks
      */
+    /** How every tenant's memory is registered (the engine's one choice). */
+    private final org.rdmashuffle.core.transport.MemoryRegistration registration;
+
     public Tenants(VerbsContext context, EngineConfig config, ServiceLimits limits, boolean service,
                    java.util.function.Function<String, String> userOf,
-                   java.util.function.Function<String, OutputSearches.Lookups> lookups, int cqEntries) {
+                   java.util.function.Function<String, OutputSearches.Lookups> lookups, int cqEntries,
+                   org.rdmashuffle.core.transport.MemoryRegistration registration) {
         this.context = context;
+        this.registration = registration;
         this.config = config;
         this.limits = limits;
         this.userOf = userOf;
@@ -81,7 +86,7 @@ public final class Tenants implements TransportContext.TenantIndex {
                         + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
                 throw new org.rdmashuffle.core.control.RequestRefusedException("the server serves as many applications as it may");
             }
-            t = new ServedTenant(context, ids.getAndIncrement(), app, userOf.apply(app), config, limits, registeredMemory,
+            t = new ServedTenant(context, registration, ids.getAndIncrement(), app, userOf.apply(app), config, limits, registeredMemory,
                     lookups.apply(app));
             t.registry().resolver(resolver);
             byIndex.put(t.index(), t);

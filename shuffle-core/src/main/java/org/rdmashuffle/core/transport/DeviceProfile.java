@@ -20,9 +20,10 @@ import org.rdmashuffle.verbs.VerbsContext;
  * @param maxSendWr      a fetching QP's send queue: every chain in flight plus the metadata sends
  * @param cqEntries      entries per completion queue
  * @param maxChains      chains in flight in the whole process, so a queue pair's flush of everything fits one CQ
+ * @param registration   pinned or on demand (ODP), and why
  */
 public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOptions servingOptions, boolean sgeListBroken,
-                            int maxReadSge, int maxSendWr, int cqEntries, int maxChains) {
+                            int maxReadSge, int maxSendWr, int cqEntries, int maxChains, MemoryRegistration registration) {
     /**
      * RNR NAK timer our QPs ask a sender to wait (IB encoding 28: 163.84 ms): with {@link
      * #SERVING_RNR_RETRY} retries a server waits about a second for a reducer to post a receive.
@@ -30,8 +31,15 @@ public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOption
     static final int MIN_RNR_TIMER = 28;
     static final int SERVING_RNR_RETRY = 6;
 
-    /** Probes the device: its port must be ACTIVE. */
-    public static DeviceProfile probe(EngineConfig config, VerbsContext context) {
+    /** The fetch buffers' first slab, registered at start (FetchService's slab size). */
+    static final long FIRST_FETCH_SLAB = 4L << 20;
+
+    /**
+     * Probes the device: its port must be ACTIVE.
+     *
+     * @param pinnable what this process may pin (the provider's {@code pinnableBytes}: -1 for no limit)
+     */
+    public static DeviceProfile probe(EngineConfig config, VerbsContext context, long pinnable) {
         DeviceAttributes device = context.queryDevice();
         PortAttributes port = context.queryPort(config.port());
         if (!port.isActive()) {
@@ -48,7 +56,11 @@ public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOption
         // A queue pair entering ERR flushes every outstanding request, signaled or not, so the
         // process-wide chain bound keeps a flush of everything inside one completion queue.
         int maxChains = Math.max(1, (cqEntries - config.receiveBuffers() - config.sendBuffers()) / config.chainLength());
+        long minPinned = (long) (config.receiveBuffers() + config.sendBuffers()) * config.receiveBufferSize()
+                + Math.min(FIRST_FETCH_SLAB, config.fetchBufferMemory());
+        MemoryRegistration registration = MemoryRegistration.choose(config, context.device().name(), device, pinnable, minPinned,
+                () -> org.rdmashuffle.verbs.OnDemandPagingCheck.failure(context, config.port()));
         return new DeviceProfile(gid, options, options.withRnrRetry(SERVING_RNR_RETRY),
-                ProviderQuirks.builderSgeListBroken(context), maxReadSge, maxSendWr, cqEntries, maxChains);
+                ProviderQuirks.builderSgeListBroken(context), maxReadSge, maxSendWr, cqEntries, maxChains, registration);
     }
 }

@@ -32,12 +32,15 @@ public final class ReceivePool implements AutoCloseable {
      * @param batchSize reposts gathered into one post
      */
     public ReceivePool(ProtectionDomain pd, SharedReceiveQueue srq, int buffers, int bufferBytes, int lowWater, int batchSize) {
-        this(pd, srq, buffers, bufferBytes, lowWater, batchSize, 0);
+        this(pd, srq, buffers, bufferBytes, lowWater, batchSize, 0, MemoryRegistration.PINNED);
     }
 
-    /** @param idBase added to every slot's index to make its wr_id (a tenant's receives carry its index) */
+    /**
+     * @param idBase added to every slot's index to make its wr_id (a tenant's receives carry its index)
+     * @param registration pinned or on demand
+     */
     public ReceivePool(ProtectionDomain pd, SharedReceiveQueue srq, int buffers, int bufferBytes, int lowWater, int batchSize,
-                       long idBase) {
+                       long idBase, MemoryRegistration registration) {
         if (buffers < 1 || bufferBytes < 1 || batchSize < 1 || lowWater < 0 || lowWater > buffers) {
             throw new IllegalArgumentException("receive pool of " + buffers + " x " + bufferBytes + " B, low water "
                     + lowWater + ", batch " + batchSize);
@@ -47,7 +50,7 @@ public final class ReceivePool implements AutoCloseable {
         this.bufferBytes = bufferBytes;
         this.lowWater = lowWater;
         this.idBase = idBase;
-        this.region = pd.allocateAndRegister((long) buffers * bufferBytes, Access.LOCAL_WRITE);
+        this.region = pd.allocateAndRegister((long) buffers * bufferBytes, registration.access(Access.LOCAL_WRITE));
         this.batch = ReceiveWorkRequests.allocate(Math.min(batchSize, buffers), 1);
         try {
             for (int i = 0; i < buffers; i++) {

@@ -17,10 +17,10 @@ public final class SendBufferPool implements AutoCloseable {
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
     private final int slots;
 
-    public SendBufferPool(ProtectionDomain pd, int slots, int slotBytes) {
+    public SendBufferPool(ProtectionDomain pd, int slots, int slotBytes, MemoryRegistration registration) {
         this.slots = slots;
         this.slotBytes = slotBytes;
-        this.region = pd.allocateAndRegister((long) slots * slotBytes, Access.LOCAL_WRITE);
+        this.region = pd.allocateAndRegister((long) slots * slotBytes, registration.access(Access.LOCAL_WRITE));
         for (int i = 0; i < slots; i++) {
             free.add(i);
         }

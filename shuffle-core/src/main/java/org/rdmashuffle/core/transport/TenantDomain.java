@@ -35,6 +35,7 @@ public final class TenantDomain implements AutoCloseable {
     private final String app;
     private final String user;
     private final ProtectionDomain pd;
+    private final MemoryRegistration registration;
     private final SharedReceiveQueue srq;
     private final ReceivePool receivePool;
     private final SendBufferPool sendPool;
@@ -56,8 +57,10 @@ public final class TenantDomain implements AutoCloseable {
      * @param index never reused while the engine runs (late completions of a closed tenant are ignored)
      * @param user the application's user: whose share of the node it draws on
      */
-    public TenantDomain(VerbsContext context, int index, String app, String user, EngineConfig config) {
+    public TenantDomain(VerbsContext context, int index, String app, String user, EngineConfig config,
+                        MemoryRegistration registration) {
         this.index = index;
+        this.registration = registration;
         this.app = app;
         this.user = user;
         this.pd = context.allocateProtectionDomain();
@@ -67,11 +70,11 @@ public final class TenantDomain implements AutoCloseable {
         try {
             q = pd.createSharedReceiveQueue(config.receiveBuffers(), 1, 0);
             receives = new ReceivePool(pd, q, config.receiveBuffers(), config.receiveBufferSize(), config.receiveLowWater(),
-                    Math.max(1, config.receiveBuffers() / 8), (long) index << SLOT_BITS);
+                    Math.max(1, config.receiveBuffers() / 8), (long) index << SLOT_BITS, registration);
             // The device tells us (SRQ_LIMIT_REACHED) when fewer than this many receives remain posted.
             this.srqLimit = Math.max(1, config.receiveLowWater());
             q.armLimit(srqLimit);
-            sends = new SendBufferPool(pd, config.sendBuffers(), config.receiveBufferSize());
+            sends = new SendBufferPool(pd, config.sendBuffers(), config.receiveBufferSize(), registration);
         } catch (RuntimeException | Error e) {
             closeQuietly(sends, e);
             closeQuietly(receives, e);
@@ -148,6 +151,11 @@ public final class TenantDomain implements AutoCloseable {
 
     public ProtectionDomain pd() {
         return pd;
+    }
+
+    /** How memory on this PD is registered: pinned or on demand (the engine's one choice). */
+    public MemoryRegistration registration() {
+        return registration;
     }
 
     public SharedReceiveQueue srq() {

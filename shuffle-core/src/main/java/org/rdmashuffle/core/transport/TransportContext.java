@@ -81,7 +81,7 @@ public final class TransportContext {
         this.context = DeviceSetup.open(provider, config.device(), config.bindAddress());
         List<AutoCloseable> made = new ArrayList<>();
         try {
-            this.profile = DeviceProfile.probe(config, context);
+            this.profile = DeviceProfile.probe(config, context, provider.pinnableBytes());
             int decodeBound = config.receiveBufferSize();
             ThreadLocal<MessageCodec> codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
             this.connections = new ConnectionTable(this::forgetSends);

@@ -24,7 +24,7 @@ class QueuePairFactoryTest {
         try (SoftwareProvider sp = new SoftwareProvider(SoftwareProvider.Config.loopback())) {
             VerbsContext ctx = sp.devices().getFirst().open();
             CompletionPoller poller = new CompletionPoller(ctx, "test-poller", 1024, 16, Duration.ZERO, (wcs, n) -> { });
-            TenantDomain tenant = new TenantDomain(ctx, 0, "app", "app", config);
+            TenantDomain tenant = new TenantDomain(ctx, 0, "app", "app", config, MemoryRegistration.PINNED);
             QueuePairFactory factory = new QueuePairFactory(new CompletionPoller[] {poller}, 256, 128, 16,
                     EngineConfig.PostPath.BUILDER);
             try (QueuePair serving = factory.create(tenant, DataConnection.Role.SERVING);

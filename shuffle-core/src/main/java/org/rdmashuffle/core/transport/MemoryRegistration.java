@@ -1,0 +1,94 @@
+package org.rdmashuffle.core.transport;
+
+import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.DeviceAttributes;
+
+/**
+ * How the engine registers its memory — map outputs, fetch buffers, its receive and send buffers:
+ * pinned ({@code ibv_reg_mr} pins every page, counted against the memlock limit) or on demand (ODP:
+ * nothing pinned; the device faults pages in when a read or a receive reaches them, and the serving
+ * side prefetches the ranges a reducer asks for). Decided once per engine, at start, from {@code
+ * onDemandPaging}, the device's ODP capabilities and how much this process may pin; the reason is
+ * logged with the engine's start and printed by the doctor.
+ *
+ * <p>{@code auto} registers on demand only where the device pages on demand for everything the engine
+ * registers ({@link DeviceAttributes#ODP_ENGINE_RC_CAPS}) and pinning is limited below what the engine
+ * may register: a container's 8 MiB limit, say. Where pinning is not limited, pinned memory is used:
+ * a page fault on the data path costs more than a pinned page (docs/native-verbs.md).
+ *
+ * @param onDemand whether regions are registered with {@link Access#ON_DEMAND}
+ * @param reason   why, in words for the log
+ */
+public record MemoryRegistration(boolean onDemand, String reason) {
+    /** Pinned, for tests and providers where nothing is pinned at all. */
+    public static final MemoryRegistration PINNED = new MemoryRegistration(false, "pinned");
+
+    /** {@code access}, with {@link Access#ON_DEMAND} when registering on demand. */
+    public int access(int access) {
+        return onDemand ? access | Access.ON_DEMAND : access;
+    }
+
+    /**
+     * @param pinnable what this process may pin ({@code VerbsProvider.pinnableBytes}): -1 for no limit
+     * @param minPinned the least a pinned engine needs to start (its receive, send and first fetch buffers)
+     * @param check run only where on demand would be chosen: null if the device's on-demand paging gives
+     *              every byte, else what it got wrong ({@code OnDemandPagingCheck})
+     */
+    public static MemoryRegistration choose(EngineConfig config, String device, DeviceAttributes attributes, long pinnable,
+                                            long minPinned, java.util.function.Supplier<String> check) {
+        boolean capable = attributes.supportsOnDemandPaging(DeviceAttributes.ODP_ENGINE_RC_CAPS);
+        String broken = null;
+        boolean limitedForAuto = pinnable >= 0 && pinnable < config.registeredMemoryLimit() + config.fetchBufferMemory() + minPinned;
+        if (capable && (config.onDemandPaging() == EngineConfig.OnDemandPaging.TRUE
+                || config.onDemandPaging() == EngineConfig.OnDemandPaging.AUTO && limitedForAuto)) {
+            broken = check.get();
+            capable = broken == null;
+        }
+        String caps = "odp general caps 0x" + Long.toHexString(attributes.odpGeneralCaps()) + ", rc caps 0x"
+                + Integer.toHexString(attributes.odpRcCaps()) + ", needs 0x" + Integer.toHexString(DeviceAttributes.ODP_ENGINE_RC_CAPS);
+        String limit = pinnable < 0 ? "no memlock limit" : "memlock limit " + bytes(pinnable);
+        long wanted = config.registeredMemoryLimit() + config.fetchBufferMemory() + minPinned;
+        return switch (config.onDemandPaging()) {
+            case TRUE -> {
+                if (!capable) {
+                    throw new IllegalStateException(EngineConfig.KEY_ON_DEMAND_PAGING + "=true, but " + (broken != null ? broken
+                            : device + " has no on-demand paging for what the engine registers (" + caps + ")")
+                            + ": set it to auto or false");
+                }
+                yield new MemoryRegistration(true, "on demand (ODP): " + EngineConfig.KEY_ON_DEMAND_PAGING + "=true");
+            }
+            case FALSE -> {
+                if (pinnable >= 0 && pinnable < minPinned) {
+                    throw new IllegalStateException(limit + " is below the " + bytes(minPinned) + " the engine pins to start ("
+                            + EngineConfig.KEY_ON_DEMAND_PAGING + "=false): raise it (ulimit -l, LimitMEMLOCK=, docs/kubernetes.md)"
+                            + (capable ? " or set " + EngineConfig.KEY_ON_DEMAND_PAGING + "=auto: " + device + " pages on demand" : ""));
+                }
+                yield new MemoryRegistration(false, "pinned: " + EngineConfig.KEY_ON_DEMAND_PAGING + "=false");
+            }
+            case AUTO -> {
+                boolean limited = pinnable >= 0 && pinnable < wanted;
+                if (!limited) {
+                    yield new MemoryRegistration(false, "pinned: " + (pinnable < 0 ? "no memlock limit" : limit + ", enough"));
+                }
+                if (capable) {
+                    yield new MemoryRegistration(true, "on demand (ODP): " + limit + ", below the " + bytes(wanted)
+                            + " the engine may register, and " + device + " pages on demand");
+                }
+                String why = broken != null ? broken
+                        : device + " has no on-demand paging for what the engine registers (" + caps + ")";
+                if (pinnable >= 0 && pinnable < minPinned) {
+                    throw new IllegalStateException(limit + " is below the " + bytes(minPinned) + " the engine pins to start, "
+                            + "and on demand is no way round it: " + why + ". Raise the limit (ulimit -l, LimitMEMLOCK=, "
+                            + "docs/kubernetes.md) or give the process CAP_IPC_LOCK");
+                }
+                yield new MemoryRegistration(false, "pinned (" + limit + "): " + why);
+            }
+        };
+    }
+
+    private static String bytes(long n) {
+        return n >= 1L << 30 && n % (1L << 30) == 0 ? (n >> 30) + " GiB"
+                : n >= 1L << 20 && n % (1L << 20) == 0 ? (n >> 20) + " MiB" : n + " bytes";
+    }
+}
