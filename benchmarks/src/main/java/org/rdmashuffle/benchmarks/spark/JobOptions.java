@@ -12,10 +12,11 @@ import java.util.Map;
  * --profile} records every executor of every run with JDK Flight Recorder (both shuffles alike).
  */
 record JobOptions(int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
-                  boolean releaseExecutors, Path pauseUntil, Map<String, String> variant, boolean profile) {
+                  boolean releaseExecutors, Path pauseUntil, int holdAfterMapsSeconds, Map<String, String> variant,
+                  boolean profile) {
     static final String USAGE = "ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] "
             + "[--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
-            + "[--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...] [--profile]";
+            + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--variant spark.KEY=VALUE ...] [--profile]";
 
     static JobOptions parse(String... args) {
         int rows = 5_000_000;
@@ -28,6 +29,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
         boolean killExecutor = false;
         boolean releaseExecutors = false;
         Path pauseUntil = null;
+        int holdAfterMaps = 0;
         Map<String, String> variant = new LinkedHashMap<>();
         boolean profile = false;
         for (int i = 0; i < args.length; i++) {
@@ -49,6 +51,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
                 case "--release-executors-after-maps" -> releaseExecutors = true;
                 case "--profile" -> profile = true;
                 case "--pause-rdma-reduce-until" -> pauseUntil = Path.of(value(args, ++i, option));
+                case "--hold-after-maps" -> holdAfterMaps = positive(option, value(args, ++i, option));
                 case "--variant" -> {
                     String kv = value(args, ++i, option);
                     int eq = kv.indexOf('=');
@@ -68,7 +71,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
         if (rows < m) {
             throw new IllegalArgumentException("--rows " + rows + " is fewer than the " + m + " maps (--maps): every map writes rows");
         }
-        return new JobOptions(rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil,
+        return new JobOptions(rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil, holdAfterMaps,
                 java.util.Collections.unmodifiableMap(variant), profile);
     }
 

@@ -72,6 +72,8 @@ public final class ShuffleJob {
         final java.util.Queue<Long> taskWaits = new java.util.concurrent.ConcurrentLinkedQueue<>();
         final java.util.concurrent.atomic.AtomicInteger executorsLost = new java.util.concurrent.atomic.AtomicInteger();
         final java.util.concurrent.atomic.AtomicInteger stagesRetried = new java.util.concurrent.atomic.AtomicInteger();
+        /** Executors a successful map task ran on: where the map outputs are (no executor lost, none decommissioned). */
+        final java.util.Set<String> mapExecutors = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
         @Override
         public void onExecutorRemoved(org.apache.spark.scheduler.SparkListenerExecutorRemoved e) {
@@ -89,6 +91,9 @@ public final class ShuffleJob {
         public void onTaskEnd(SparkListenerTaskEnd e) {
             if (e.taskMetrics() == null) {
                 return;
+            }
+            if (e.taskType().equals("ShuffleMapTask") && e.taskInfo().successful()) {
+                mapExecutors.add(e.taskInfo().executorId());
             }
             ShuffleWriteMetrics w = e.taskMetrics().shuffleWriteMetrics();
             ShuffleReadMetrics r = e.taskMetrics().shuffleReadMetrics();
@@ -247,33 +252,17 @@ public final class ShuffleJob {
             accounting.begin();
             long t0 = System.nanoTime();
             JavaPairRDD<Long, String> data = sc.parallelize(IntStream.range(0, maps).boxed().toList(), maps)
-                    .flatMapToPair(p -> new java.util.Iterator<Tuple2<Long, String>>() {
-                        final SplittableRandom random = new SplittableRandom(p * 0x9E3779B97F4A7C15L);
-                        final byte[] raw = new byte[48];
-                        int left = rows / maps + (p < rows % maps ? 1 : 0); // every row made, whatever M
-
-                        public boolean hasNext() {
-                            return left > 0;
-                        }
-
-                        public Tuple2<Long, String> next() {
-                            left--;
-                            for (int i = 0; i < raw.length; i += 8) {
-                                long v = random.nextLong();
-                                for (int k = 0; k < 8; k++) {
-                                    raw[i + k] = (byte) (v >>> (8 * k));
-                                }
-                            }
-                            return new Tuple2<>(random.nextLong(100_000), Base64.getEncoder().encodeToString(raw)); // 64 chars
-                        }
-                    });
+                    .flatMapToPair(p -> new MapRows(p, rows, maps));
             JavaPairRDD<Long, Iterable<String>> grouped = data.groupByKey(reducers);
             boolean pause = pauseUntil != null && shuffle.equals("rdma") && !java.nio.file.Files.exists(pauseUntil);
-            if (releaseExecutors || pause) {
+            if (releaseExecutors || pause || o.holdAfterMapsSeconds() > 0) {
                 sc.sc().submitMapStage(shuffleOf(grouped.rdd())).get(); // the map stage alone
             }
             if (releaseExecutors) {
                 awaitNoExecutors(sc);
+            }
+            if (o.holdAfterMapsSeconds() > 0) {
+                holdAfterMaps(sc, metrics, o.holdAfterMapsSeconds());
             }
             if (pause) {
                 awaitFile(pauseUntil);
@@ -295,14 +284,9 @@ public final class ShuffleJob {
                 return new long[] {count, hash};
             }).collect();
             long wallMs = (System.nanoTime() - t0) / 1_000_000;
-            long total = 0;
-            long checksum = 0;
-            for (Tuple2<Long, long[]> g : groups) {
-                total += g._2()[0];
-                // Order-independent: groups arrive in whatever order the reducers finished.
-                checksum += (g._1() * 0x9E3779B97F4A7C15L) ^ (g._2()[1] * 31 + g._2()[0]);
-            }
-            String result = groups.size() + " keys, " + total + " rows, checksum " + Long.toHexString(checksum);
+            java.util.Map<Long, long[]> byKey = new java.util.HashMap<>();
+            groups.forEach(g -> byKey.put(g._1(), g._2()));
+            String result = result(byKey);
             sc.sc().listenerBus().waitUntilEmpty(); // the last stage and task events delivered
             accounting.end();
             List<StageAccounting.Stage> stages = accounting.stages();
@@ -317,6 +301,66 @@ public final class ShuffleJob {
             return new Run(label, result, wallMs, written, remote, local, waitMs, records, remoteBlocks, carriers,
                     metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages);
         }
+    }
+
+    /**
+     * The rows map {@code p} of {@code maps} writes: a key under 100,000 and 64 characters, from a
+     * generator seeded by the map, so every run of the job (and {@link #expectedResult}) makes the same.
+     */
+    static final class MapRows implements java.util.Iterator<Tuple2<Long, String>> {
+        private final SplittableRandom random;
+        private final byte[] raw = new byte[48];
+        private int left;
+
+        MapRows(int p, int rows, int maps) {
+            this.random = new SplittableRandom(p * 0x9E3779B97F4A7C15L);
+            this.left = rows / maps + (p < rows % maps ? 1 : 0); // every row made, whatever M
+        }
+
+        @Override
+        public boolean hasNext() {
+            return left > 0;
+        }
+
+        @Override
+        public Tuple2<Long, String> next() {
+            left--;
+            for (int i = 0; i < raw.length; i += 8) {
+                long v = random.nextLong();
+                for (int k = 0; k < 8; k++) {
+                    raw[i + k] = (byte) (v >>> (8 * k));
+                }
+            }
+            return new Tuple2<>(random.nextLong(100_000), Base64.getEncoder().encodeToString(raw)); // 64 chars
+        }
+    }
+
+    /** The job's result from each key's (row count, sum of its values' hash codes): order-independent. */
+    static String result(java.util.Map<Long, long[]> byKey) {
+        long total = 0;
+        long checksum = 0;
+        for (java.util.Map.Entry<Long, long[]> g : byKey.entrySet()) {
+            total += g.getValue()[0];
+            checksum += (g.getKey() * 0x9E3779B97F4A7C15L) ^ (g.getValue()[1] * 31 + g.getValue()[0]);
+        }
+        return byKey.size() + " keys, " + total + " rows, checksum " + Long.toHexString(checksum);
+    }
+
+    /**
+     * What the job computes for {@code rows} rows from {@code maps} maps, computed here without Spark or
+     * any shuffle: what a run's result is checked against where no built-in round runs beside it.
+     */
+    public static String expectedResult(int rows, int maps) {
+        java.util.Map<Long, long[]> byKey = new java.util.HashMap<>();
+        for (int p = 0; p < maps; p++) {
+            for (MapRows it = new MapRows(p, rows, maps); it.hasNext(); ) {
+                Tuple2<Long, String> row = it.next();
+                long[] g = byKey.computeIfAbsent(row._1(), k -> new long[2]);
+                g[0]++;
+                g[1] += row._2().hashCode();
+            }
+        }
+        return result(byKey);
     }
 
     /** The shuffle {@code rdd} reads (the first one up its lineage). */
@@ -341,6 +385,25 @@ public final class ShuffleJob {
             Thread.sleep(200);
         }
         System.out.println("every executor released after the map stage");
+    }
+
+    /** What {@code --hold-after-maps} prints: the executors left after the hold, and where the map outputs are. */
+    public static final String HELD = "held after the map stage: ";
+
+    /**
+     * Waits {@code seconds} with nothing running after the map stage, then says which executors dynamic
+     * allocation left and which hold map outputs: with shuffle tracking and no external shuffle service,
+     * the two sets are equal once the idle timeout has passed (an executor holding outputs of a live
+     * shuffle is kept, every other one let go).
+     */
+    private static void holdAfterMaps(JavaSparkContext sc, Metrics metrics, int seconds) throws Exception {
+        sc.sc().listenerBus().waitUntilEmpty(); // every map task's end seen
+        int before = metrics.executorsLost.get();
+        Thread.sleep(seconds * 1000L);
+        java.util.Set<String> alive = new java.util.TreeSet<>(scala.jdk.javaapi.CollectionConverters.asJava(sc.sc().getExecutorIds()));
+        System.out.println(HELD + seconds + " s; executors alive " + alive
+                + "; map outputs on " + new java.util.TreeSet<>(metrics.mapExecutors) + "; released during the hold "
+                + (metrics.executorsLost.get() - before));
     }
 
     /** Says the map stage is done and waits (bounded: 5 minutes) until {@code file} exists. */

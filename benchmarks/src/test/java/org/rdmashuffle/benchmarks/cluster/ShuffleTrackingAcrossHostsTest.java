@@ -1,0 +1,74 @@
+package org.rdmashuffle.benchmarks.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.Test;
+import org.rdmashuffle.benchmarks.spark.ShuffleJob;
+
+/**
+ * Dynamic allocation as Kubernetes runs it (conf/kubernetes/spark-defaults-k8s.conf): no external shuffle
+ * service, executors serve their own outputs, and shuffle tracking decides which executors may go. On
+ * Spark's standalone cluster across three Worker hosts (one single-core executor each), two map tasks
+ * write the shuffle on two of the executors; after the map stage the job waits past the idle timeout
+ * with nothing running. Shuffle tracking must keep the executors holding outputs and let the third go;
+ * the reducers then read each other's outputs from the kept executors' engines over RDMA, with no map
+ * run again, and both shuffles give one result. The plugin's map outputs are Spark's own {@code MapStatus}es, so tracking sees them as
+ * it sees the built-in shuffle's.
+ */
+class ShuffleTrackingAcrossHostsTest {
+    private static final long JOB_MINUTES = 10;
+    private static final Pattern HELD = Pattern.compile(Pattern.quote(ShuffleJob.HELD)
+            + "\\d+ s; executors alive (\\[.*?\\]); map outputs on (\\[.*?\\]); released during the hold (\\d+)$");
+
+    @Test
+    void shuffleTrackingWithoutAShuffleService_keepsTheExecutorHoldingOutputs_releasesTheRest_andTheReduceReadsItOverRdma()
+            throws Exception {
+        BedSupport.requireBed();
+        Path runDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "shuffle-tracking");
+        List<String> printed;
+        int exit;
+        ClusterRun run = ClusterRun.start(3, null, 1, runDir, System.out);
+        try (run) {
+            Process driver = run.submit(ShuffleJob.class.getName(), List.of("spark.dynamicAllocation.enabled=true",
+                    "spark.dynamicAllocation.shuffleTracking.enabled=true", "spark.shuffle.service.enabled=false",
+                    "spark.dynamicAllocation.initialExecutors=3", "spark.dynamicAllocation.minExecutors=0",
+                    "spark.dynamicAllocation.maxExecutors=3", "spark.dynamicAllocation.executorIdleTimeout=2s",
+                    "spark.dynamicAllocation.schedulerBacklogTimeout=1s"),
+                    // Two maps on three executors: one holds none. 12 s: the 2 s idle timeout, with room for a loaded bed.
+                    List.of("--rows", "200000", "--maps", "2", "--reducers", "12", "--compare", "1", "--executors", "3",
+                            "--hold-after-maps", "12"),
+                    "driver.log");
+            driver.getOutputStream().close();
+            DriverOutput out = new DriverOutput(driver, System.out, null);
+            if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
+                driver.destroyForcibly();
+            }
+            out.join(30);
+            printed = out.lines();
+            exit = driver.isAlive() ? -1 : driver.exitValue();
+        }
+        assertEquals(List.of(), run.leftNamespaces(), "namespaces left behind");
+        assertEquals(List.of(), run.leftProcesses(), "processes left behind");
+        String text = String.join("\n", printed);
+        assertEquals(0, exit, "the driver finished; its log: " + runDir.resolve("logs/driver.log") + "\n" + text);
+        List<Matcher> holds = printed.stream().map(HELD::matcher).filter(Matcher::find).toList();
+        assertEquals(2, holds.size(), "one hold per round (built-in, then rdma): " + text);
+        for (Matcher held : holds) {
+            assertEquals(held.group(2), held.group(1), "after the idle timeout the executors left are those holding outputs: "
+                    + held.group());
+            assertTrue(Integer.parseInt(held.group(3)) >= 1, "an executor without outputs was let go: " + held.group());
+        }
+        MainJobOutput job = MainJobOutput.parse(printed);
+        assertEquals(2, job.rounds().size(), text);
+        job.rounds().forEach(r -> assertEquals(0, r.stagesRetried(), "no map ran again: " + text));
+        job.assertOneResultAndEveryRemoteBlockOverRdma(3, "software", text);
+    }
+}
