@@ -12,11 +12,11 @@ import java.util.Map;
  * --profile} records every executor of every run with JDK Flight Recorder (both shuffles alike).
  */
 record JobOptions(int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
-                  boolean releaseExecutors, Path pauseUntil, int holdAfterMapsSeconds, Map<String, String> variant,
-                  boolean profile) {
+                  boolean releaseExecutors, Path pauseUntil, int holdAfterMapsSeconds, int executorWaitSeconds,
+                  Map<String, String> variant, boolean profile) {
     static final String USAGE = "ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] "
             + "[--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
-            + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--variant spark.KEY=VALUE ...] [--profile]";
+            + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--executor-wait SECONDS] [--variant spark.KEY=VALUE ...] [--profile]";
 
     static JobOptions parse(String... args) {
         int rows = 5_000_000;
@@ -30,6 +30,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
         boolean releaseExecutors = false;
         Path pauseUntil = null;
         int holdAfterMaps = 0;
+        int executorWait = 120;
         Map<String, String> variant = new LinkedHashMap<>();
         boolean profile = false;
         for (int i = 0; i < args.length; i++) {
@@ -52,6 +53,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
                 case "--profile" -> profile = true;
                 case "--pause-rdma-reduce-until" -> pauseUntil = Path.of(value(args, ++i, option));
                 case "--hold-after-maps" -> holdAfterMaps = positive(option, value(args, ++i, option));
+                case "--executor-wait" -> executorWait = positive(option, value(args, ++i, option));
                 case "--variant" -> {
                     String kv = value(args, ++i, option);
                     int eq = kv.indexOf('=');
@@ -72,7 +74,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
             throw new IllegalArgumentException("--rows " + rows + " is fewer than the " + m + " maps (--maps): every map writes rows");
         }
         return new JobOptions(rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil, holdAfterMaps,
-                java.util.Collections.unmodifiableMap(variant), profile);
+                executorWait, java.util.Collections.unmodifiableMap(variant), profile);
     }
 
     private static String value(String[] args, int i, String option) {

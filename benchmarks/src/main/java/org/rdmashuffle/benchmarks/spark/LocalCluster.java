@@ -62,11 +62,17 @@ public final class LocalCluster {
 
     /** Waits (at most 120 s) until {@code count} executors have registered, so no run is timed on fewer. */
     public static void awaitExecutors(org.apache.spark.api.java.JavaSparkContext sc, int count) throws InterruptedException {
-        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(120);
+        awaitExecutors(sc, count, 120);
+    }
+
+    /** Waits (at most {@code seconds}) until {@code count} executors have registered. */
+    public static void awaitExecutors(org.apache.spark.api.java.JavaSparkContext sc, int count, int seconds)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(seconds);
         while (sc.sc().getExecutorIds().size() < count) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("only " + sc.sc().getExecutorIds().size() + " of " + count
-                        + " executors registered in 120 s (see the Workers' logs)");
+                        + " executors registered in " + seconds + " s (see the Workers' logs)");
             }
             Thread.sleep(100);
         }

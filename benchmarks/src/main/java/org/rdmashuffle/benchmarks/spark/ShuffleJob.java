@@ -246,13 +246,25 @@ public final class ShuffleJob {
             StageAccounting accounting = new StageAccounting();
             sc.sc().addSparkListener(metrics);
             sc.sc().addSparkListener(accounting);
-            LocalCluster.awaitExecutors(sc, o.executors());
+            LocalCluster.awaitExecutors(sc, o.executors(), o.executorWaitSeconds());
             sc.parallelize(IntStream.range(0, 4).boxed().toList(), 4).count(); // executors warm before the clock starts
             sc.sc().listenerBus().waitUntilEmpty();
             accounting.begin();
             long t0 = System.nanoTime();
             JavaPairRDD<Long, String> data = sc.parallelize(IntStream.range(0, maps).boxed().toList(), maps)
-                    .flatMapToPair(p -> new MapRows(p, rows, maps));
+                    .flatMapToPair(p -> {
+                        MainJobRows made = new MainJobRows(p, rows, maps);
+                        return new java.util.Iterator<Tuple2<Long, String>>() {
+                            public boolean hasNext() {
+                                return made.hasNext();
+                            }
+
+                            public Tuple2<Long, String> next() {
+                                String value = made.next();
+                                return new Tuple2<>(made.key(), value);
+                            }
+                        };
+                    });
             JavaPairRDD<Long, Iterable<String>> grouped = data.groupByKey(reducers);
             boolean pause = pauseUntil != null && shuffle.equals("rdma") && !java.nio.file.Files.exists(pauseUntil);
             if (releaseExecutors || pause || o.holdAfterMapsSeconds() > 0) {
@@ -286,7 +298,7 @@ public final class ShuffleJob {
             long wallMs = (System.nanoTime() - t0) / 1_000_000;
             java.util.Map<Long, long[]> byKey = new java.util.HashMap<>();
             groups.forEach(g -> byKey.put(g._1(), g._2()));
-            String result = result(byKey);
+            String result = MainJobRows.result(byKey);
             sc.sc().listenerBus().waitUntilEmpty(); // the last stage and task events delivered
             accounting.end();
             List<StageAccounting.Stage> stages = accounting.stages();
@@ -301,66 +313,6 @@ public final class ShuffleJob {
             return new Run(label, result, wallMs, written, remote, local, waitMs, records, remoteBlocks, carriers,
                     metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages);
         }
-    }
-
-    /**
-     * The rows map {@code p} of {@code maps} writes: a key under 100,000 and 64 characters, from a
-     * generator seeded by the map, so every run of the job (and {@link #expectedResult}) makes the same.
-     */
-    static final class MapRows implements java.util.Iterator<Tuple2<Long, String>> {
-        private final SplittableRandom random;
-        private final byte[] raw = new byte[48];
-        private int left;
-
-        MapRows(int p, int rows, int maps) {
-            this.random = new SplittableRandom(p * 0x9E3779B97F4A7C15L);
-            this.left = rows / maps + (p < rows % maps ? 1 : 0); // every row made, whatever M
-        }
-
-        @Override
-        public boolean hasNext() {
-            return left > 0;
-        }
-
-        @Override
-        public Tuple2<Long, String> next() {
-            left--;
-            for (int i = 0; i < raw.length; i += 8) {
-                long v = random.nextLong();
-                for (int k = 0; k < 8; k++) {
-                    raw[i + k] = (byte) (v >>> (8 * k));
-                }
-            }
-            return new Tuple2<>(random.nextLong(100_000), Base64.getEncoder().encodeToString(raw)); // 64 chars
-        }
-    }
-
-    /** The job's result from each key's (row count, sum of its values' hash codes): order-independent. */
-    static String result(java.util.Map<Long, long[]> byKey) {
-        long total = 0;
-        long checksum = 0;
-        for (java.util.Map.Entry<Long, long[]> g : byKey.entrySet()) {
-            total += g.getValue()[0];
-            checksum += (g.getKey() * 0x9E3779B97F4A7C15L) ^ (g.getValue()[1] * 31 + g.getValue()[0]);
-        }
-        return byKey.size() + " keys, " + total + " rows, checksum " + Long.toHexString(checksum);
-    }
-
-    /**
-     * What the job computes for {@code rows} rows from {@code maps} maps, computed here without Spark or
-     * any shuffle: what a run's result is checked against where no built-in round runs beside it.
-     */
-    public static String expectedResult(int rows, int maps) {
-        java.util.Map<Long, long[]> byKey = new java.util.HashMap<>();
-        for (int p = 0; p < maps; p++) {
-            for (MapRows it = new MapRows(p, rows, maps); it.hasNext(); ) {
-                Tuple2<Long, String> row = it.next();
-                long[] g = byKey.computeIfAbsent(row._1(), k -> new long[2]);
-                g[0]++;
-                g[1] += row._2().hashCode();
-            }
-        }
-        return result(byKey);
     }
 
     /** The shuffle {@code rdd} reads (the first one up its lineage). */

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
+import org.rdmashuffle.benchmarks.spark.MainJobRows;
 
 /**
  * The README's main job on Spark's standalone cluster across three Worker hosts (network namespaces,
@@ -28,6 +29,8 @@ class MainJobAcrossHostsTest {
         assertEquals(2, out.rounds().size(), printed);
         out.assertOneResultAndEveryRemoteBlockOverRdma(3, "software", printed);
         assertTrue(printed.contains("identical results in all 2 runs"), printed);
+        // The result computed without Spark, which the Soft-RoCE pair's RDMA-only run is checked against.
+        assertEquals(MainJobRows.expectedResult(300_000, 16), out.results().getFirst(), printed);
         assertTrue(Pattern.compile("(?m)^ratio rdma/builtin: \\d+\\.\\d\\d \\(1 rounds, 3 hosts\\)$").matcher(printed).find(),
                 printed);
         // Where the time went: the map and the reduce stage, each with the ratio of the same round's runs.

@@ -26,7 +26,7 @@ class JobOptionsTest {
 
     @Test
     void aCountOfZeroOrBelow_orNotANumber_isRefusedNamingTheOption() {
-        for (String option : new String[] {"--maps", "--reducers", "--partitions", "--rows", "--compare", "--executors", "--hold-after-maps"}) {
+        for (String option : new String[] {"--maps", "--reducers", "--partitions", "--rows", "--compare", "--executors", "--hold-after-maps", "--executor-wait"}) {
             for (String bad : new String[] {"0", "-3", "many"}) {
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> JobOptions.parse(option, bad),
                         option + " " + bad);
