@@ -10,6 +10,11 @@ public final class SendFlags {
     public static final int SOLICITED = 1 << 2;
     /** Copy the SGEs' bytes into the work request at post time; no lkey is needed. */
     public static final int INLINE = 1 << 3;
+    /**
+     * {@code IBV_SEND_IP_CSUM}: offload the IP checksum of a UD or raw-packet QP's payload. Refused by
+     * {@link SendWorkRequest#flags}: this API makes RC queue pairs only, which carry no IP header to sum.
+     */
+    public static final int IP_CSUM = 1 << 4;
 
     private SendFlags() {
     }
@@ -20,6 +25,7 @@ public final class SendFlags {
         if ((flags & SIGNALED) != 0) sb.append("SIGNALED|");
         if ((flags & SOLICITED) != 0) sb.append("SOLICITED|");
         if ((flags & INLINE) != 0) sb.append("INLINE|");
+        if ((flags & IP_CSUM) != 0) sb.append("IP_CSUM|");
         return sb.isEmpty() ? "0" : sb.substring(0, sb.length() - 1);
     }
 }

@@ -82,6 +82,10 @@ public final class SendWorkRequest {
 
     /** {@link SendFlags} bits. */
     public SendWorkRequest flags(int sendFlags) {
+        if ((sendFlags & SendFlags.IP_CSUM) != 0) {
+            throw new IllegalArgumentException("work request " + index + ": IBV_SEND_IP_CSUM is for UD and raw-packet queue "
+                    + "pairs; the queue pairs this API makes are RC, whose packets carry no IP header of the payload's to sum");
+        }
         memory.set(ValueLayout.JAVA_INT, wr + SEND_FLAGS, sendFlags);
         return this;
     }

@@ -90,6 +90,18 @@ class SendWorkRequestsTest {
     }
 
     @Test
+    void ipChecksumOffload_isRefusedOnTheRcQueuePairsThisApiMakes_namingTheQpType() {
+        try (SendWorkRequests chain = SendWorkRequests.allocate(2, 1)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> chain.get(1).flags(SendFlags.SIGNALED | SendFlags.IP_CSUM));
+            assertTrue(e.getMessage().startsWith("work request 1: IBV_SEND_IP_CSUM is for UD and raw-packet queue pairs")
+                    && e.getMessage().contains("RC"), e.getMessage());
+            chain.get(1).flags(SendFlags.SIGNALED); // the other flags still go
+            assertEquals("SIGNALED|IP_CSUM", SendFlags.describe(SendFlags.SIGNALED | SendFlags.IP_CSUM));
+        }
+    }
+
+    @Test
     void sgeFromARegionRefusesRangesOutsideIt() {
         try (Arena arena = Arena.ofConfined(); SendWorkRequests chain = SendWorkRequests.allocate(1, 1)) {
             MemoryRegion region = new FakeRegion(arena.allocate(1024));
