@@ -68,6 +68,9 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
             }
             List<VerbsDevice> list = devices();
             List<String> seen = new ArrayList<>();
+            long memlock = memlockLimitBytes();
+            long minMemlock = Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK);
+            boolean ipcLock = ipcLockEffective();
             String active = null;
             boolean onDemand = false;
             String onDemandFailure = null;
@@ -80,7 +83,7 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                         if (port.isActive()) {
                             active = d.name() + " port " + p + " (" + port.linkLayer() + ", MTU " + port.activeMtu().bytes() + ")";
                             onDemand = ctx.queryDevice().supportsOnDemandPaging(DeviceAttributes.ODP_ENGINE_RC_CAPS);
-                            if (onDemand && pinningLow()) { // relied on only then: check it gives every byte
+                            if (onDemand && pinningLow(memlock, minMemlock, ipcLock)) { // relied on only then: check it gives every byte
                                 onDemandFailure = org.rdmashuffle.verbs.OnDemandPagingCheck.failure(ctx, p);
                             }
                         }
@@ -92,8 +95,8 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                     break;
                 }
             }
-            return assess(null, deviceListFailure, list.size(), seen, active, memlockLimitBytes(),
-                    Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK), ipcLockEffective(), onDemand, onDemandFailure);
+            return assess(null, deviceListFailure, list.size(), seen, active, memlock, minMemlock, ipcLock, onDemand,
+                    onDemandFailure);
         } catch (RuntimeException | LinkageError e) {
             return Availability.unavailable("probing libibverbs failed: " + e);
         }
@@ -128,7 +131,7 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
         if (activePort == null) {
             return Availability.unavailable("no active port: " + String.join(", ", portsSeen));
         }
-        boolean low = memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, minMemlock) < 0 && !ipcLock;
+        boolean low = pinningLow(memlock, minMemlock, ipcLock);
         if (low && onDemand && onDemandFailure == null) {
             return Availability.ok(activePort + "; memlock limit " + bytes(memlock) + ", below the " + bytes(minMemlock)
                     + " pinning needs: memory is registered on demand (ODP, the device has it) instead");
@@ -166,11 +169,9 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
         return false;
     }
 
-    /** Whether pinning is limited below what the provider needs (no CAP_IPC_LOCK): the check of ODP is worth its cost. */
-    private boolean pinningLow() {
-        long memlock = memlockLimitBytes();
-        return memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, Long.getLong(MIN_MEMLOCK_PROPERTY, DEFAULT_MIN_MEMLOCK)) < 0
-                && !ipcLockEffective();
+    /** Whether pinning is limited below what the provider needs: the limit is under it and CAP_IPC_LOCK does not lift it. */
+    private static boolean pinningLow(long memlock, long minMemlock, boolean ipcLock) {
+        return memlock != Libc.UNLIMITED && Long.compareUnsigned(memlock, minMemlock) < 0 && !ipcLock;
     }
 
     @Override
@@ -185,13 +186,7 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
 
     /** Human form of a memlock limit as {@link #memlockLimitBytes()} returns it. */
     public static String bytes(long n) {
-        if (n == Libc.UNLIMITED) {
-            return "unlimited";
-        }
-        if (n >= 1L << 30 && n % (1L << 30) == 0) return (n >> 30) + " GiB";
-        if (n >= 1L << 20 && n % (1L << 20) == 0) return (n >> 20) + " MiB";
-        if (n >= 1L << 10 && n % (1L << 10) == 0) return (n >> 10) + " KiB";
-        return n + " B";
+        return org.rdmashuffle.verbs.Sizes.describe(n);
     }
 
     /** Why the device list is empty, when libibverbs said (e.g. ENOSYS: the kernel has no RDMA support). */

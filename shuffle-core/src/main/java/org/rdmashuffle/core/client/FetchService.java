@@ -14,6 +14,7 @@ import org.rdmashuffle.core.control.AuthenticationException;
 import org.rdmashuffle.core.control.ControlClientPool;
 import org.rdmashuffle.core.control.ControlServer;
 import org.rdmashuffle.core.protocol.BlockId;
+import org.rdmashuffle.core.transport.DeviceProfile;
 import org.rdmashuffle.core.transport.TenantDomain;
 import org.rdmashuffle.core.transport.TransportContext;
 import org.rdmashuffle.verbs.Access;
@@ -34,7 +35,6 @@ import org.rdmashuffle.verbs.Access;
  */
 public final class FetchService implements FetchSide {
     private static final System.Logger LOG = System.getLogger(FetchService.class.getName());
-    private static final int FETCH_BUFFER_SLAB = 4 << 20;
 
     private final TransportContext transport;
     private final InetSocketAddress self;
@@ -67,7 +67,7 @@ public final class FetchService implements FetchSide {
                 throw fault;
             }
             return own.pd().allocateAndRegister(bytes, own.registration().access(Access.LOCAL_WRITE));
-        }, config.fetchBufferMemory(), (int) Math.min(FETCH_BUFFER_SLAB, Long.highestOneBit(config.fetchBufferMemory())),
+        }, config.fetchBufferMemory(), DeviceProfile.fetchBufferSlab(config),
                 this::onFetchBufferReleased, transport.timer()); // new slabs registered on the timer, never on a poller
         ControlClientPool clients = null;
         try {

@@ -31,8 +31,15 @@ public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOption
     static final int MIN_RNR_TIMER = 28;
     static final int SERVING_RNR_RETRY = 6;
 
-    /** The fetch buffers' first slab, registered at start (FetchService's slab size). */
-    static final long FIRST_FETCH_SLAB = 4L << 20;
+    private static final int FETCH_BUFFER_SLAB = 4 << 20;
+
+    /**
+     * The size fetch buffers are registered in: slabs of 4 MiB, or of the largest power of two
+     * fetchBufferMemory holds if less; the first is registered at the engine's start.
+     */
+    public static int fetchBufferSlab(EngineConfig config) {
+        return (int) Math.min(FETCH_BUFFER_SLAB, Long.highestOneBit(config.fetchBufferMemory()));
+    }
 
     /**
      * Probes the device: its port must be ACTIVE.
@@ -57,7 +64,7 @@ public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOption
         // process-wide chain bound keeps a flush of everything inside one completion queue.
         int maxChains = Math.max(1, (cqEntries - config.receiveBuffers() - config.sendBuffers()) / config.chainLength());
         long minPinned = (long) (config.receiveBuffers() + config.sendBuffers()) * config.receiveBufferSize()
-                + Math.min(FIRST_FETCH_SLAB, config.fetchBufferMemory());
+                + fetchBufferSlab(config);
         MemoryRegistration registration = MemoryRegistration.choose(config, context.device().name(), device, pinnable, minPinned,
                 () -> org.rdmashuffle.verbs.OnDemandPagingCheck.failure(context, config.port()));
         return new DeviceProfile(gid, options, options.withRnrRetry(SERVING_RNR_RETRY),

@@ -39,16 +39,17 @@ public record MemoryRegistration(boolean onDemand, String reason) {
                                             long minPinned, java.util.function.Supplier<String> check) {
         boolean capable = attributes.supportsOnDemandPaging(DeviceAttributes.ODP_ENGINE_RC_CAPS);
         String broken = null;
-        boolean limitedForAuto = pinnable >= 0 && pinnable < config.registeredMemoryLimit() + config.fetchBufferMemory() + minPinned;
+        // What the engine may register at most; auto goes on demand only where the limit is below it.
+        long wanted = config.registeredMemoryLimit() + config.fetchBufferMemory() + minPinned;
+        boolean limited = pinnable >= 0 && pinnable < wanted;
         if (capable && (config.onDemandPaging() == EngineConfig.OnDemandPaging.TRUE
-                || config.onDemandPaging() == EngineConfig.OnDemandPaging.AUTO && limitedForAuto)) {
+                || config.onDemandPaging() == EngineConfig.OnDemandPaging.AUTO && limited)) {
             broken = check.get();
             capable = broken == null;
         }
         String caps = "odp general caps 0x" + Long.toHexString(attributes.odpGeneralCaps()) + ", rc caps 0x"
                 + Integer.toHexString(attributes.odpRcCaps()) + ", needs 0x" + Integer.toHexString(DeviceAttributes.ODP_ENGINE_RC_CAPS);
         String limit = pinnable < 0 ? "no memlock limit" : "memlock limit " + bytes(pinnable);
-        long wanted = config.registeredMemoryLimit() + config.fetchBufferMemory() + minPinned;
         return switch (config.onDemandPaging()) {
             case TRUE -> {
                 if (!capable) {
@@ -67,7 +68,6 @@ public record MemoryRegistration(boolean onDemand, String reason) {
                 yield new MemoryRegistration(false, "pinned: " + EngineConfig.KEY_ON_DEMAND_PAGING + "=false");
             }
             case AUTO -> {
-                boolean limited = pinnable >= 0 && pinnable < wanted;
                 if (!limited) {
                     yield new MemoryRegistration(false, "pinned: " + (pinnable < 0 ? "no memlock limit" : limit + ", enough"));
                 }
@@ -88,7 +88,6 @@ public record MemoryRegistration(boolean onDemand, String reason) {
     }
 
     private static String bytes(long n) {
-        return n >= 1L << 30 && n % (1L << 30) == 0 ? (n >> 30) + " GiB"
-                : n >= 1L << 20 && n % (1L << 20) == 0 ? (n >> 20) + " MiB" : n + " bytes";
+        return org.rdmashuffle.verbs.Sizes.describe(n);
     }
 }
