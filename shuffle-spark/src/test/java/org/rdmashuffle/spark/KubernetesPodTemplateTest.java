@@ -56,6 +56,11 @@ class KubernetesPodTemplateTest {
         try (KubernetesClient client = new KubernetesClientBuilder().build()) {
             spec = new KubernetesExecutorBuilder().buildFromFeatures(executorConf, security, client,
                     org.apache.spark.resource.ResourceProfile$.MODULE$.getOrCreateDefaultProfile(conf));
+        } finally {
+            // Spark caches the default profile JVM-wide (SparkContext.stop clears it): left here, this
+            // test's 4g executors would be what the next local-cluster context in this JVM asks its
+            // 1 GiB workers for, and no executor would ever come up.
+            org.apache.spark.resource.ResourceProfile$.MODULE$.clearDefaultProfile();
         }
         Pod pod = spec.pod().pod();
         Container executor = spec.pod().container();
