@@ -254,6 +254,17 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 transport.connections().servingQueuePairs() + f.queuePairs());
     }
 
+    /** What operators' metrics systems publish of this engine (issue 36), read now; totals since start. */
+    public org.rdmashuffle.core.metrics.EngineMetrics metrics() {
+        GidChoice g = gid();
+        var figures = serving.tenantFigures();
+        return new org.rdmashuffle.core.metrics.EngineMetrics(providerName(), deviceName(),
+                g.index() >= 0 ? "GID[" + g.index() + "] " + g.gid() : "", memoryRegistration().reason(),
+                transport.pinnableBytes(), fetching.fetchMetrics(), figures.registrations(),
+                fetching.bufferRegistrations(), figures.served(), figures.servedByApplication(), transport.completionErrors(),
+                counters());
+    }
+
     // ------------------------------------------------------------------ test hooks
 
     void tamper(Tamper t) {

@@ -43,7 +43,8 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
                             DownloadFileManager downloadFileManager) {
         InetSocketAddress peer = engine == null ? null : engines.get(execId);
         if (peer == null) {
-            manager.blocksOverFallback.addAndGet(blockIds.length);
+            manager.fellBack(engine == null ? FallbackReason.ENGINE_UNAVAILABLE : FallbackReason.PEER_WITHOUT_ENGINE,
+                    blockIds.length);
             builtIn.fetchBlocks(host, port, execId, blockIds, countingFallback(listener), downloadFileManager);
             return;
         }
@@ -73,10 +74,11 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
             @Override
             public void onBlockFetchFailure(BlockId block, Throwable cause) {
                 String name = names.get(block);
-                if (manager.fetchesOverSparkInstead(BlockFetchException.kindOf(cause))) {
+                BlockFetchException.Kind kind = BlockFetchException.kindOf(cause);
+                if (manager.fetchesOverSparkInstead(kind)) {
                     // RDMA cannot carry this block (see fetchesOverSparkInstead); Spark's transport can,
                     // from another thread: this is the engine's completion poller.
-                    manager.blocksOverFallback.incrementAndGet();
+                    manager.fellBack(FallbackReason.of(kind), 1);
                     BlockFetchingListener counting = countingFallback(listener);
                     Exception rejected = manager.fallbacks.submit(() -> {
                         try {

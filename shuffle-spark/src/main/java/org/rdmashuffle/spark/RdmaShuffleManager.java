@@ -91,6 +91,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
     final AtomicLong bytesOverRdma = new AtomicLong();
     final AtomicLong blocksOverFallback = new AtomicLong();
     final AtomicLong bytesOverFallback = new AtomicLong();
+    /** Blocks handed to Spark's transport, by {@link FallbackReason} ordinal. */
+    private final java.util.concurrent.atomic.AtomicLongArray fallbackBlocksByReason =
+            new java.util.concurrent.atomic.AtomicLongArray(FallbackReason.values().length);
     /** Blocks fetched over RDMA by the address of the engine that served them (what crossed which link). */
     private final ConcurrentMap<String, LongAdder> rdmaBlocksByServer = new ConcurrentSkipListMap<>();
 
@@ -371,6 +374,40 @@ public final class RdmaShuffleManager implements ShuffleManager {
                 .append(" (").append(blocks.sum()).append(')'));
         return carrier + "; fetched " + m.blocksOverRdma.get() + " blocks (" + m.bytesOverRdma.get() + " bytes) over RDMA"
                 + from + ", " + m.blocksOverFallback.get() + " over the built-in transport";
+    }
+
+    /** Counts {@code blocks} handed to Spark's transport for {@code why}. */
+    void fellBack(FallbackReason why, int blocks) {
+        blocksOverFallback.addAndGet(blocks);
+        fallbackBlocksByReason.addAndGet(why.ordinal(), blocks);
+    }
+
+    /**
+     * What carries this JVM's shuffle and what it moved, for the metrics plugin ({@link RdmaShufflePlugin}):
+     * a report numbered {@code seq}, from executor {@code executorId}.
+     */
+    public static org.rdmashuffle.spark.metrics.ExecutorShuffleReport report(String executorId, long seq) {
+        RdmaShuffleManager m = current;
+        if (m == null) {
+            return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.notRunning(executorId, seq,
+                    "spark.shuffle.manager is not " + RdmaShuffleManager.class.getName());
+        }
+        RdmaShuffleEngine e = m.engine;
+        org.rdmashuffle.core.metrics.EngineMetrics em = e == null ? null : e.metrics();
+        java.util.Map<String, Long> byReason = new java.util.TreeMap<>();
+        for (FallbackReason r : FallbackReason.values()) {
+            byReason.put(r.metricName(), m.fallbackBlocksByReason.get(r.ordinal()));
+        }
+        String state = e != null ? null : m.unavailable != null ? m.unavailable : m.started ? "stopped" : "starting";
+        return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.of(executorId, seq, state, em, m.blocksOverRdma.get(),
+                m.bytesOverRdma.get(), m.blocksOverFallback.get(), m.bytesOverFallback.get(), byReason);
+    }
+
+    /** This JVM's engine's figures, or null where no engine runs. */
+    public static org.rdmashuffle.core.metrics.EngineMetrics engineMetrics() {
+        RdmaShuffleManager m = current;
+        RdmaShuffleEngine e = m == null ? null : m.engine;
+        return e == null ? null : e.metrics();
     }
 
     /** Counts one block fetched over RDMA from the engine at {@code server}. */

@@ -17,7 +17,10 @@ import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.transport.DeviceProfile;
 import org.rdmashuffle.core.transport.TenantDomain;
 import org.rdmashuffle.core.transport.TransportContext;
+import org.rdmashuffle.core.metrics.FetchCounts;
+import org.rdmashuffle.core.metrics.RegistrationCounts;
 import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.MemoryRegion;
 
 /**
  * The fetching side of an executor's engine: fetch calls (run on the {@link FetchSubmitter}'s thread
@@ -42,6 +45,9 @@ public final class FetchService implements FetchSide {
     private final RegisteredBufferPool fetchBuffers;
     private final ControlClientPool controlClients;
     private final FetchingConnections fetching;
+    /** Blocks delivered and failed, their latency, connection set-ups: the operators' figures (issue 36). */
+    private final FetchCounts counts = new FetchCounts();
+    private final RegistrationCounts bufferRegistrations = new RegistrationCounts();
     /** Runs fetch calls off the caller's thread (see {@link EngineConfig#handOffFetchesOn}); null: inline. */
     private final FetchSubmitter submitter;
     private final AtomicBoolean wakeScheduled = new AtomicBoolean();
@@ -66,7 +72,15 @@ public final class FetchService implements FetchSide {
             if (fault != null) {
                 throw fault;
             }
-            return own.pd().allocateAndRegister(bytes, own.registration().access(Access.LOCAL_WRITE));
+            long start = System.nanoTime();
+            try {
+                MemoryRegion slab = own.pd().allocateAndRegister(bytes, own.registration().access(Access.LOCAL_WRITE));
+                bufferRegistrations.registered(bytes, System.nanoTime() - start);
+                return slab;
+            } catch (RuntimeException e) {
+                bufferRegistrations.failed(e);
+                throw e;
+            }
         }, config.fetchBufferMemory(), DeviceProfile.fetchBufferSlab(config),
                 this::onFetchBufferReleased, transport.timer()); // new slabs registered on the timer, never on a poller
         ControlClientPool clients = null;
@@ -81,7 +95,7 @@ public final class FetchService implements FetchSide {
         this.controlClients = clients;
         this.fetching = new FetchingConnections(config, own, transport.queuePairs(), transport.profile().options(),
                 transport.profile().maxReadSge(), transport.profile().sgeListBroken(), controlClients, new Context(),
-                c -> new ConnectionChannel(c, transport), transport.setUpLock(), transport::isClosed, transport.connections()::track);
+                c -> new ConnectionChannel(c, transport), transport.setUpLock(), transport::isClosed, transport.connections()::track, counts);
         this.submitter = !config.handOffFetchesOn(transport.provider()) ? null
                 : new FetchSubmitter("rdma-shuffle-fetch-submitter");
         transport.everyTick(this::tick);
@@ -89,7 +103,9 @@ public final class FetchService implements FetchSide {
 
     /** See {@code RdmaShuffleEngine.fetchBlocks}: returns at once; every block gets exactly one listener call. */
     @Override
-    public void fetchBlocks(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener listener) {
+    public void fetchBlocks(InetSocketAddress peer, List<BlockId> blocks, BlockFetchListener called) {
+        counts.fetchCalled();
+        BlockFetchListener listener = new CountingListener(called, counts, System.nanoTime());
         if (submitter != null) {
             submitter.submit(() -> fetchNow(peer, blocks, listener));
         } else {
@@ -254,6 +270,16 @@ public final class FetchService implements FetchSide {
     }
 
     /** What every fetcher of this engine shares. */
+    @Override
+    public FetchCounts.Snapshot fetchMetrics() {
+        return counts.snapshot();
+    }
+
+    @Override
+    public RegistrationCounts.Snapshot bufferRegistrations() {
+        return bufferRegistrations.snapshot();
+    }
+
     private final class Context implements FetchContext {
         @Override
         public long nextId() {

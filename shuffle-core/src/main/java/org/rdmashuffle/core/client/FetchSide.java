@@ -27,6 +27,16 @@ public interface FetchSide {
 
     FetchCounters counters();
 
+    /** Blocks fetched and failed, their latency, connection set-ups, since start. */
+    default org.rdmashuffle.core.metrics.FetchCounts.Snapshot fetchMetrics() {
+        return new org.rdmashuffle.core.metrics.FetchCounts().snapshot();
+    }
+
+    /** Registrations of fetch buffers, since start. */
+    default org.rdmashuffle.core.metrics.RegistrationCounts.Snapshot bufferRegistrations() {
+        return org.rdmashuffle.core.metrics.RegistrationCounts.Snapshot.NONE;
+    }
+
     /** Close, first phase: fetch calls waiting to run fail. */
     void stopCalls();
 

@@ -75,16 +75,21 @@ public final class FetchingConnections {
      * (waiting out the control timeout) never holds up a set-up to a live one.
      */
     private final ThreadPoolExecutor disconnects;
+    /** Where set-ups are timed and failed ones counted. */
+    private final org.rdmashuffle.core.metrics.FetchCounts counts;
 
     /**
      * @param setUp held while queue pairs are made (the engine's close waits for it before freeing PDs)
      * @param channels a new connection as its fetcher sees it
      * @param register records a new connection's QP numbers, so its completions find it
+     * @param counts where set-ups are timed and failed ones counted (not those the engine's close ends)
      */
     public FetchingConnections(EngineConfig config, TenantDomain own, QueuePairFactory queuePairs, ConnectOptions options,
                                int maxReadSge, boolean sgeListBroken, ControlClientPool controlClients,
                                FetchContext context, java.util.function.Function<DataConnection, PeerChannel> channels,
-                               Lock setUp, BooleanSupplier closed, Consumer<DataConnection> register) {
+                               Lock setUp, BooleanSupplier closed, Consumer<DataConnection> register,
+                               org.rdmashuffle.core.metrics.FetchCounts counts) {
+        this.counts = counts;
         this.config = config;
         this.own = own;
         this.queuePairs = queuePairs;
@@ -167,8 +172,16 @@ public final class FetchingConnections {
             dialers.execute(() -> {
                 try {
                     PeerFetcher f = usable(peer); // made meanwhile by a set-up that just ended; connect checks closed
-                    setUp.complete(f != null ? f : connect(peer));
+                    if (f == null) {
+                        long start = System.nanoTime();
+                        f = connect(peer);
+                        counts.connected(System.nanoTime() - start);
+                    }
+                    setUp.complete(f);
                 } catch (IOException | RuntimeException e) {
+                    if (!closed.getAsBoolean()) {
+                        counts.connectionFailed();
+                    }
                     setUp.completeExceptionally(e);
                 } finally {
                     settingUp.remove(peer, setUp); // waits for computeIfAbsent to have put it

@@ -11,6 +11,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import org.rdmashuffle.core.metrics.Refusal;
+import org.rdmashuffle.core.metrics.ServedCounts;
 import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.protocol.MapOutputLayout;
@@ -42,8 +44,16 @@ public final class FetchRequestHandler {
     private final org.rdmashuffle.verbs.util.RepeatedWarning refusals =
             new org.rdmashuffle.verbs.util.RepeatedWarning(LOG, 60, java.util.concurrent.TimeUnit.SECONDS);
 
+    /** What this application's reducers were answered and refused: the node's per-application figures. */
+    private final ServedCounts served = new ServedCounts();
+
     public FetchRequestHandler(MapOutputRegistry registry) {
         this.registry = registry;
+    }
+
+    /** What this handler's application was served and refused, since it started. */
+    public ServedCounts.Snapshot served() {
+        return served.snapshot();
     }
 
     /** Where a request answered over several turns has got to, and the slow work it waits for (no thread held). */
@@ -146,6 +156,7 @@ public final class FetchRequestHandler {
         if (++p.passes >= MAX_PASSES) {
             LOG.log(System.Logger.Level.INFO, () -> "rdma-shuffle: refused a request of " + blocks.size() + " blocks"
                     + (app.isEmpty() ? "" : " of " + app) + ": its outputs were released before all were described");
+            served.refused(Refusal.REQUEST_TOO_LARGE);
             return new Message.ErrorResponse(request.requestId(), "the server's registered memory cannot hold every output "
                     + "of this request at once: ask for fewer blocks");
         }
@@ -171,6 +182,7 @@ public final class FetchRequestHandler {
                 return refusal(app, request, b, e);
             }
         }
+        served.answered(described);
         return new Message.FetchResponse(request.requestId(), described, layouts(app, described, layoutBytes));
     }
 
@@ -180,6 +192,7 @@ public final class FetchRequestHandler {
         if (kind == null) {
             throw e;
         }
+        served.refused(refusalOf(e));
         refusals.warn("rdma-shuffle: refused " + b + (app.isEmpty() ? "" : " of " + app) + " (" + kind + "): " + e.getMessage());
         return new Message.ErrorResponse(request.requestId(),
                 e instanceof NoSuchMapOutputException ? Message.ErrorKind.NO_SUCH_OUTPUT : Message.ErrorKind.REFUSED, b,
@@ -207,6 +220,23 @@ public final class FetchRequestHandler {
             }
         }
         return layouts;
+    }
+
+    /** The kind of refusal operators count, for an exception {@link #kindOf} names. */
+    static Refusal refusalOf(RuntimeException e) {
+        return switch (e) {
+            case NoSuchMapOutputException x -> Refusal.NO_SUCH_OUTPUT;
+            case PartitionRangeException x -> Refusal.PARTITION_RANGE;
+            case RegisteredMemoryExhaustedException x -> Refusal.REGISTERED_MEMORY_EXHAUSTED;
+            case IndexMemoryExhaustedException x -> Refusal.INDEX_MEMORY_EXHAUSTED;
+            case LookupTimeoutException x -> Refusal.LOOKUP_TIMEOUT;
+            case ServerBusyRefusal x -> Refusal.BUSY;
+            case UncheckedIOException io -> io.getCause() instanceof org.rdmashuffle.core.server.files.RefusedFileException
+                    ? Refusal.FILE_REFUSED : Refusal.FILE_UNREADABLE;
+            case org.rdmashuffle.verbs.VerbsException x -> Refusal.REGISTRATION_FAILED;
+            case IllegalStateException x -> Refusal.CLOSING;
+            default -> Refusal.INDEX_INCONSISTENT; // IllegalArgumentException: kindOf refuses nothing else
+        };
     }
 
     /** What a reducer is told about a failure: a fixed phrase per kind; null for an exception that is a bug. */

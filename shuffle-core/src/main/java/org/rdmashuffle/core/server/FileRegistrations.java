@@ -28,6 +28,8 @@ final class FileRegistrations {
     private final IndexCache indexes;
     private final Set<CompletableFuture<Void>> underWay = new HashSet<>();
     private long completed;
+    /** Registrations done and failed, their bytes and time: the operators' figures. Lock-free. */
+    private final org.rdmashuffle.core.metrics.RegistrationCounts counts = new org.rdmashuffle.core.metrics.RegistrationCounts();
     /** Tests: runs before each registration, on the registering thread (to make one take as long as a test needs). */
     private volatile Runnable beforeRegistering = () -> { };
 
@@ -53,12 +55,17 @@ final class FileRegistrations {
         MemoryRegion region = null;
         RuntimeException failure = null;
         beforeRegistering.run();
+        long start = System.nanoTime();
         try {
             region = out.registerFile(pd, memory);
+            counts.registered(out.size(), System.nanoTime() - start);
         } catch (IOException e) {
             failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration: " + e.getMessage(), e);
         } catch (RuntimeException e) {
             failure = e;
+        }
+        if (failure != null) {
+            counts.failed(failure);
         }
         synchronized (registry) {
             out.registration = null;
@@ -95,6 +102,11 @@ final class FileRegistrations {
     /** Under the lock: registrations that kept their region, since creation. */
     long completed() {
         return completed;
+    }
+
+    /** Registrations done and failed since creation (read without the lock). */
+    org.rdmashuffle.core.metrics.RegistrationCounts.Snapshot counts() {
+        return counts.snapshot();
     }
 
     void beforeRegistering(Runnable hook) {

@@ -416,6 +416,11 @@ public final class MapOutputRegistry implements AutoCloseable {
         return registrations.completed();
     }
 
+    /** Files registered and failed to register, their bytes and time, since creation (no lock: counters). */
+    public org.rdmashuffle.core.metrics.RegistrationCounts.Snapshot registrationCounts() {
+        return registrations.counts();
+    }
+
     /** Map outputs known, registered or not. */
     public synchronized int mapOutputs() {
         return table.size();

@@ -170,6 +170,11 @@ public final class ServeService {
         return n;
     }
 
+    /** The figures operators watch: served, refused and registered, node totals and by application. */
+    public Tenants tenantFigures() {
+        return tenants;
+    }
+
     /** Receives posted now, across tenants. */
     public int postedReceives() {
         int n = 0;

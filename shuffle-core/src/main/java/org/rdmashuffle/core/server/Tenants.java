@@ -8,6 +8,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.metrics.RegistrationCounts;
+import org.rdmashuffle.core.metrics.ServedCounts;
 import org.rdmashuffle.core.transport.TenantDomain;
 import org.rdmashuffle.core.transport.TransportContext;
 import org.rdmashuffle.verbs.VerbsContext;
@@ -22,6 +24,10 @@ import org.rdmashuffle.verbs.VerbsContext;
  * outlived the stop is refused instead of building fresh resources nothing would remove. Thread-safe.
  */
 public final class Tenants implements TransportContext.TenantIndex {
+    /** Guards the figures of tenants removed since start (kept in the node's totals). */
+    private final Object retired = new Object();
+    private ServedCounts.Snapshot retiredServed = ServedCounts.Snapshot.NONE;
+    private RegistrationCounts.Snapshot retiredRegistrations = RegistrationCounts.Snapshot.NONE;
     /** Stopped applications remembered: far more than a node runs between two restarts of its service. */
     static final int STOPPED_REMEMBERED = 1 << 16;
 
@@ -144,8 +150,50 @@ public final class Tenants implements TransportContext.TenantIndex {
         }
         if (t != null) {
             byIndex.remove(t.index());
+            retire(t);
         }
         return t;
+    }
+
+    /** Keeps a removed tenant's figures in the node's totals, so they never go down (what it counts later is lost). */
+    private void retire(ServedTenant t) {
+        synchronized (retired) {
+            retiredServed = retiredServed.plus(t.requests().served());
+            retiredRegistrations = retiredRegistrations.plus(t.registry().registrationCounts());
+        }
+    }
+
+    /** What every application, present and past, was served: the node's totals. */
+    public ServedCounts.Snapshot served() {
+        ServedCounts.Snapshot total;
+        synchronized (retired) {
+            total = retiredServed;
+        }
+        for (ServedTenant t : all()) {
+            total = total.plus(t.requests().served());
+        }
+        return total;
+    }
+
+    /** Map-output registrations of every application, present and past. */
+    public RegistrationCounts.Snapshot registrations() {
+        RegistrationCounts.Snapshot total;
+        synchronized (retired) {
+            total = retiredRegistrations;
+        }
+        for (ServedTenant t : all()) {
+            total = total.plus(t.registry().registrationCounts());
+        }
+        return total;
+    }
+
+    /** What each present application was served, by application id. */
+    public java.util.Map<String, ServedCounts.Snapshot> servedByApplication() {
+        java.util.Map<String, ServedCounts.Snapshot> m = new java.util.TreeMap<>();
+        for (ServedTenant t : all()) {
+            m.put(t.app(), t.requests().served());
+        }
+        return m;
     }
 
     /** Takes every tenant out (the engine is closing): no new one is made after this. */

@@ -42,6 +42,8 @@ public final class CompletionRouter implements CompletionPoller.Handler {
     private final Route receives;
     private final Route sends;
     private final Route reads;
+    /** Failed completions by status, of every kind (flushes included: a QP that went to error says so). */
+    private final org.rdmashuffle.core.metrics.CompletionErrors errors = new org.rdmashuffle.core.metrics.CompletionErrors();
 
     /** Says what a failed read's status likely means, with the path's addresses (see {@link TransportContext}). */
     @FunctionalInterface
@@ -84,6 +86,9 @@ public final class CompletionRouter implements CompletionPoller.Handler {
         for (int i = 0; i < n; i++) {
             long wrId = wcs.wrId(i);
             long value = WorkRequestIds.value(wrId);
+            if (!wcs.isSuccess(i)) {
+                errors.failed(wcs.status(i));
+            }
             try {
                 switch (WorkRequestIds.kind(wrId)) {
                     case WorkRequestIds.RECEIVE -> receives.handle(wcs, i, value);
@@ -96,6 +101,11 @@ public final class CompletionRouter implements CompletionPoller.Handler {
                         + " (" + wcs.status(i) + ") failed; the batch goes on", e);
             }
         }
+    }
+
+    /** Failed completions by status, since start. */
+    public java.util.Map<WorkCompletionStatus, Long> errors() {
+        return errors.snapshot();
     }
 
     private void onReceive(WorkCompletions wcs, int i, long slot) {

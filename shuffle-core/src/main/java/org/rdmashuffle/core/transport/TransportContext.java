@@ -52,6 +52,9 @@ public final class TransportContext {
     private final VerbsContext context;
     private final DeviceProfile profile;
     private final CompletionPoller[] pollers;
+    private final CompletionRouter router;
+    /** The memlock limit the engine started under (-1: nothing limits what it pins), read once. */
+    private final long pinnableBytes;
     private final QueuePairFactory queuePairs;
     private final ConnectionTable connections;
     private final MetadataSender sender;
@@ -81,7 +84,8 @@ public final class TransportContext {
         this.context = DeviceSetup.open(provider, config.device(), config.bindAddress());
         List<AutoCloseable> made = new ArrayList<>();
         try {
-            this.profile = DeviceProfile.probe(config, context, provider.pinnableBytes());
+            this.pinnableBytes = provider.pinnableBytes();
+            this.profile = DeviceProfile.probe(config, context, pinnableBytes);
             int decodeBound = config.receiveBufferSize();
             ThreadLocal<MessageCodec> codec = ThreadLocal.withInitial(() -> new MessageCodec(decodeBound));
             this.connections = new ConnectionTable(this::forgetSends);
@@ -109,7 +113,7 @@ public final class TransportContext {
                     connections.retire(c);
                 }
             }, sendDeadlineMillis);
-            CompletionRouter router = new CompletionRouter(i -> tenants.domainByIndex(i), connections, sender, codec,
+            this.router = new CompletionRouter(i -> tenants.domainByIndex(i), connections, sender, codec,
                     config.receiveBufferSize(), this::explainReadFailure);
             this.pollers = new CompletionPoller[config.pollerThreads()];
             for (int i = 0; i < pollers.length; i++) {
@@ -263,6 +267,16 @@ public final class TransportContext {
 
     public long lowWaterEvents() {
         return lowWaterEvents.get();
+    }
+
+    /** The memlock limit the engine started under, or -1 where nothing limits what it pins. */
+    public long pinnableBytes() {
+        return pinnableBytes;
+    }
+
+    /** Failed work completions by status, since start. */
+    public java.util.Map<org.rdmashuffle.verbs.WorkCompletionStatus, Long> completionErrors() {
+        return router.errors();
     }
 
     public long completions() {

@@ -1,0 +1,74 @@
+package org.rdmashuffle.spark;
+
+import java.util.Map;
+
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.plugin.DriverPlugin;
+import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.api.plugin.SparkPlugin;
+import org.rdmashuffle.spark.metrics.DriverShuffleMetrics;
+import org.rdmashuffle.spark.metrics.ExecutorShuffleMetrics;
+
+/**
+ * {@code spark.plugins=org.rdmashuffle.spark.RdmaShufflePlugin}: the shuffle's figures in Spark's
+ * metrics system (docs/metrics.md). Each executor registers what its engine and manager count
+ * ({@link ExecutorShuffleMetrics}: every sink configured for executors gets them) and reports them to
+ * the driver once a second while they change; the driver publishes the application's view, per
+ * executor and in total ({@link DriverShuffleMetrics}), which Spark's Prometheus servlet serves. Loads
+ * and reports "fallback" with the reason whether or not RDMA carries the shuffle, and with Spark's own
+ * shuffle manager; a sink that fails never reaches a task.
+ */
+public final class RdmaShufflePlugin implements SparkPlugin {
+    /** How often an executor reports to the driver (only reports that changed are sent). */
+    public static final String REPORT_INTERVAL = RdmaShuffleManager.PREFIX + "metrics.reportInterval";
+
+    @Override
+    public DriverPlugin driverPlugin() {
+        return new DriverPlugin() {
+            private volatile DriverShuffleMetrics metrics;
+
+            @Override
+            public Map<String, String> init(SparkContext sc, PluginContext context) {
+                metrics = new DriverShuffleMetrics(context.metricRegistry());
+                return Map.of();
+            }
+
+            @Override
+            public Object receive(Object message) {
+                DriverShuffleMetrics m = metrics;
+                if (m != null) {
+                    m.receive(message);
+                }
+                return null;
+            }
+        };
+    }
+
+    @Override
+    public ExecutorPlugin executorPlugin() {
+        return new ExecutorPlugin() {
+            private ExecutorShuffleMetrics metrics;
+
+            @Override
+            public void init(PluginContext context, Map<String, String> extraConf) {
+                long period = context.conf().getTimeAsMs(REPORT_INTERVAL, "1s");
+                metrics = new ExecutorShuffleMetrics(context.metricRegistry(), context.executorID(),
+                        RdmaShuffleManager::report, RdmaShuffleManager::engineMetrics, message -> {
+                            try {
+                                context.send(message);
+                            } catch (java.io.IOException e) {
+                                throw new java.io.UncheckedIOException(e);
+                            }
+                        }, Math.max(100, period));
+            }
+
+            @Override
+            public void shutdown() {
+                if (metrics != null) {
+                    metrics.close();
+                }
+            }
+        };
+    }
+}

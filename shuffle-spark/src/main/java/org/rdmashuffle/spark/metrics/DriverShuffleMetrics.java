@@ -1,0 +1,132 @@
+package org.rdmashuffle.spark.metrics;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.function.ToLongFunction;
+
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.MetricRegistry;
+
+/**
+ * The driver's side of the metrics plugin: the application's view, from the reports its executors
+ * send ({@link ExecutorShuffleReport}). Registered in the driver's metrics system, so Spark's
+ * Prometheus servlet ({@code /metrics/prometheus}) serves them: how many executors run their shuffle
+ * on RDMA and how many fell back, the application's blocks and bytes over each transport and its
+ * fallbacks by reason, and the same per executor ({@code executor.<id>.*}, for the first
+ * {@value #MAX_EXECUTORS_SHOWN} executors; totals count all). An executor that fell back is named
+ * once in the driver's log with its reason.
+ *
+ * <p>Reports of executors that have gone are kept (their bytes stay in the totals), at most
+ * {@value #MAX_EXECUTORS_KEPT}; called on Spark's RPC threads, each report costs a map update.
+ */
+public final class DriverShuffleMetrics {
+    private static final System.Logger LOG = System.getLogger(DriverShuffleMetrics.class.getName());
+    static final int MAX_EXECUTORS_SHOWN = 500;
+    static final int MAX_EXECUTORS_KEPT = 100_000;
+
+    private final MetricRegistry registry;
+    private final ConcurrentMap<String, ExecutorShuffleReport> latest = new ConcurrentHashMap<>();
+
+    public DriverShuffleMetrics(MetricRegistry registry) {
+        this.registry = registry;
+        gauge("executors.reporting", r -> 1);
+        gauge("executors.onRdma", r -> r.onRdma() ? 1 : 0);
+        gauge("executors.fallenBack", r -> r.onRdma() ? 0 : 1);
+        gauge("rdma.blocks", ExecutorShuffleReport::blocksOverRdma);
+        gauge("rdma.bytes", ExecutorShuffleReport::bytesOverRdma);
+        gauge("fallback.blocks", ExecutorShuffleReport::blocksOverFallback);
+        gauge("fallback.bytes", ExecutorShuffleReport::bytesOverFallback);
+        for (org.rdmashuffle.spark.FallbackReason why : org.rdmashuffle.spark.FallbackReason.values()) {
+            gauge("fallback.blocks." + why.metricName(), r -> r.fallbackBlocksByReason().getOrDefault(why.metricName(), 0L));
+        }
+        gauge("fetch.failedBlocks", ExecutorShuffleReport::fetchFailures);
+        gauge("connections.failures", ExecutorShuffleReport::connectionFailures);
+        gauge("registrations.failures", ExecutorShuffleReport::registrationFailures);
+        gauge("completionErrors.total", r -> r.completionErrors().values().stream().mapToLong(Long::longValue).sum());
+    }
+
+    /** A report from an executor; anything else is ignored (returns false). */
+    public boolean receive(Object message) {
+        if (!(message instanceof ExecutorShuffleReport r)) {
+            return false;
+        }
+        ExecutorShuffleReport before = latest.get(r.executorId());
+        if (before == null && latest.size() >= MAX_EXECUTORS_KEPT) {
+            return true;
+        }
+        ExecutorShuffleReport now = latest.merge(r.executorId(), r, (old, neu) -> neu.seq() > old.seq() ? neu : old);
+        if (before == null && now == r) {
+            firstFrom(r);
+        } else if (before != null && now == r && before.onRdma() != r.onRdma() && !r.onRdma() && !"starting".equals(r.fallback())) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over Spark's "
+                    + "built-in transport: " + r.fallback());
+        } else if (before != null && "starting".equals(before.fallback()) && now == r) {
+            said(r);
+        }
+        return true;
+    }
+
+    private void firstFrom(ExecutorShuffleReport r) {
+        if (latest.size() <= MAX_EXECUTORS_SHOWN) {
+            String p = "executor." + ExecutorShuffleMetrics.sanitize(r.executorId()) + ".";
+            one(p + "onRdma", r.executorId(), x -> x.onRdma() ? 1 : 0);
+            one(p + "rdma.blocks", r.executorId(), ExecutorShuffleReport::blocksOverRdma);
+            one(p + "rdma.bytes", r.executorId(), ExecutorShuffleReport::bytesOverRdma);
+            one(p + "fallback.blocks", r.executorId(), ExecutorShuffleReport::blocksOverFallback);
+            one(p + "fallback.bytes", r.executorId(), ExecutorShuffleReport::bytesOverFallback);
+            one(p + "fetch.latencyP50Micros", r.executorId(), ExecutorShuffleReport::fetchLatencyP50Micros);
+            one(p + "fetch.latencyP99Micros", r.executorId(), ExecutorShuffleReport::fetchLatencyP99Micros);
+        }
+        said(r);
+    }
+
+    private void said(ExecutorShuffleReport r) {
+        if (r.onRdma()) {
+            LOG.log(System.Logger.Level.INFO, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over RDMA: "
+                    + r.provider() + " device " + r.device() + (r.gid().isEmpty() ? "" : ", " + r.gid()) + ", memory "
+                    + r.memory());
+        } else if (!"starting".equals(r.fallback())) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over Spark's "
+                    + "built-in transport: " + r.fallback());
+        }
+    }
+
+    /** What each executor reported last, in executor order: one line each (logs, tests, the doctor). */
+    public List<String> describe() {
+        List<String> lines = new ArrayList<>();
+        new java.util.TreeMap<>(latest).forEach((id, r) -> lines.add(id + ": " + (r.onRdma()
+                ? "RDMA (" + r.provider() + " " + r.device() + ")" : "built-in transport (" + r.fallback() + ")")
+                + ", " + r.blocksOverRdma() + " blocks / " + r.bytesOverRdma() + " bytes over RDMA, "
+                + r.blocksOverFallback() + " blocks / " + r.bytesOverFallback() + " bytes over the built-in transport"));
+        return lines;
+    }
+
+    /** The newest report of each executor, by executor id. */
+    public Map<String, ExecutorShuffleReport> reports() {
+        return Map.copyOf(latest);
+    }
+
+    private void gauge(String name, ToLongFunction<ExecutorShuffleReport> each) {
+        registry.register(name, (Gauge<Long>) () -> {
+            long n = 0;
+            for (ExecutorShuffleReport r : latest.values()) {
+                n += each.applyAsLong(r);
+            }
+            return n;
+        });
+    }
+
+    private void one(String name, String executorId, ToLongFunction<ExecutorShuffleReport> value) {
+        try {
+            registry.register(name, (Gauge<Long>) () -> {
+                ExecutorShuffleReport r = latest.get(executorId);
+                return r == null ? 0L : value.applyAsLong(r);
+            });
+        } catch (IllegalArgumentException alreadyThere) {
+            // two first reports raced: one gauge reads the same map
+        }
+    }
+}

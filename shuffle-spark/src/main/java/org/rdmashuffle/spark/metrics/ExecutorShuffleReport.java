@@ -1,0 +1,68 @@
+package org.rdmashuffle.spark.metrics;
+
+import java.io.Serializable;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.rdmashuffle.core.metrics.EngineMetrics;
+import org.rdmashuffle.core.metrics.FetchCounts;
+import org.rdmashuffle.verbs.WorkCompletionStatus;
+
+/**
+ * What one executor's shuffle ran on and moved, as the executor sends it to the driver's side of the
+ * plugin ({@link DriverShuffleMetrics}): whether RDMA carries it and, if not, why; blocks and bytes over
+ * each transport; fallbacks by reason; fetch latency; failed completions. Plain values only: it
+ * crosses Spark's RPC. Reports are numbered; the driver keeps the newest.
+ *
+ * @param fallback why Spark's transport carries this executor's shuffle (the engine's failure to start),
+ *        {@code "starting"} before it has started, or null when RDMA carries it
+ * @param fallbackBlocksByReason blocks handed to Spark's transport, by reason's metric name
+ * @param completionErrors failed work completions by status name, only statuses that occurred
+ */
+public record ExecutorShuffleReport(String executorId, long seq, String fallback, String provider, String device,
+                                    String gid, String memory, long pinnableBytes, long blocksOverRdma, long bytesOverRdma,
+                                    long blocksOverFallback, long bytesOverFallback, Map<String, Long> fallbackBlocksByReason,
+                                    long fetchLatencyP50Micros, long fetchLatencyP99Micros, long fetchFailures,
+                                    long connectionFailures, long registrationFailures, Map<String, Long> completionErrors)
+        implements Serializable {
+
+    public boolean onRdma() {
+        return fallback == null;
+    }
+
+    /** The executor as reported, from its manager's counts and its engine's figures ({@code engine} null: none runs). */
+    public static ExecutorShuffleReport of(String executorId, long seq, String fallback, EngineMetrics engine,
+                                           long blocksOverRdma, long bytesOverRdma, long blocksOverFallback,
+                                           long bytesOverFallback, Map<String, Long> fallbackBlocksByReason) {
+        if (engine == null) {
+            return new ExecutorShuffleReport(executorId, seq, fallback == null ? "no engine" : fallback, "", "", "", "", -1,
+                    blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
+                    new TreeMap<>(fallbackBlocksByReason), 0, 0, 0, 0, 0, new TreeMap<>());
+        }
+        FetchCounts.Snapshot f = engine.fetches();
+        Map<String, Long> errors = new TreeMap<>();
+        for (Map.Entry<WorkCompletionStatus, Long> e : engine.completionErrors().entrySet()) {
+            if (e.getValue() > 0) {
+                errors.put(e.getKey().name(), e.getValue());
+            }
+        }
+        return new ExecutorShuffleReport(executorId, seq, null, engine.provider(), engine.device(), engine.gid(),
+                engine.memory(), engine.pinnableBytes(), blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
+                new TreeMap<>(fallbackBlocksByReason), f.blockLatency().quantileMicros(0.5),
+                f.blockLatency().quantileMicros(0.99), f.failedBlocks(), f.connectionFailures(),
+                engine.mapOutputRegistrations().failures() + engine.bufferRegistrations().failures(), errors);
+    }
+
+    /** An executor where no RdmaShuffleManager runs at all. */
+    public static ExecutorShuffleReport notRunning(String executorId, long seq, String why) {
+        return new ExecutorShuffleReport(executorId, seq, why, "", "", "", "", -1, 0, 0, 0, 0, new TreeMap<>(), 0, 0, 0, 0, 0,
+                new TreeMap<>());
+    }
+
+    /** The same figures, renumbered (what is sent is compared without its number). */
+    ExecutorShuffleReport withSeq(long n) {
+        return new ExecutorShuffleReport(executorId, n, fallback, provider, device, gid, memory, pinnableBytes, blocksOverRdma,
+                bytesOverRdma, blocksOverFallback, bytesOverFallback, fallbackBlocksByReason, fetchLatencyP50Micros,
+                fetchLatencyP99Micros, fetchFailures, connectionFailures, registrationFailures, completionErrors);
+    }
+}

@@ -1,0 +1,169 @@
+package org.rdmashuffle.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@link RdmaShufflePlugin} in a local cluster, scraped the way Prometheus scrapes Spark: over HTTP
+ * from the driver's {@code /metrics/prometheus} (Spark's PrometheusServlet). The RDMA block and byte
+ * counts there equal what the executors' managers counted (their "carried by" report) and Spark's own
+ * remote-read task metrics; with Spark's own shuffle manager the plugin still loads and every executor
+ * is counted as fallen back.
+ */
+class MetricsPluginTest {
+    private static final String PLUGIN = "_plugin_org_rdmashuffle_spark_RdmaShufflePlugin_";
+
+    @TempDir
+    Path scratch;
+
+    private static SparkConf withPrometheus(SparkConf conf) {
+        return conf.set("spark.plugins", RdmaShufflePlugin.class.getName())
+                .set("spark.ui.enabled", "true").set("spark.ui.port", "0").set("spark.ui.prometheus.enabled", "true")
+                .set("spark.metrics.conf.*.sink.prometheusServlet.class", "org.apache.spark.metrics.sink.PrometheusServlet")
+                .set("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus")
+                .set(RdmaShufflePlugin.REPORT_INTERVAL, "200ms")
+                // Both executors live on 127.0.0.1: without this they would read each other's files from disk.
+                .set("spark.shuffle.readHostLocalDisk", "false");
+    }
+
+    @Test
+    void theDriversPrometheusEndpoint_countsWhatRdmaCarried_asTheExecutorsAndSparksTaskMetricsDo() throws Exception {
+        try (JavaSparkContext sc = new JavaSparkContext(withPrometheus(SparkClusterSupport.conf("metrics", true, scratch)))) {
+            RemoteReads reads = new RemoteReads();
+            sc.sc().addSparkListener(reads);
+            awaitExecutors(sc, 2);
+            long groups = Workloads.pairs(sc, 60_000, 500).groupByKey(6).count();
+            assertEquals(500, groups);
+            sc.sc().listenerBus().waitUntilEmpty();
+            long[] carried = carried(sc); // what each executor's manager counted: its "carried by" report
+            assertTrue(carried[0] > 0, "blocks over RDMA: " + carried[0]);
+            assertEquals(0, carried[1], "blocks over the built-in transport");
+            assertEquals(reads.blocks.get(), carried[0], "Spark's remote blocks fetched");
+            assertEquals(reads.bytes.get(), carried[2], "Spark's remote bytes read");
+
+            String endpoint = sc.sc().uiWebUrl().get() + "/metrics/prometheus";
+            Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("rdma_blocks", -1L) == carried[0]
+                    && s.getOrDefault("rdma_bytes", -1L) == carried[2]);
+            assertEquals(carried[0], m.get("rdma_blocks"), "RDMA blocks on the driver's endpoint: " + m);
+            assertEquals(carried[2], m.get("rdma_bytes"), "RDMA bytes on the driver's endpoint: " + m);
+            assertEquals(2L, m.get("executors_onRdma"), m.toString());
+            assertEquals(0L, m.get("executors_fallenBack"), m.toString());
+            assertEquals(0L, m.get("fallback_blocks"), m.toString());
+            assertEquals(0L, m.get("completionErrors_total"), m.toString());
+            long perExecutor = 0;
+            for (Map.Entry<String, Long> e : m.entrySet()) {
+                if (e.getKey().matches("executor_\\w+?_rdma_bytes")) {
+                    perExecutor += e.getValue();
+                }
+            }
+            assertEquals(carried[2], perExecutor, "the executors' own RDMA bytes add up to the total: " + m);
+        }
+    }
+
+    @Test
+    void withSparksOwnShuffle_thePluginLoads_andCountsEveryExecutorAsFallenBack() throws Exception {
+        try (JavaSparkContext sc = new JavaSparkContext(withPrometheus(SparkClusterSupport.conf("metrics, built-in", false,
+                scratch)))) {
+            awaitExecutors(sc, 2);
+            assertEquals(500, Workloads.pairs(sc, 20_000, 500).groupByKey(4).count());
+            String endpoint = sc.sc().uiWebUrl().get() + "/metrics/prometheus";
+            Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("executors_reporting", 0L) == 2);
+            assertEquals(0L, m.get("executors_onRdma"), m.toString());
+            assertEquals(2L, m.get("executors_fallenBack"), m.toString());
+            assertEquals(0L, m.get("rdma_blocks"), m.toString());
+        }
+    }
+
+    /** Sums over every executor of {@link RdmaShuffleManager#fetchCounts}: blocks and bytes over each transport. */
+    private static long[] carried(JavaSparkContext sc) {
+        Map<String, long[]> byExecutor = new HashMap<>();
+        for (int round = 0; round < 10 && byExecutor.size() < sc.sc().getExecutorIds().size(); round++) {
+            List<String> seen = sc.parallelize(java.util.stream.IntStream.range(0, 20).boxed().toList(), 20).map(i -> {
+                long[] c = RdmaShuffleManager.fetchCounts();
+                return org.apache.spark.SparkEnv.get().executorId() + " " + c[0] + " " + c[1] + " " + c[2] + " " + c[3];
+            }).collect();
+            for (String s : seen) {
+                String[] p = s.split(" ");
+                byExecutor.putIfAbsent(p[0], new long[] {Long.parseLong(p[1]), Long.parseLong(p[2]), Long.parseLong(p[3]),
+                        Long.parseLong(p[4])});
+            }
+        }
+        long[] total = new long[4];
+        byExecutor.values().forEach(c -> {
+            for (int i = 0; i < 4; i++) {
+                total[i] += c[i];
+            }
+        });
+        return total;
+    }
+
+    /** The plugin's driver-side gauges, by name after the plugin's prefix (e.g. {@code rdma_blocks}). */
+    static Map<String, Long> scrape(String endpoint) throws Exception {
+        HttpResponse<String> r = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL).build().send(HttpRequest.newBuilder(URI.create(endpoint))
+                .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), endpoint);
+        Map<String, Long> m = new HashMap<>();
+        Matcher x = Pattern.compile("^metrics_\\S*?_driver" + PLUGIN + "(\\w+)_Value\\{type=\"gauges\"} (-?\\d+)$",
+                Pattern.MULTILINE).matcher(r.body());
+        while (x.find()) {
+            m.put(x.group(1), Long.parseLong(x.group(2)));
+        }
+        return m;
+    }
+
+    private static Map<String, Long> scrapeUntil(String endpoint, java.util.function.Predicate<Map<String, Long>> done)
+            throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        Map<String, Long> m = scrape(endpoint);
+        while (!done.test(m) && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            m = scrape(endpoint);
+        }
+        return m;
+    }
+
+    private static void awaitExecutors(JavaSparkContext sc, int n) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (sc.sc().getExecutorIds().size() < n) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("only " + sc.sc().getExecutorIds().size() + " of " + n + " executors came up");
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    /** Spark's own count of remote shuffle reads, summed over every task. */
+    private static final class RemoteReads extends SparkListener {
+        final AtomicLong blocks = new AtomicLong();
+        final AtomicLong bytes = new AtomicLong();
+
+        @Override
+        public void onTaskEnd(SparkListenerTaskEnd e) {
+            if (e.taskMetrics() != null) {
+                blocks.addAndGet(e.taskMetrics().shuffleReadMetrics().remoteBlocksFetched());
+                bytes.addAndGet(e.taskMetrics().shuffleReadMetrics().remoteBytesRead());
+            }
+        }
+    }
+}
