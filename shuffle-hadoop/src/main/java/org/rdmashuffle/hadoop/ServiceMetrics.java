@@ -1,15 +1,24 @@
 package org.rdmashuffle.hadoop;
 
+import java.util.Map;
+
 import org.apache.hadoop.metrics2.MetricsCollector;
 import org.apache.hadoop.metrics2.MetricsInfo;
+import org.apache.hadoop.metrics2.MetricsRecordBuilder;
 import org.apache.hadoop.metrics2.MetricsSource;
 import org.apache.hadoop.metrics2.lib.Interns;
 import org.rdmashuffle.core.EngineCounters;
 import org.rdmashuffle.core.RdmaShuffleEngine;
+import org.rdmashuffle.core.metrics.EngineMetrics;
+import org.rdmashuffle.core.metrics.Refusal;
+import org.rdmashuffle.core.metrics.ServedCounts;
+import org.rdmashuffle.verbs.WorkCompletionStatus;
 
 /**
- * A service engine's counters as a metrics2 source (context {@code rdma-shuffle}; record {@code
- * RdmaShuffleService} for MapReduce's, {@code RdmaSparkShuffleService} for Spark's).
+ * A service engine's figures as a metrics2 source (context {@code rdma-shuffle}; record {@code
+ * RdmaShuffleService} for MapReduce's, {@code RdmaSparkShuffleService} for Spark's, each with a
+ * record per application served now): what the NodeManager's JMX servlet ({@code /jmx}) and any
+ * metrics2 sink show. docs/metrics.md lists them.
  */
 final class ServiceMetrics implements MetricsSource {
     static final MetricsInfo SERVING_CONNECTIONS = Interns.info("ServingConnections", "reducer connections being served");
@@ -22,6 +31,20 @@ final class ServiceMetrics implements MetricsSource {
     static final MetricsInfo RESOLVED = Interns.info("MapOutputsResolved",
             "map outputs found on the node's disks and registered for reducers");
     static final MetricsInfo COMPLETIONS = Interns.info("Completions", "work completions polled");
+    static final MetricsInfo TENANTS = Interns.info("Applications", "applications with outputs or connections here now");
+    static final MetricsInfo QUEUE_PAIRS = Interns.info("QueuePairs", "queue pairs of reducer connections");
+    static final MetricsInfo REQUESTS = Interns.info("ServedRequests", "fetch requests answered");
+    static final MetricsInfo BLOCKS = Interns.info("ServedBlocks", "blocks described to reducers (read by them one-sidedly)");
+    static final MetricsInfo BYTES = Interns.info("ServedBytes", "bytes of the blocks described to reducers");
+    static final MetricsInfo REFUSED = Interns.info("RefusedRequests", "fetch requests refused, every kind");
+    static final MetricsInfo REGISTRATIONS = Interns.info("Registrations", "map output files registered");
+    static final MetricsInfo REGISTRATION_MILLIS = Interns.info("RegistrationMillis", "time spent registering map outputs");
+    static final MetricsInfo REGISTRATION_FAILURES = Interns.info("RegistrationFailures", "map output registrations that failed");
+    static final MetricsInfo COMPLETION_ERRORS = Interns.info("CompletionErrors", "work completions that failed, every status");
+    static final MetricsInfo MEMLOCK = Interns.info("MemlockLimitBytes", "the memlock limit the engine runs under (-1: none)");
+    static final MetricsInfo APPLICATION = Interns.info("Application", "the application these figures are of");
+    /** Per-application records' name (one record per application, tagged {@code Application}). */
+    static final String APPLICATION_RECORD_SUFFIX = "Application";
 
     private final String record;
     private final RdmaShuffleEngine engine;
@@ -45,16 +68,54 @@ final class ServiceMetrics implements MetricsSource {
         this.resolved = resolved;
     }
 
+    /**
+     * One record of the node's totals ({@code record}), then one per application served now ({@code
+     * record + "Application"}, tagged {@code Application}): what it was served and refused. Refusals
+     * and failed completions also by kind ({@code Refused<Kind>}, {@code CompletionErrors<STATUS>}),
+     * failed registrations by errno ({@code RegistrationFailures<ERRNO>}).
+     */
     @Override
     public void getMetrics(MetricsCollector collector, boolean all) {
-        EngineCounters c = engine.counters();
-        collector.addRecord(record).setContext("rdma-shuffle")
+        EngineMetrics m = engine.metrics();
+        EngineCounters c = m.now();
+        MetricsRecordBuilder node = collector.addRecord(record).setContext("rdma-shuffle")
                 .addGauge(SERVING_CONNECTIONS, c.servingConnections())
                 .addGauge(REGISTERED_BYTES, c.registeredMapOutputBytes())
                 .addGauge(RECEIVES_POSTED, c.receivesPosted())
                 .addGauge(SENDS_IN_FLIGHT, c.sendsInFlight())
+                .addGauge(TENANTS, engine.tenants())
+                .addGauge(QUEUE_PAIRS, c.queuePairs())
+                .addGauge(MEMLOCK, m.pinnableBytes())
                 .addCounter(LOW_WATER_EVENTS, c.receiveLowWaterEvents())
                 .addCounter(RESOLVED, resolved.getAsLong())
-                .addCounter(COMPLETIONS, c.completions());
+                .addCounter(COMPLETIONS, c.completions())
+                .addCounter(REGISTRATIONS, m.mapOutputRegistrations().count())
+                .addCounter(REGISTRATION_MILLIS, m.mapOutputRegistrations().nanos() / 1_000_000)
+                .addCounter(REGISTRATION_FAILURES, m.mapOutputRegistrations().failures());
+        served(node, m.served());
+        m.mapOutputRegistrations().failuresByErrno().forEach((errno, n) ->
+                node.addCounter(Interns.info("RegistrationFailures" + errno, "map output registrations that failed with "
+                        + errno), n));
+        long errors = 0;
+        for (Map.Entry<WorkCompletionStatus, Long> e : m.completionErrors().entrySet()) {
+            errors += e.getValue();
+            if (e.getValue() > 0 || all) {
+                node.addCounter(Interns.info("CompletionErrors" + e.getKey().name(), "work completions that failed with "
+                        + e.getKey().name()), e.getValue());
+            }
+        }
+        node.addCounter(COMPLETION_ERRORS, errors);
+        m.servedByApplication().forEach((app, figures) -> served(collector.addRecord(record + APPLICATION_RECORD_SUFFIX)
+                .setContext("rdma-shuffle").tag(APPLICATION, app), figures));
+    }
+
+    private static void served(MetricsRecordBuilder b, ServedCounts.Snapshot s) {
+        b.addCounter(REQUESTS, s.requests()).addCounter(BLOCKS, s.blocks()).addCounter(BYTES, s.bytes())
+                .addCounter(REFUSED, s.refused());
+        for (Map.Entry<Refusal, Long> e : s.refusals().entrySet()) {
+            String kind = e.getKey().metricName();
+            b.addCounter(Interns.info("Refused" + Character.toUpperCase(kind.charAt(0)) + kind.substring(1),
+                    "fetch requests refused: " + kind), e.getValue());
+        }
     }
 }

@@ -120,6 +120,46 @@ class RdmaShuffleServiceTest {
     }
 
     /**
+     * The NodeManager's metrics2 source: node totals and a record per application (tagged {@code
+     * Application}) of the blocks and bytes described to reducers, and refusals by kind.
+     */
+    @Test
+    void servedBlocksAndRefusals_areInTheNodesRecordAndTheApplicationsOwn() throws Exception {
+        MapOutput out = writeMapOutput(0, 0, new int[] {3000, 0, 70_000, 12});
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            for (int p = 0; p < 4; p++) {
+                assertTrue(r.fetch(service.rdmaAddress(), out.attempt, p).failure() == null, "partition " + p);
+            }
+            assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 9).failure() != null, "partition 9 of 4 is refused");
+        }
+        MetricsCollectorImpl collector = new MetricsCollectorImpl();
+        service.metrics().getMetrics(collector, true);
+        java.util.Map<String, Long> node = values(collector.getRecords().get(0));
+        assertEquals(4L, node.get("ServedBlocks"), node.toString());
+        assertEquals(out.size, node.get("ServedBytes"), node.toString());
+        assertEquals(1L, node.get("RefusedPartitionRange"), node.toString());
+        assertEquals(1L, node.get("RefusedRequests"), node.toString());
+        assertEquals(1L, node.get("Registrations"), node.toString());
+        assertEquals(0L, node.get("CompletionErrors"), node.toString());
+        MetricsRecord perApp = collector.getRecords().stream()
+                .filter(x -> x.name().equals(RdmaShuffleService.METRICS_SOURCE + "Application")).findFirst().orElseThrow();
+        assertEquals(app.toString(), perApp.tags().stream().filter(t -> t.name().equals("Application")).findFirst()
+                .orElseThrow().value());
+        java.util.Map<String, Long> mine = values(perApp);
+        assertEquals(4L, mine.get("ServedBlocks"), mine.toString());
+        assertEquals(out.size, mine.get("ServedBytes"), mine.toString());
+        assertEquals(1L, mine.get("RefusedPartitionRange"), mine.toString());
+    }
+
+    private static java.util.Map<String, Long> values(MetricsRecord record) {
+        java.util.Map<String, Long> m = new java.util.TreeMap<>();
+        for (var x : record.metrics()) {
+            m.put(x.name(), x.value().longValue());
+        }
+        return m;
+    }
+
+    /**
      * Hadoop 3.5 loads a service named with {@code aux-services.<name>.classpath} (as conf/yarn-site.xml
      * ships it) in a wrapper that never passes the local path handler on: the service must find map
      * outputs in the node's configured local dirs, over RDMA and over the stock HTTP alike.
