@@ -9,14 +9,15 @@ import java.util.Map;
  * apart ({@code --maps}, {@code --reducers}) or together ({@code --partitions}, both); blocks grow as
  * maps x reducers, so they are how a run reaches the many-small-blocks regime. Nonsense (a count of 0
  * or below, a number that is not one, an unknown option) is refused naming the option. {@code
- * --profile} records every executor of every run with JDK Flight Recorder (both shuffles alike).
+ * --profile} records every executor of every run with JDK Flight Recorder (both shuffles alike); {@code
+ * --prometheus} scrapes the driver's Prometheus endpoint during and after each run ({@link PrometheusScrape}).
  */
 record JobOptions(int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
                   boolean releaseExecutors, Path pauseUntil, int holdAfterMapsSeconds, int executorWaitSeconds,
-                  Map<String, String> variant, boolean profile) {
+                  Map<String, String> variant, boolean profile, boolean prometheus) {
     static final String USAGE = "ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] "
             + "[--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
-            + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--executor-wait SECONDS] [--variant spark.KEY=VALUE ...] [--profile]";
+            + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--executor-wait SECONDS] [--variant spark.KEY=VALUE ...] [--profile] [--prometheus]";
 
     static JobOptions parse(String... args) {
         int rows = 5_000_000;
@@ -33,6 +34,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
         int executorWait = 120;
         Map<String, String> variant = new LinkedHashMap<>();
         boolean profile = false;
+        boolean prometheus = false;
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             switch (option) {
@@ -51,6 +53,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
                 case "--kill-executor-in-reduce" -> killExecutor = true;
                 case "--release-executors-after-maps" -> releaseExecutors = true;
                 case "--profile" -> profile = true;
+                case "--prometheus" -> prometheus = true;
                 case "--pause-rdma-reduce-until" -> pauseUntil = Path.of(value(args, ++i, option));
                 case "--hold-after-maps" -> holdAfterMaps = positive(option, value(args, ++i, option));
                 case "--executor-wait" -> executorWait = positive(option, value(args, ++i, option));
@@ -74,7 +77,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
             throw new IllegalArgumentException("--rows " + rows + " is fewer than the " + m + " maps (--maps): every map writes rows");
         }
         return new JobOptions(rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil, holdAfterMaps,
-                executorWait, java.util.Collections.unmodifiableMap(variant), profile);
+                executorWait, java.util.Collections.unmodifiableMap(variant), profile, prometheus);
     }
 
     private static String value(String[] args, int i, String option) {

@@ -50,7 +50,7 @@ public final class ShuffleJob {
     /** What one run produced and measured. */
     record Run(String shuffle, String result, long wallMs, long shuffleWriteBytes, long remoteBytesRead, long localBytesRead,
                long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers, int executorsLost,
-               int stagesRetried, long[] taskWaitsMs, List<StageAccounting.Stage> stages) {
+               int stagesRetried, long[] taskWaitsMs, List<StageAccounting.Stage> stages, List<String> prometheus) {
         /** Each reduce task's fetch wait, largest first: a first-use cost shows as a few large ones. */
         String taskWaits() {
             StringBuilder b = new StringBuilder();
@@ -134,6 +134,7 @@ public final class ShuffleJob {
                         run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
                 System.out.println("    fetch wait per reduce task, ms, largest first: " + run.taskWaits());
                 run.carriers().forEach(c -> System.out.println("    " + c));
+                run.prometheus().forEach(c -> System.out.println("    " + c));
                 run.stages().forEach(st -> System.out.printf("    stage %d %s: %d tasks, %d ms, task run %d ms, CPU %d ms, GC %d ms, "
                         + "fetch wait %d ms, shuffle write %d ms%n", st.id(), st.shortName(), st.tasks(), st.durationMs(), st.runMs(),
                         st.cpuMs(), st.gcMs(), st.fetchWaitMs(), st.shuffleWriteMs()));
@@ -235,6 +236,9 @@ public final class ShuffleJob {
         SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf("rdma-shuffle main job", shuffle)
                 : LocalCluster.conf("rdma-shuffle main job", shuffle);
         settings.forEach(conf::set);
+        if (o.prometheus()) {
+            PrometheusScrape.settings().forEach(conf::set);
+        }
         if (o.profile() && !LocalCluster.submitted()) { // submitted: ClusterJob --profile records the executors
             java.nio.file.Path jfr = java.nio.file.Files.createDirectories(PROFILES.resolve(label.replaceAll("[^A-Za-z0-9=.-]", "_")));
             conf.set("spark.executor.extraJavaOptions", conf.get("spark.executor.extraJavaOptions")
@@ -247,6 +251,7 @@ public final class ShuffleJob {
             sc.sc().addSparkListener(metrics);
             sc.sc().addSparkListener(accounting);
             LocalCluster.awaitExecutors(sc, o.executors(), o.executorWaitSeconds());
+            PrometheusScrape scrape = o.prometheus() ? new PrometheusScrape(sc.sc().uiWebUrl().get()) : null;
             sc.parallelize(IntStream.range(0, 4).boxed().toList(), 4).count(); // executors warm before the clock starts
             sc.sc().listenerBus().waitUntilEmpty();
             accounting.begin();
@@ -310,8 +315,10 @@ public final class ShuffleJob {
             long records = metrics.records.get();
             long remoteBlocks = metrics.remoteBlocks.get();
             List<String> carriers = carriers(sc, shuffle); // after the figures: its tasks are not the job's
+            List<String> prometheus = scrape == null ? List.of()
+                    : scrape.finish(shuffle.equals("rdma"), remoteBlocks, remote, o.executors());
             return new Run(label, result, wallMs, written, remote, local, waitMs, records, remoteBlocks, carriers,
-                    metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages);
+                    metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages, prometheus);
         }
     }
 
@@ -397,6 +404,7 @@ public final class ShuffleJob {
                 r.remoteBlocks(), r.recordsRead(), r.fetchWaitMs());
         System.out.println("carried by:");
         r.carriers().forEach(c -> System.out.println("  " + c));
+        r.prometheus().forEach(System.out::println);
         System.out.println("where the time went, per stage (sums over each stage's tasks):");
         System.out.print(StageAccounting.table(r.stages()));
     }

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
@@ -22,7 +23,7 @@ import org.rdmashuffle.benchmarks.spark.MainJobRows;
 class MainJobAcrossHostsTest {
     @Test
     void bothShufflesAcrossThreeHosts_giveOneResult_andRdmaCarriesEveryRemoteBlockBetweenDistinctAddresses() throws Exception {
-        Run run = run("--rows", "300000", "--compare", "1");
+        Run run = run("--rows", "300000", "--compare", "1", "--prometheus");
         ClusterJob.Result r = run.result();
         String printed = run.printed();
         MainJobOutput out = MainJobOutput.parse(r.output());
@@ -35,8 +36,69 @@ class MainJobAcrossHostsTest {
                 printed);
         // Where the time went: the map and the reduce stage, each with the ratio of the same round's runs.
         assertEquals(2, printed.lines().filter(l -> l.contains(" | rdma-shuffle / built-in | |")).count(), printed);
+        assertPrometheusCountsWhatRdmaCarried(printed);
         assertEquals(List.of(), r.leftNamespaces(), "namespaces left behind");
         assertEquals(List.of(), r.leftProcesses(), "processes left behind");
+    }
+
+    private static final Pattern ROUND = Pattern.compile("^round \\d+\\s+(\\S+)");
+    private static final Pattern CARRIED = Pattern.compile("fetched (\\d+) blocks \\((\\d+) bytes\\) over RDMA");
+    private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: rdma.blocks=(\\d+) rdma.bytes=(\\d+) "
+            + "fallback.blocks=(\\d+) executors.onRdma=(\\d+) executors.fallenBack=(\\d+) completionErrors.total=(\\d+); "
+            + "Spark's remote reads: blocks=(\\d+) bytes=(\\d+)");
+
+    /**
+     * Issue 36's proof on the bed: the driver's Prometheus endpoint (scraped over HTTP by the job, in
+     * the driver's namespace, during and after each run) shows the RDMA blocks and bytes the executors'
+     * "carried by" lines report and Spark's remote-read metrics count; the built-in run's executors
+     * load the plugin and are counted as fallen back.
+     */
+    private static void assertPrometheusCountsWhatRdmaCarried(String printed) {
+        String system = null;
+        java.util.Map<String, long[]> carried = new java.util.HashMap<>();
+        java.util.Map<String, Matcher> scraped = new java.util.HashMap<>();
+        java.util.Map<String, String> during = new java.util.HashMap<>();
+        for (String line : printed.lines().toList()) {
+            Matcher round = ROUND.matcher(line);
+            if (round.find()) {
+                system = round.group(1);
+                continue;
+            }
+            if (system == null) {
+                continue;
+            }
+            Matcher c = CARRIED.matcher(line);
+            if (line.startsWith("    executor ") && c.find()) {
+                long[] sum = carried.computeIfAbsent(system, k -> new long[2]);
+                sum[0] += Long.parseLong(c.group(1));
+                sum[1] += Long.parseLong(c.group(2));
+            }
+            Matcher m = SCRAPED.matcher(line);
+            if (m.find()) {
+                scraped.put(system, m);
+            }
+            if (line.contains("prometheus during the job:")) {
+                during.put(system, line);
+            }
+        }
+        Matcher rdma = scraped.get("rdma");
+        long[] sum = carried.get("rdma");
+        assertTrue(rdma != null && sum != null, "the rdma run's scrape and carriers: " + printed);
+        assertTrue(sum[0] > 0, printed);
+        assertEquals(sum[0], Long.parseLong(rdma.group(1)), "RDMA blocks: Prometheus against the carriers");
+        assertEquals(sum[1], Long.parseLong(rdma.group(2)), "RDMA bytes: Prometheus against the carriers");
+        assertEquals(rdma.group(7), rdma.group(1), "RDMA blocks: Prometheus against Spark's remote blocks fetched");
+        assertEquals(rdma.group(8), rdma.group(2), "RDMA bytes: Prometheus against Spark's remote bytes read");
+        assertEquals("0", rdma.group(3), "blocks over the fallback");
+        assertEquals("3", rdma.group(4), "executors on RDMA");
+        assertEquals("0", rdma.group(5), "executors fallen back");
+        assertEquals("0", rdma.group(6), "failed completions");
+        assertTrue(during.get("rdma") != null && !during.get("rdma").contains(" 0 scrapes answered"),
+                "scraped during the rdma run: " + during.get("rdma"));
+        Matcher builtin = scraped.get("builtin");
+        assertTrue(builtin != null, printed);
+        assertEquals("0", builtin.group(4), "Spark's own shuffle: no executor on RDMA");
+        assertEquals("3", builtin.group(5), "Spark's own shuffle: every executor loads the plugin and says it fell back");
     }
 
     /**

@@ -1,0 +1,128 @@
+package org.rdmashuffle.benchmarks.spark;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code --prometheus}: the job scrapes its own driver's Prometheus endpoint ({@code
+ * /metrics/prometheus/}, Spark's PrometheusServlet) over HTTP as Prometheus would, twice a second
+ * while the job runs and once after it, and prints the plugin's figures beside its own "carried by"
+ * report and Spark's remote-read metrics (the cluster bed's test compares them). The plugin's
+ * reports reach the driver once a second: the last scrape waits (at most 20 s) until the RDMA
+ * blocks it shows equal Spark's count of remote blocks, or, for Spark's own shuffle, until every
+ * executor has reported.
+ */
+final class PrometheusScrape implements AutoCloseable {
+    /** What follows the application id in the plugin's driver-side metric names. */
+    static final String PLUGIN = "_driver_plugin_org_rdmashuffle_spark_RdmaShufflePlugin_";
+    /** What the job prints before the figures of the last scrape. */
+    static final String AFTER = "prometheus after the job:";
+    /** What the job prints before what the scrapes during the job saw. */
+    static final String DURING = "prometheus during the job:";
+    private static final Pattern LINE = Pattern.compile("^metrics_\\S*?" + PLUGIN + "(\\w+)_Value\\{type=\"gauges\"} (-?\\d+)$",
+            Pattern.MULTILINE);
+
+    private final String url;
+    private final HttpClient http = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL)
+            .connectTimeout(Duration.ofSeconds(5)).build();
+    private final Thread thread;
+    private volatile boolean stop;
+    private int answered;
+    private int failed;
+    private long firstBlocks = -1;
+    private long lastBlocks = -1;
+
+    /** Starts scraping the driver UI at {@code uiUrl}. */
+    PrometheusScrape(String uiUrl) {
+        this.url = uiUrl + "/metrics/prometheus/";
+        this.thread = Thread.ofPlatform().daemon().name("prometheus-scrape").start(this::scrapeWhileRunning);
+    }
+
+    /** The Spark settings that turn the driver's endpoint on. */
+    static Map<String, String> settings() {
+        return Map.of("spark.ui.enabled", "true", "spark.ui.port", "0", "spark.ui.prometheus.enabled", "true",
+                "spark.metrics.conf.*.sink.prometheusServlet.class", "org.apache.spark.metrics.sink.PrometheusServlet",
+                "spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus");
+    }
+
+    private void scrapeWhileRunning() {
+        while (!stop) {
+            try {
+                long blocks = scrape().getOrDefault("rdma_blocks", -1L);
+                synchronized (this) {
+                    answered++;
+                    if (firstBlocks < 0) {
+                        firstBlocks = blocks;
+                    }
+                    lastBlocks = blocks;
+                }
+            } catch (Exception e) {
+                synchronized (this) {
+                    failed++;
+                }
+            }
+            try {
+                Thread.sleep(500);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    /** The plugin's driver-side gauges now, by name after {@link #PLUGIN} (e.g. {@code rdma_blocks}). */
+    Map<String, Long> scrape() throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 200) {
+            throw new IllegalStateException(url + " answered " + r.statusCode());
+        }
+        Map<String, Long> m = new TreeMap<>();
+        Matcher x = LINE.matcher(r.body());
+        while (x.find()) {
+            m.put(x.group(1), Long.parseLong(x.group(2)));
+        }
+        return m;
+    }
+
+    /**
+     * Stops scraping in the background, scrapes until the figures have settled, and returns the lines
+     * to print: what the scrapes during the job saw, and the last scrape's figures beside Spark's.
+     */
+    List<String> finish(boolean rdma, long sparkRemoteBlocks, long sparkRemoteBytes, int executors) throws Exception {
+        stop = true;
+        thread.interrupt();
+        thread.join(TimeUnit.SECONDS.toMillis(15));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        Map<String, Long> m = scrape();
+        while (System.nanoTime() < deadline && !(rdma ? m.getOrDefault("rdma_blocks", -1L) == sparkRemoteBlocks
+                : m.getOrDefault("executors_reporting", 0L) >= executors)) {
+            Thread.sleep(250);
+            m = scrape();
+        }
+        String during;
+        synchronized (this) {
+            during = DURING + " " + answered + " scrapes answered, " + failed + " failed; rdma.blocks from " + firstBlocks
+                    + " to " + lastBlocks;
+        }
+        return List.of(during, AFTER + " rdma.blocks=" + m.get("rdma_blocks") + " rdma.bytes=" + m.get("rdma_bytes")
+                + " fallback.blocks=" + m.get("fallback_blocks") + " executors.onRdma=" + m.get("executors_onRdma")
+                + " executors.fallenBack=" + m.get("executors_fallenBack") + " completionErrors.total="
+                + m.get("completionErrors_total") + "; Spark's remote reads: blocks=" + sparkRemoteBlocks + " bytes="
+                + sparkRemoteBytes);
+    }
+
+    @Override
+    public void close() {
+        stop = true;
+        thread.interrupt();
+    }
+}
