@@ -151,6 +151,39 @@ class RdmaShuffleServiceTest {
         assertEquals(1L, mine.get("RefusedPartitionRange"), mine.toString());
     }
 
+    /**
+     * Every NodeManager metric conf/grafana's dashboard queries (each {@code __name__=~"rdma_..."}
+     * selector) names at least one metric Hadoop's own Prometheus sink (what a NodeManager's {@code
+     * /prom} serves) writes for this service while an application is served; the Spark ones are
+     * checked against a real scrape of the driver (MetricsPluginTest).
+     */
+    @Test
+    void theDashboardsNodeManagerQueries_nameMetricsHadoopsPrometheusSinkWrites() throws Exception {
+        MapOutput out = writeMapOutput(0, 0, new int[] {3000, 0, 70_000, 12});
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 0).failure() == null);
+        }
+        MetricsCollectorImpl collector = new MetricsCollectorImpl();
+        service.metrics().getMetrics(collector, true);
+        org.apache.hadoop.metrics2.sink.PrometheusMetricsSink sink = new org.apache.hadoop.metrics2.sink.PrometheusMetricsSink();
+        collector.getRecords().forEach(sink::putMetrics);
+        sink.flush(); // what the metrics system does after each period: the records put become the ones served
+        java.io.StringWriter text = new java.io.StringWriter();
+        sink.writeMetrics(text);
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        text.toString().lines().filter(l -> !l.startsWith("#") && !l.isBlank()).forEach(l -> names.add(l.split("[{ ]", 2)[0]));
+        String json = Files.readString(Path.of("../conf/grafana/rdma-shuffle-dashboard.json"));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("__name__=~\\\\\"(rdma_[^\\\\]+)\\\\\"").matcher(json);
+        int queries = 0;
+        while (m.find()) {
+            queries++;
+            java.util.regex.Pattern p = java.util.regex.Pattern.compile(m.group(1));
+            assertTrue(names.stream().anyMatch(n -> p.matcher(n).matches()),
+                    "the dashboard queries " + m.group(1) + ", which Hadoop's sink writes no metric as: " + names);
+        }
+        assertTrue(queries >= 10, "the dashboard's NodeManager queries: " + queries);
+    }
+
     private static java.util.Map<String, Long> values(MetricsRecord record) {
         java.util.Map<String, Long> m = new java.util.TreeMap<>();
         for (var x : record.metrics()) {

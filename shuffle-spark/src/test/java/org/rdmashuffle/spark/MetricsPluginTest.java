@@ -78,7 +78,43 @@ class MetricsPluginTest {
                 }
             }
             assertEquals(carried[2], perExecutor, "the executors' own RDMA bytes add up to the total: " + m);
+            assertTheDashboardsSparkQueriesNameScrapedMetrics(scrapeText(endpoint));
         }
+    }
+
+    /**
+     * Every Spark metric conf/grafana's dashboard queries (each {@code __name__=~"metrics_..."}
+     * selector) names at least one metric of this real scrape; the NodeManager's are checked against
+     * the NodeManagers' scrape on the YARN bed (TeraSortOnYarnAcrossHostsTest).
+     */
+    private static void assertTheDashboardsSparkQueriesNameScrapedMetrics(String scraped) throws Exception {
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        scraped.lines().filter(l -> !l.startsWith("#") && !l.isBlank())
+                .forEach(l -> names.add(l.split("[{ ]", 2)[0]));
+        List<String> selectors = dashboardSelectors();
+        List<String> spark = selectors.stream().filter(x -> x.startsWith("metrics_")).toList();
+        assertTrue(spark.size() >= 10, "the dashboard's Spark queries: " + selectors);
+        for (String regex : spark) {
+            Pattern p = Pattern.compile(regex);
+            assertTrue(names.stream().anyMatch(n -> p.matcher(n).matches()),
+                    "the dashboard queries " + regex + ", which no scraped metric is: " + names);
+        }
+    }
+
+    /** The metric-name regular expressions of every query of conf/grafana/rdma-shuffle-dashboard.json. */
+    static List<String> dashboardSelectors() throws Exception {
+        String json = java.nio.file.Files.readString(Path.of("../conf/grafana/rdma-shuffle-dashboard.json"));
+        Matcher m = Pattern.compile("__name__=~\\\\\"([^\\\\]+)\\\\\"").matcher(json);
+        List<String> out = new java.util.ArrayList<>();
+        while (m.find()) {
+            out.add(m.group(1));
+        }
+        return out;
+    }
+
+    private static String scrapeText(String endpoint) throws Exception {
+        return HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL).build().send(HttpRequest.newBuilder(
+                URI.create(endpoint)).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body();
     }
 
     @Test

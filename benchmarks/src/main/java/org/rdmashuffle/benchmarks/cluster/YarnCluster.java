@@ -138,6 +138,8 @@ public final class YarnCluster implements AutoCloseable {
         // default that would be the one local file system instance every caller shares, and relative
         // local paths (TeraSort's partition file, linked into the container's directory) would miss.
         core.put("fs.file.impl.disable.cache", "true");
+        // Each daemon's metrics2 figures in Prometheus' format at /prom, as conf/grafana's dashboard reads them.
+        core.put("hadoop.prometheus.endpoint.enabled", "true");
         return core;
     }
 
@@ -177,6 +179,29 @@ public final class YarnCluster implements AutoCloseable {
         m.put("mapreduce.map.java.opts", "-Xmx512m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
         m.put("mapreduce.reduce.memory.mb", Integer.toString(REDUCE_MB));
         return m;
+    }
+
+    /** A NodeManager's web address (its /jmx and /prom servlets). */
+    public static String nodeManagerWeb(ClusterBed.Host node) {
+        return "http://" + node.address() + ":8042";
+    }
+
+    /**
+     * GETs {@code url} from the client's host (the bed's addresses are reachable only from inside
+     * its namespaces) and returns the body; fails naming the URL if it does not answer 200 in 10 s.
+     */
+    public String httpGet(String url) throws IOException, InterruptedException {
+        List<String> command = clientHost().command(List.of("python3", "-c", "import sys, urllib.request; "
+                + "sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())", url));
+        Process p = new ProcessBuilder(command).redirectErrorStream(false).start();
+        p.getOutputStream().close();
+        byte[] body = p.getInputStream().readAllBytes();
+        String err = new String(p.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            p.destroyForcibly();
+            throw new IOException("GET " + url + " from " + clientHost().address() + " failed: " + err.strip());
+        }
+        return new String(body, java.nio.charset.StandardCharsets.UTF_8);
     }
 
     /**

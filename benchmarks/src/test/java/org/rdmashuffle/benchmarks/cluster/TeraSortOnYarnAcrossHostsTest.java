@@ -56,6 +56,9 @@ class TeraSortOnYarnAcrossHostsTest {
                 String rdma = job(yarn, "terasort-rdma", "-Dmapreduce.job.reduces=2",
                         "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
                         data.resolve("in").toString(), data.resolve("out-rdma").toString());
+                // Before the next jobs: TeraValidate's shuffle goes over the same services.
+                assertTheNodeManagersPublishWhatTheyServed(yarn, counter(rdma, "MAP_OUTPUTS_OVER_RDMA"),
+                        counter(rdma, "BYTES_OVER_RDMA"));
                 String stock = job(yarn, "terasort-stock", "-Dmapreduce.job.reduces=2",
                         "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
                         "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=org.apache.hadoop.mapreduce.task.reduce.Shuffle",
@@ -91,6 +94,58 @@ class TeraSortOnYarnAcrossHostsTest {
             }
         }
         BedSupport.assertNothingLeft(prefix, run);
+    }
+
+    private static final String BEAN = "/jmx?qry=Hadoop:service=NodeManager,name=RdmaShuffleService";
+
+    /**
+     * Issue 36 on the YARN bed: each NodeManager's JMX servlet, read over HTTP from the client's host,
+     * shows what its RDMA service served: the two nodes' blocks and bytes add up to the map outputs and
+     * bytes the job's counters say came over RDMA, nothing refused, no failed completion; and its /prom
+     * servlet serves the same figures under the names conf/grafana's dashboard queries. JMX caches a
+     * source's figures for the metrics period (10 s): read until they settle, at most 40 s.
+     */
+    private static void assertTheNodeManagersPublishWhatTheyServed(YarnCluster yarn, long shuffled, long shuffleBytes)
+            throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(40);
+        long[] sum;
+        List<String> beans = new ArrayList<>();
+        do {
+            sum = new long[4];
+            beans.clear();
+            for (ClusterBed.Host node : yarn.nodeHosts()) {
+                String bean = yarn.httpGet(YarnCluster.nodeManagerWeb(node) + BEAN);
+                beans.add(node.address() + ": " + bean.replaceAll("\\s+", " "));
+                sum[0] += jmx(bean, "ServedBlocks");
+                sum[1] += jmx(bean, "ServedBytes");
+                sum[2] += jmx(bean, "RefusedRequests");
+                sum[3] += jmx(bean, "CompletionErrors");
+            }
+            if (sum[0] == shuffled && sum[1] == shuffleBytes) {
+                break;
+            }
+            Thread.sleep(2000);
+        } while (System.nanoTime() < deadline);
+        assertEquals(shuffled, sum[0], "blocks the NodeManagers served, by JMX, against the job's shuffled maps: " + beans);
+        assertEquals(shuffleBytes, sum[1], "bytes the NodeManagers served, by JMX, against the job's shuffle bytes: " + beans);
+        assertEquals(0, sum[2], "refused requests: " + beans);
+        assertEquals(0, sum[3], "failed completions: " + beans);
+        for (ClusterBed.Host node : yarn.nodeHosts()) {
+            String prom = yarn.httpGet(YarnCluster.nodeManagerWeb(node) + "/prom");
+            for (String name : List.of("rdma_shuffle_service_served_bytes", "rdma_shuffle_service_served_blocks",
+                    "rdma_shuffle_service_refused_requests", "rdma_shuffle_service_registered_map_output_bytes")) {
+                assertTrue(Pattern.compile("(?m)^" + name + "\\{").matcher(prom).find(),
+                        node.address() + "'s /prom serves " + name + ": " + prom.lines().filter(l -> l.startsWith("rdma"))
+                                .toList());
+            }
+        }
+    }
+
+    /** A metric of the node's record (record 0: its attributes carry no ".N" suffix) in a JMX servlet's JSON. */
+    private static long jmx(String bean, String name) {
+        Matcher m = Pattern.compile("\"" + name + "\"\\s*:\\s*(\\d+)").matcher(bean);
+        assertTrue(m.find(), "the bean has " + name + ": " + bean);
+        return Long.parseLong(m.group(1));
     }
 
     /** Runs an example program to its end; its log, which must say it succeeded. */
