@@ -107,6 +107,9 @@ class EngineMetricsTest {
             pair.client.fetchBlocks(pair.server.address(), List.of(first), got);
             got.await();
             assertTrue(got.failed.containsKey(first), "the overrun read failed");
+            assertEquals(java.util.Optional.of(org.rdmashuffle.verbs.Trouble.REMOTE_ACCESS),
+                    org.rdmashuffle.verbs.Trouble.in(got.failed.get(first)), "the line docs/troubleshooting.md explains: "
+                            + got.failed.get(first).getMessage());
             EngineTestSupport.eventually("the failed read counted",
                     () -> pair.client.metrics().completionErrors().get(WorkCompletionStatus.REM_ACCESS_ERR) >= 1);
         }

@@ -187,6 +187,8 @@ class FaultInjectionTest {
             // The server refuses a client that cannot prove the secret before it proves anything itself.
             assertTrue(got.failed.get(blocks.get(0)).getMessage().contains("wrong secret"),
                     got.failed.get(blocks.get(0)).getMessage());
+            assertEquals(java.util.Optional.of(org.rdmashuffle.verbs.Trouble.AUTHENTICATION),
+                    org.rdmashuffle.verbs.Trouble.in(got.failed.get(blocks.get(0))), "the line docs/troubleshooting.md explains");
             assertEquals(0, pair.server.counters().servingConnections(), "no queue pair for an unauthenticated peer");
             assertEquals(0, pair.client.counters().fetchConnections());
         }

@@ -81,6 +81,7 @@ class ShuffleServiceEngineTest {
                 assertTrue(c.fetched.isEmpty(), "a wrong secret read a block");
                 assertTrue(c.failed.get(block).getMessage().contains("cannot connect"), c.failed.get(block).getMessage());
                 assertEquals(BlockFetchException.Kind.NOT_AUTHENTICATED, BlockFetchException.kindOf(c.failed.get(block)));
+                assertTrue(c.failed.get(block).getMessage().contains("RS07 authentication: saw "), c.failed.get(block).getMessage());
             } finally {
                 EngineTestSupport.closeProvider(p);
             }

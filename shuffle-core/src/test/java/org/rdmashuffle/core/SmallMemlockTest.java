@@ -51,13 +51,22 @@ class SmallMemlockTest {
             Assumptions.abort(why);
         }
         boolean onDemand;
-        try (VerbsContext ctx = ibverbs.devices().getFirst().open()) {
+        try (VerbsContext ctx = ibverbs.devices().getFirst().open();
+             org.rdmashuffle.verbs.ProtectionDomain pd = ctx.allocateProtectionDomain()) {
             onDemand = ctx.queryDevice().supportsOnDemandPaging(DeviceAttributes.ODP_ENGINE_RC_CAPS);
+            // Pinning twice the limit fails in ibv_reg_mr with ENOMEM: the line names the limit's fix (RS04).
+            org.rdmashuffle.verbs.VerbsException enomem = org.junit.jupiter.api.Assertions.assertThrows(
+                    org.rdmashuffle.verbs.VerbsException.class,
+                    () -> pd.allocateAndRegister(2 * LIMIT, org.rdmashuffle.verbs.Access.LOCAL_WRITE).close());
+            assertEquals(java.util.Optional.of(org.rdmashuffle.verbs.Trouble.REGISTRATION_ENOMEM),
+                    org.rdmashuffle.verbs.Trouble.in(enomem), enomem.getMessage());
+            System.out.println("small memlock: a registration past the limit -- " + enomem.getMessage());
         }
         Availability availability = ibverbs.availability();
         if (!availability.available()) {
             // No on-demand paging, or paging that fails its data check (rxe in Linux 7.2): refused, by name.
-            assertTrue(availability.cause().startsWith("memlock limit is " + IbverbsProvider.bytes(memlock) + ", below the 64 MiB needed")
+            assertTrue(availability.cause().startsWith("RS03 memlock: saw memlock limit is " + IbverbsProvider.bytes(memlock)
+                    + "; needs 64 MiB to register memory")
                     && availability.cause().contains("LimitMEMLOCK"), availability.cause());
             if (onDemand) {
                 assertTrue(availability.cause().contains("on-demand paging, which would need no pinning, is not usable: "),
@@ -65,7 +74,8 @@ class SmallMemlockTest {
             }
             Verbs.Selection auto = Verbs.select("auto");
             assertEquals("software", auto.provider().name(), auto.reason());
-            assertTrue(auto.reason().contains("ibverbs: memlock limit is"), "the fallback names why: " + auto.reason());
+            assertTrue(auto.reason().contains("ibverbs: RS03 memlock: saw memlock limit is"), "the fallback names why: "
+                    + auto.reason());
             System.out.println("small memlock: ibverbs refused -- " + availability.cause());
             return;
         }

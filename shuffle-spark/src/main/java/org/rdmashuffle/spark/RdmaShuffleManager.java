@@ -390,7 +390,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
         RdmaShuffleManager m = current;
         if (m == null) {
             return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.notRunning(executorId, seq,
-                    "spark.shuffle.manager is not " + RdmaShuffleManager.class.getName());
+                    org.rdmashuffle.spark.metrics.ExecutorShuffleReport.NOT_RUNNING_PREFIX + RdmaShuffleManager.class.getName());
         }
         RdmaShuffleEngine e = m.engine;
         org.rdmashuffle.core.metrics.EngineMetrics em = e == null ? null : e.metrics();
@@ -398,7 +398,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
         for (FallbackReason r : FallbackReason.values()) {
             byReason.put(r.metricName(), m.fallbackBlocksByReason.get(r.ordinal()));
         }
-        String state = e != null ? null : m.unavailable != null ? m.unavailable : m.started ? "stopped" : "starting";
+        String state = e != null ? null : m.unavailable != null ? m.unavailable : m.started ? "stopped"
+                : org.rdmashuffle.spark.metrics.ExecutorShuffleReport.STARTING;
         return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.of(executorId, seq, state, em, m.blocksOverRdma.get(),
                 m.bytesOverRdma.get(), m.blocksOverFallback.get(), m.bytesOverFallback.get(), byReason);
     }

@@ -131,6 +131,29 @@ class MetricsPluginTest {
         }
     }
 
+    /**
+     * An executor whose engine cannot start (the libibverbs provider asked for, on a machine without a
+     * device) falls back; the driver's endpoint counts it under the trouble its reason names
+     * ({@code executors.fallenBack.no-device}, docs/troubleshooting.md RS01), and the job runs.
+     */
+    @Test
+    void executorsWithoutADevice_fallBack_countedByTheTroubleTheirReasonNames() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(org.rdmashuffle.verbs.ibverbs.IbverbsProvider.instance()
+                .availability().available(), "this machine has a usable RDMA device: no executor would fall back");
+        try (JavaSparkContext sc = new JavaSparkContext(withPrometheus(SparkClusterSupport.conf("metrics, no device", true,
+                scratch)).set("spark.shuffle.rdma.provider", "ibverbs"))) {
+            awaitExecutors(sc, 2);
+            assertEquals(500, Workloads.pairs(sc, 20_000, 500).groupByKey(4).count());
+            String endpoint = sc.sc().uiWebUrl().get() + "/metrics/prometheus";
+            Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("executors_fallenBack", 0L) == 2);
+            assertEquals(2L, m.get("executors_fallenBack"), m.toString());
+            assertEquals(2L, m.get("executors_fallenBack_no_device"), m.toString());
+            assertEquals(0L, m.get("executors_fallenBack_other"), m.toString());
+            assertEquals(0L, m.get("executors_onRdma"), m.toString());
+            assertTrue(m.get("fallback_blocks_engineUnavailable") > 0, m.toString());
+        }
+    }
+
     /** Sums over every executor of {@link RdmaShuffleManager#fetchCounts}: blocks and bytes over each transport. */
     private static long[] carried(JavaSparkContext sc) {
         Map<String, long[]> byExecutor = new HashMap<>();

@@ -14,6 +14,7 @@ import org.rdmashuffle.verbs.ProviderSupport;
 import org.rdmashuffle.verbs.QueuePair;
 import org.rdmashuffle.verbs.QueuePairConfig;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
+import org.rdmashuffle.verbs.Trouble;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.VerbsException;
 
@@ -60,8 +61,12 @@ final class IbvProtectionDomain implements ProtectionDomain {
                 mr = Libibverbs.REG_MR_IOVA2.pointer(pd, memory, memory.byteSize(), memory.address(), access);
             }
         } catch (VerbsException e) {
-            throw new VerbsException(e.call(), e.errno(), what + (e.errno() == Errno.ENOMEM || e.errno() == Errno.EPERM
-                    ? " (is the memlock limit high enough? ulimit -l)" : ""));
+            throw new VerbsException(e.call(), e.errno(), e.errno() == Errno.ENOMEM
+                    ? Trouble.REGISTRATION_ENOMEM.line(what + " not registered: ENOMEM", "room under the memlock limit for "
+                            + "what this process pins, or a device that pages on demand", "raise the memlock limit (ulimit -l,"
+                            + " LimitMEMLOCK=, docs/kubernetes.md), or register less (fetchBufferMemory, registeredMemoryLimit), "
+                            + "or onDemandPaging=true where the NIC has ODP")
+                    : what + (e.errno() == Errno.EPERM ? " (is the memlock limit high enough? ulimit -l)" : ""));
         }
         return new IbvMemoryRegion(this, mr, memory, access, owned);
     }

@@ -10,6 +10,7 @@ import org.rdmashuffle.verbs.Availability;
 import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.PortAttributes;
+import org.rdmashuffle.verbs.Trouble;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.VerbsDevice;
 import org.rdmashuffle.verbs.VerbsException;
@@ -121,15 +122,20 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                                String activePort, long memlock, long minMemlock, boolean ipcLock, boolean onDemand,
                                String onDemandFailure) {
         if (loadFailure != null) {
-            return Availability.unavailable(loadFailure);
+            return Availability.unavailable(Trouble.NO_DEVICE.line(loadFailure, "libibverbs (rdma-core) to reach a device",
+                    "install libibverbs1 and ibverbs-providers (rdma-core 44 or later)"));
         }
         if (devices == 0) {
-            return Availability.unavailable(deviceListFailure != null ? deviceListFailure
-                    : "libibverbs lists no RDMA device (no HCA, or no provider library for it: install ibverbs-providers; "
-                    + SOFT_ROCE_HINT + ")");
+            return Availability.unavailable(deviceListFailure != null
+                    ? Trouble.NO_DEVICE.line(deviceListFailure, "the kernel's RDMA support (ib_uverbs) and a device",
+                            "load the NIC's driver and ib_uverbs; " + SOFT_ROCE_HINT)
+                    : Trouble.NO_DEVICE.line("libibverbs lists no RDMA device", "an HCA and the provider library for it",
+                            "install ibverbs-providers (rdma-core) and the NIC's driver; " + SOFT_ROCE_HINT));
         }
         if (activePort == null) {
-            return Availability.unavailable("no active port: " + String.join(", ", portsSeen));
+            return Availability.unavailable(Trouble.PORT_DOWN.line("no active port: " + String.join(", ", portsSeen),
+                    "a port in state ACTIVE", "bring its link up (ip link set <netdev> up; the cable, the switch port; "
+                            + "for rxe, the interface it was added on), or choose an active device and port"));
         }
         boolean low = pinningLow(memlock, minMemlock, ipcLock);
         if (low && onDemand && onDemandFailure == null) {
@@ -137,12 +143,12 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                     + " pinning needs: memory is registered on demand (ODP, the device has it) instead");
         }
         if (low) {
-            return Availability.unavailable("memlock limit is " + bytes(memlock) + ", below the " + bytes(minMemlock)
-                    + " needed to register memory: raise it (ulimit -l, LimitMEMLOCK= in systemd, "
-                    + "/etc/security/limits.conf, --ulimit memlock=-1 for containers; on Kubernetes the node's "
-                    + "container runtime's LimitMEMLOCK, docs/kubernetes.md), or run as root with CAP_IPC_LOCK"
-                    + (onDemandFailure != null ? " (on-demand paging, which would need no pinning, is not usable: "
-                    + onDemandFailure + ")" : ""));
+            return Availability.unavailable(Trouble.MEMLOCK.line("memlock limit is " + bytes(memlock),
+                    bytes(minMemlock) + " to register memory" + (onDemandFailure != null ? " (on-demand paging, which "
+                            + "would need no pinning, is not usable: " + onDemandFailure + ")" : ""),
+                    "raise it (ulimit -l, LimitMEMLOCK= in systemd, /etc/security/limits.conf, --ulimit memlock=-1 for "
+                            + "containers; on Kubernetes the node's container runtime's LimitMEMLOCK, docs/kubernetes.md), "
+                            + "or run as root with CAP_IPC_LOCK"));
         }
         return Availability.ok(activePort);
     }
@@ -222,9 +228,7 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                 list = Libibverbs.GET_DEVICE_LIST.pointer(num);
             } catch (VerbsException e) {
                 deviceListFailure = e.getMessage() + (e.errno() == Errno.ENOSYS
-                        ? " -- the kernel has no RDMA (uverbs) support, or no RDMA device is present (load the NIC's "
-                        + "driver and ib_uverbs; " + SOFT_ROCE_HINT + ")"
-                        : "");
+                        ? " (the kernel has no RDMA (uverbs) support, or no RDMA device is present)" : "");
                 return List.of();
             }
             count = num.get(ValueLayout.JAVA_INT, 0);

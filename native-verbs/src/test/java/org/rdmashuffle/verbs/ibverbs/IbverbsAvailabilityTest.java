@@ -17,14 +17,16 @@ class IbverbsAvailabilityTest {
     void missingLibraryComesFirst() {
         Availability a = IbverbsProvider.assess("libibverbs.so.1 could not be loaded (...)", null, 1, List.of(), "x", -1, 0, false, false, null);
         assertFalse(a.available());
-        assertTrue(a.cause().startsWith("libibverbs.so.1 could not be loaded"), a.cause());
+        assertTrue(a.cause().startsWith("RS01 no-device: saw libibverbs.so.1 could not be loaded"), a.cause());
     }
 
     @Test
     void noDeviceSaysWhyTheListIsEmpty() {
         Availability enosys = IbverbsProvider.assess(null, "ibv_get_device_list failed: errno 38 ENOSYS", 0, List.of(), null, -1, 0, false, false, null);
         assertFalse(enosys.available());
-        assertEquals("ibv_get_device_list failed: errno 38 ENOSYS", enosys.cause());
+        assertTrue(enosys.cause().startsWith("RS01 no-device: saw ibv_get_device_list failed: errno 38 ENOSYS; needs "),
+                enosys.cause());
+        assertTrue(enosys.cause().contains("ib_uverbs"), enosys.cause());
         Availability empty = IbverbsProvider.assess(null, null, 0, List.of(), null, -1, 0, false, false, null);
         assertTrue(empty.cause().contains("lists no RDMA device"), empty.cause());
         assertTrue(empty.cause().contains("ibverbs-providers"), empty.cause());
@@ -35,14 +37,15 @@ class IbverbsAvailabilityTest {
     void noActivePortListsThePortsSeen() {
         Availability a = IbverbsProvider.assess(null, null, 2, List.of("mlx5_0 port 1 DOWN", "mlx5_1 port 1 INIT"), null, -1, 0, false, false, null);
         assertFalse(a.available());
-        assertEquals("no active port: mlx5_0 port 1 DOWN, mlx5_1 port 1 INIT", a.cause());
+        assertTrue(a.cause().startsWith("RS02 port-down: saw no active port: mlx5_0 port 1 DOWN, mlx5_1 port 1 INIT; "
+                + "needs a port in state ACTIVE; fix: "), a.cause());
     }
 
     @Test
     void memlockBelowTheMinimumNamesBothAndTheFix() {
         Availability a = IbverbsProvider.assess(null, null, 1, List.of("rxe0 port 1 ACTIVE"), "rxe0 port 1", 8 * MIB, 64 * MIB, false, false, null);
         assertFalse(a.available());
-        assertTrue(a.cause().startsWith("memlock limit is 8 MiB, below the 64 MiB needed"), a.cause());
+        assertTrue(a.cause().startsWith("RS03 memlock: saw memlock limit is 8 MiB; needs 64 MiB to register memory"), a.cause());
         assertTrue(a.cause().contains("ulimit -l"), a.cause());
     }
 
@@ -64,7 +67,7 @@ class IbverbsAvailabilityTest {
         Availability a = IbverbsProvider.assess(null, null, 1, List.of(), "rxe0 port 1", 8 * MIB, 64 * MIB, false, true,
                 "rxe0's on-demand paging returned wrong bytes");
         assertFalse(a.available());
-        assertTrue(a.cause().startsWith("memlock limit is 8 MiB, below the 64 MiB needed")
+        assertTrue(a.cause().startsWith("RS03 memlock: saw memlock limit is 8 MiB; needs 64 MiB to register memory")
                 && a.cause().contains("on-demand paging, which would need no pinning, is not usable: rxe0's on-demand paging returned wrong bytes"),
                 a.cause());
     }

@@ -23,6 +23,7 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.LengthFieldPrepender;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import org.rdmashuffle.verbs.Trouble;
 
 /**
  * A connection to a peer's {@link ControlServer}: connects, authenticates (or, with no secret,
@@ -32,6 +33,11 @@ import io.netty.util.concurrent.DefaultThreadFactory;
  * its own (a daemon) when given none; {@link #close()} is bounded.
  */
 public final class ControlClient implements AutoCloseable {
+    /** What to change when a peer refuses our application's secret (docs/troubleshooting.md, RS07). */
+    private static final String FIX = "the same secret at both ends (spark.authenticate.secret on every node of a standalone "
+            + "cluster; on YARN Spark makes one per application and hands it to the NodeManager, whose RDMA service must "
+            + "run beside Spark's), and spark.authenticate on or off at both";
+
     private record Frame(byte kind, byte type, byte[] payload) {
     }
 
@@ -144,7 +150,8 @@ public final class ControlClient implements AutoCloseable {
                 requireNotBusy(challenge, peer);
                 requireOurVersion(challenge, peer);
                 if (challenge.kind() != ControlFrame.CHALLENGE) {
-                    throw new AuthenticationException(peer + " refused the handshake for application " + appId);
+                    throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " refused the handshake for "
+                            + "application " + appId, "the peer to know the application and its secret", FIX));
                 }
                 c.send(ControlFrame.RESPONSE, (byte) 0, auth.respond(challenge.payload()));
             }
@@ -152,8 +159,9 @@ public final class ControlClient implements AutoCloseable {
             requireNotBusy(ok, peer);
             requireOurVersion(ok, peer);
             if (ok.kind() != ControlFrame.AUTH_OK) {
-                throw new AuthenticationException(peer + " refused authentication for application " + appId
-                        + (ok.kind() == ControlFrame.ERROR ? ": " + new String(ok.payload(), StandardCharsets.UTF_8) : ""));
+                throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " refused authentication for "
+                        + "application " + appId + (ok.kind() == ControlFrame.ERROR ? " (" + new String(ok.payload(),
+                        StandardCharsets.UTF_8) + ")" : ""), "the peer to know the application and its secret", FIX));
             }
             if (auth != null) {
                 auth.verifyServer(ok.payload()); // the server proves itself only now, to us who proved first
@@ -171,8 +179,9 @@ public final class ControlClient implements AutoCloseable {
                 throw new ProtocolVersionException(peer + " refused the connection: " + new String(first.payload(), StandardCharsets.UTF_8));
             }
             if (e instanceof PeerClosedException) {
-                throw new AuthenticationException(peer + " closed the connection during the handshake for application "
-                        + appId + " (wrong secret, unknown application, or authentication mode mismatch)");
+                throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " closed the connection during the "
+                        + "handshake for application " + appId + " (wrong secret, unknown application, or authentication "
+                        + "mode mismatch)", "the peer to know the application and its secret", FIX));
             }
             throw e;
         }

@@ -45,10 +45,13 @@ public final class CompletionRouter implements CompletionPoller.Handler {
     /** Failed completions by status, of every kind (flushes included: a QP that went to error says so). */
     private final org.rdmashuffle.core.metrics.CompletionErrors errors = new org.rdmashuffle.core.metrics.CompletionErrors();
 
-    /** Says what a failed read's status likely means, with the path's addresses (see {@link TransportContext}). */
-    @FunctionalInterface
+    /** Says what a failed read's or send's status likely means, with the path's addresses ({@link FailedCompletions}). */
     public interface ReadFailures {
         String explain(WorkCompletionStatus status, DataConnection c);
+
+        default String explainSend(WorkCompletionStatus status, DataConnection c) {
+            return "";
+        }
     }
 
     /**
@@ -166,7 +169,13 @@ public final class CompletionRouter implements CompletionPoller.Handler {
 
     private void onSendCompleted(WorkCompletions wcs, int i, long seq) {
         boolean ok = wcs.isSuccess(i);
-        sender.onCompleted(seq, ok, ok ? null : new IOException("a metadata SEND failed with " + wcs.status(i), wcs.failure(i)));
+        IOException failure = null;
+        if (!ok) {
+            DataConnection c = connections.byQpNumber(wcs.qpNumber(i));
+            failure = new IOException("a metadata SEND failed with " + wcs.status(i)
+                    + (c == null ? "" : readFailures.explainSend(wcs.status(i), c)), wcs.failure(i));
+        }
+        sender.onCompleted(seq, ok, failure);
     }
 
     private void onReadCompleted(WorkCompletions wcs, int i, long chainId) {

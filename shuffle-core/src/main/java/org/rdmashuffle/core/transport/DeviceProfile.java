@@ -50,9 +50,10 @@ public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOption
         DeviceAttributes device = context.queryDevice();
         PortAttributes port = context.queryPort(config.port());
         if (!port.isActive()) {
-            throw new IllegalStateException("port " + config.port() + " of " + context.device().name() + " is "
-                    + port.state() + ", not ACTIVE: is its link up (ip link; for rxe, the network interface it "
-                    + "was added on)? Or choose another port or device (port, device)");
+            throw new IllegalStateException(org.rdmashuffle.verbs.Trouble.PORT_DOWN.line("port " + config.port() + " of "
+                    + context.device().name() + " is " + port.state(), "the port ACTIVE", "bring its link up (ip link; "
+                    + "the cable, the switch port; for rxe, the network interface it was added on), or choose another "
+                    + "port or device (port, device)"));
         }
         GidChoice gid = DeviceSetup.gid(config, context, port);
         ConnectOptions options = DeviceSetup.connectOptions(config, device, port, gid, MIN_RNR_TIMER);

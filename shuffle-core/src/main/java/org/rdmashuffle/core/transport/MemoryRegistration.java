@@ -61,9 +61,10 @@ public record MemoryRegistration(boolean onDemand, String reason) {
             }
             case FALSE -> {
                 if (pinnable >= 0 && pinnable < minPinned) {
-                    throw new IllegalStateException(limit + " is below the " + bytes(minPinned) + " the engine pins to start ("
-                            + EngineConfig.KEY_ON_DEMAND_PAGING + "=false): raise it (ulimit -l, LimitMEMLOCK=, docs/kubernetes.md)"
-                            + (capable ? " or set " + EngineConfig.KEY_ON_DEMAND_PAGING + "=auto: " + device + " pages on demand" : ""));
+                    throw new IllegalStateException(org.rdmashuffle.verbs.Trouble.MEMLOCK.line(limit, bytes(minPinned)
+                            + " pinned to start (" + EngineConfig.KEY_ON_DEMAND_PAGING + "=false)",
+                            "raise it (ulimit -l, LimitMEMLOCK=, docs/kubernetes.md)" + (capable ? " or set "
+                                    + EngineConfig.KEY_ON_DEMAND_PAGING + "=auto: " + device + " pages on demand" : "")));
                 }
                 yield new MemoryRegistration(false, "pinned: " + EngineConfig.KEY_ON_DEMAND_PAGING + "=false");
             }
@@ -78,9 +79,9 @@ public record MemoryRegistration(boolean onDemand, String reason) {
                 String why = broken != null ? broken
                         : device + " has no on-demand paging for what the engine registers (" + caps + ")";
                 if (pinnable >= 0 && pinnable < minPinned) {
-                    throw new IllegalStateException(limit + " is below the " + bytes(minPinned) + " the engine pins to start, "
-                            + "and on demand is no way round it: " + why + ". Raise the limit (ulimit -l, LimitMEMLOCK=, "
-                            + "docs/kubernetes.md) or give the process CAP_IPC_LOCK");
+                    throw new IllegalStateException(org.rdmashuffle.verbs.Trouble.MEMLOCK.line(limit, bytes(minPinned)
+                            + " pinned to start, and on demand is no way round it: " + why,
+                            "raise the limit (ulimit -l, LimitMEMLOCK=, docs/kubernetes.md) or give the process CAP_IPC_LOCK"));
                 }
                 yield new MemoryRegistration(false, "pinned (" + limit + "): " + why);
             }

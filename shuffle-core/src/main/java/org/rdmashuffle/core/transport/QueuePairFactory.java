@@ -75,10 +75,12 @@ public final class QueuePairFactory {
             qp.connect(theirs, options);
         } catch (VerbsException e) {
             if (e.errno() == Errno.ETIMEDOUT || e.errno() == EHOSTUNREACH || e.errno() == ENETUNREACH) {
-                throw new VerbsException(e.call(), e.errno(), "the peer's GID " + theirs.gid() + " cannot be reached from our GID["
-                        + options.gidIndex() + "] on port " + options.portNumber() + " (no route, or no neighbour answered "
-                        + "for its address): check `ip route get` and `ip neigh` for it, and that the peer's engine "
-                        + "bound the address other hosts reach it at (bindAddress)");
+                throw new VerbsException(e.call(), e.errno(), org.rdmashuffle.verbs.Trouble.GID_UNREACHABLE.line(
+                        "the peer's GID " + theirs.gid() + " cannot be reached from our GID[" + options.gidIndex() + "] on port "
+                                + options.portNumber() + " (no route, or no neighbour answered for its address)",
+                        "a route between the two GIDs' addresses", "check `ip route get` and `ip neigh` for it, that the "
+                                + "peer's engine bound the address other hosts reach it at (bindAddress), and that UDP 4791 "
+                                + "(RoCE v2) passes"));
             }
             throw e;
         }

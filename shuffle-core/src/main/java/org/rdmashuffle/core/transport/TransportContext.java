@@ -53,6 +53,7 @@ public final class TransportContext {
     private final DeviceProfile profile;
     private final CompletionPoller[] pollers;
     private final CompletionRouter router;
+    private final FailedCompletions failedCompletions;
     /** The memlock limit the engine started under (-1: nothing limits what it pins), read once. */
     private final long pinnableBytes;
     private final QueuePairFactory queuePairs;
@@ -113,8 +114,20 @@ public final class TransportContext {
                     connections.retire(c);
                 }
             }, sendDeadlineMillis);
+            this.failedCompletions = new FailedCompletions(profile.gid(), context.device().name(),
+                    profile.options().portNumber(), profile.options().mtu().bytes());
             this.router = new CompletionRouter(i -> tenants.domainByIndex(i), connections, sender, codec,
-                    config.receiveBufferSize(), this::explainReadFailure);
+                    config.receiveBufferSize(), new CompletionRouter.ReadFailures() {
+                        @Override
+                        public String explain(WorkCompletionStatus status, DataConnection c) {
+                            return failedCompletions.read(status, c.toString(), c.peerGid());
+                        }
+
+                        @Override
+                        public String explainSend(WorkCompletionStatus status, DataConnection c) {
+                            return failedCompletions.send(status, c.toString(), c.peerGid());
+                        }
+                    });
             this.pollers = new CompletionPoller[config.pollerThreads()];
             for (int i = 0; i < pollers.length; i++) {
                 pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, profile.cqEntries(), 64,
@@ -193,19 +206,6 @@ public final class TransportContext {
                 }
             }
         }
-    }
-
-    private String explainReadFailure(WorkCompletionStatus status, DataConnection c) {
-        GidChoice gid = profile.gid();
-        return switch (status) {
-            case REM_ACCESS_ERR -> " (the peer refused the rkey or the range: block descriptor wrong or region gone)";
-            // Across hosts the usual cause is the path, not the peer: say which GIDs and what to check.
-            case RETRY_EXC_ERR -> " (the peer does not answer" + (c.peerGid() == null || gid.index() < 0 ? ""
-                    : " at GID " + c.peerGid() + " from our GID[" + gid.index() + "] " + gid.gid() + " on "
-                    + context.device().name() + " port " + profile.options().portNumber()) + ": it died, or this path cannot "
-                    + "reach it -- check `ip route get` and `ip neigh` for its address and the MTU on the way)";
-            default -> "";
-        };
     }
 
     public VerbsProvider provider() {

@@ -64,7 +64,7 @@ class MemoryRegistrationTest {
         assertFalse(MemoryRegistration.choose(config("false"), "rxe0", ODP, 64 * MIB, MIN_PINNED, WORKS).onDemand());
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> MemoryRegistration.choose(config("false"), "rxe0", ODP, 8 * MIB, MIN_PINNED, WORKS));
-        assertTrue(e.getMessage().startsWith("memlock limit 8 MiB is below the 12 MiB the engine pins to start")
+        assertTrue(e.getMessage().startsWith("RS03 memlock: saw memlock limit 8 MiB; needs 12 MiB pinned to start")
                 && e.getMessage().contains("ulimit -l") && e.getMessage().contains("onDemandPaging=auto"), e.getMessage());
     }
 
@@ -76,8 +76,8 @@ class MemoryRegistrationTest {
         assertTrue(pinned.reason().contains("returned wrong bytes"), pinned.reason());
         IllegalStateException small = assertThrows(IllegalStateException.class,
                 () -> MemoryRegistration.choose(config("auto"), "rxe0", ODP, 8 * MIB, MIN_PINNED, wrongBytes));
-        assertTrue(small.getMessage().startsWith("memlock limit 8 MiB is below the 12 MiB the engine pins to start")
-                && small.getMessage().contains("returned wrong bytes") && small.getMessage().contains("Raise the limit"),
+        assertTrue(small.getMessage().startsWith("RS03 memlock: saw memlock limit 8 MiB; needs 12 MiB pinned to start")
+                && small.getMessage().contains("returned wrong bytes") && small.getMessage().contains("fix: raise the limit"),
                 small.getMessage());
         IllegalStateException forced = assertThrows(IllegalStateException.class,
                 () -> MemoryRegistration.choose(config("true"), "rxe0", ODP, UNLIMITED, MIN_PINNED, wrongBytes));

@@ -34,13 +34,22 @@ public final class DriverShuffleMetrics {
         this.registry = registry;
         gauge("executors.reporting", r -> 1);
         gauge("executors.onRdma", r -> r.onRdma() ? 1 : 0);
-        gauge("executors.fallenBack", r -> r.onRdma() ? 0 : 1);
+        gauge("executors.fallenBack", r -> r.fallbackKind() != null ? 1 : 0);
         gauge("rdma.blocks", ExecutorShuffleReport::blocksOverRdma);
         gauge("rdma.bytes", ExecutorShuffleReport::bytesOverRdma);
         gauge("fallback.blocks", ExecutorShuffleReport::blocksOverFallback);
         gauge("fallback.bytes", ExecutorShuffleReport::bytesOverFallback);
         for (org.rdmashuffle.spark.FallbackReason why : org.rdmashuffle.spark.FallbackReason.values()) {
             gauge("fallback.blocks." + why.metricName(), r -> r.fallbackBlocksByReason().getOrDefault(why.metricName(), 0L));
+        }
+        List<String> kinds = new ArrayList<>();
+        for (org.rdmashuffle.verbs.Trouble t : org.rdmashuffle.verbs.Trouble.values()) {
+            kinds.add(t.key());
+        }
+        kinds.add(ExecutorShuffleReport.NOT_CONFIGURED);
+        kinds.add(ExecutorShuffleReport.OTHER);
+        for (String kind : kinds) {
+            gauge("executors.fallenBack." + kind, r -> kind.equals(r.fallbackKind()) ? 1 : 0);
         }
         gauge("fetch.failedBlocks", ExecutorShuffleReport::fetchFailures);
         gauge("connections.failures", ExecutorShuffleReport::connectionFailures);
@@ -60,10 +69,10 @@ public final class DriverShuffleMetrics {
         ExecutorShuffleReport now = latest.merge(r.executorId(), r, (old, neu) -> neu.seq() > old.seq() ? neu : old);
         if (before == null && now == r) {
             firstFrom(r);
-        } else if (before != null && now == r && before.onRdma() != r.onRdma() && !r.onRdma() && !"starting".equals(r.fallback())) {
+        } else if (before != null && now == r && before.onRdma() != r.onRdma() && !r.onRdma() && !ExecutorShuffleReport.STARTING.equals(r.fallback())) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over Spark's "
                     + "built-in transport: " + r.fallback());
-        } else if (before != null && "starting".equals(before.fallback()) && now == r) {
+        } else if (before != null && ExecutorShuffleReport.STARTING.equals(before.fallback()) && now == r) {
             said(r);
         }
         return true;
@@ -88,7 +97,7 @@ public final class DriverShuffleMetrics {
             LOG.log(System.Logger.Level.INFO, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over RDMA: "
                     + r.provider() + " device " + r.device() + (r.gid().isEmpty() ? "" : ", " + r.gid()) + ", memory "
                     + r.memory());
-        } else if (!"starting".equals(r.fallback())) {
+        } else if (!ExecutorShuffleReport.STARTING.equals(r.fallback())) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over Spark's "
                     + "built-in transport: " + r.fallback());
         }

@@ -6,6 +6,7 @@ import java.util.TreeMap;
 
 import org.rdmashuffle.core.metrics.EngineMetrics;
 import org.rdmashuffle.core.metrics.FetchCounts;
+import org.rdmashuffle.verbs.Trouble;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 
 /**
@@ -29,6 +30,31 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
     public boolean onRdma() {
         return fallback == null;
     }
+
+    /** What an executor reports before its engine has tried to start. */
+    public static final String STARTING = "starting";
+    /** The fallback kind of an executor whose shuffle manager is Spark's own. */
+    static final String NOT_CONFIGURED = "notConfigured";
+    /** The fallback kind of a reason no {@link Trouble} names. */
+    static final String OTHER = "other";
+
+    /**
+     * Why this executor fell back, as a metric name: the {@link Trouble} its reason names ({@code
+     * memlock}, {@code no-device}, ..., docs/troubleshooting.md), {@value #NOT_CONFIGURED}, or {@value
+     * #OTHER}; null if RDMA carries its shuffle or its engine is still starting.
+     */
+    public String fallbackKind() {
+        if (onRdma() || STARTING.equals(fallback)) {
+            return null;
+        }
+        if (fallback.startsWith(NOT_RUNNING_PREFIX)) {
+            return NOT_CONFIGURED;
+        }
+        return Trouble.in(fallback).map(Trouble::key).orElse(OTHER);
+    }
+
+    /** How the reason of an executor without the plugin's shuffle manager starts. */
+    public static final String NOT_RUNNING_PREFIX = "spark.shuffle.manager is not ";
 
     /** The executor as reported, from its manager's counts and its engine's figures ({@code engine} null: none runs). */
     public static ExecutorShuffleReport of(String executorId, long seq, String fallback, EngineMetrics engine,
