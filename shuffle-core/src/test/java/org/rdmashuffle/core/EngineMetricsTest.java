@@ -40,8 +40,12 @@ class EngineMetricsTest {
             got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
 
             EngineMetrics client = pair.client.metrics();
-            assertEquals("software", client.provider());
+            assertEquals(pair.client.providerName(), client.provider());
+            assertEquals(pair.client.deviceName(), client.device());
             assertEquals(1, client.fetches().fetchCalls());
+            assertEquals(pair.server.metrics().served().requests(), client.fetches().requests(),
+                    "round trips: the requests sent are the ones the server answered");
+            assertTrue(client.fetches().requests() >= 1);
             assertEquals(blocks.size(), client.fetches().blocks(), "blocks delivered");
             assertEquals(bytes, client.fetches().bytes(), "bytes delivered");
             assertEquals(0, client.fetches().failedBlocks());

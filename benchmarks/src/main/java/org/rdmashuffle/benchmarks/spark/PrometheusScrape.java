@@ -40,6 +40,11 @@ final class PrometheusScrape implements AutoCloseable {
     private int failed;
     private long firstBlocks = -1;
     private long lastBlocks = -1;
+    private final long startNanos = System.nanoTime();
+    /** Each answered scrape during the job: milliseconds since the start, RDMA bytes, fallback bytes. */
+    private final java.util.List<long[]> series = new java.util.ArrayList<>();
+    /** What the job prints before the series of scrapes during the job (ScrapePlot draws it). */
+    static final String SERIES = "prometheus series (ms rdma.bytes fallback.bytes):";
 
     /** Starts scraping the driver UI at {@code uiUrl}. */
     PrometheusScrape(String uiUrl) {
@@ -57,8 +62,11 @@ final class PrometheusScrape implements AutoCloseable {
     private void scrapeWhileRunning() {
         while (!stop) {
             try {
-                long blocks = scrape().getOrDefault("rdma_blocks", -1L);
+                Map<String, Long> m = scrape();
+                long blocks = m.getOrDefault("rdma_blocks", -1L);
                 synchronized (this) {
+                    series.add(new long[] {(System.nanoTime() - startNanos) / 1_000_000, m.getOrDefault("rdma_bytes", 0L),
+                            m.getOrDefault("fallback_bytes", 0L)});
                     answered++;
                     if (firstBlocks < 0) {
                         firstBlocks = blocks;
@@ -109,11 +117,15 @@ final class PrometheusScrape implements AutoCloseable {
             m = scrape();
         }
         String during;
+        StringBuilder points = new StringBuilder(SERIES);
         synchronized (this) {
             during = DURING + " " + answered + " scrapes answered, " + failed + " failed; rdma.blocks from " + firstBlocks
                     + " to " + lastBlocks;
+            for (long[] p : series) {
+                points.append(' ').append(p[0]).append(',').append(p[1]).append(',').append(p[2]);
+            }
         }
-        return List.of(during, AFTER + " rdma.blocks=" + m.get("rdma_blocks") + " rdma.bytes=" + m.get("rdma_bytes")
+        return List.of(during, points.toString(), AFTER + " rdma.blocks=" + m.get("rdma_blocks") + " rdma.bytes=" + m.get("rdma_bytes")
                 + " fallback.blocks=" + m.get("fallback_blocks") + " executors.onRdma=" + m.get("executors_onRdma")
                 + " executors.fallenBack=" + m.get("executors_fallenBack") + " completionErrors.total="
                 + m.get("completionErrors_total") + "; Spark's remote reads: blocks=" + sparkRemoteBlocks + " bytes="

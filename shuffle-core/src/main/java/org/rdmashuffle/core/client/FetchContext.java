@@ -15,6 +15,10 @@ public interface FetchContext {
 
     FetchBudget budget();
 
+    /** A metadata request (a round trip to the peer) was handed to its connection: counted for operators. */
+    default void requestSent() {
+    }
+
     /** Now, in the nanoseconds of {@link System#nanoTime()}. */
     default long nanoTime() {
         return System.nanoTime();

@@ -295,5 +295,10 @@ public final class FetchService implements FetchSide {
         public FetchBudget budget() {
             return budget;
         }
+
+        @Override
+        public void requestSent() {
+            counts.requestSent();
+        }
     }
 }

@@ -189,6 +189,7 @@ public final class PeerFetcher {
         Message.FetchRequest request = awaiting.add(id, batch, refreshing, layouts, asked, context.nanoTime());
         try {
             channel.send(request);
+            context.requestSent();
             return null;
         } catch (RuntimeException e) {
             return e;

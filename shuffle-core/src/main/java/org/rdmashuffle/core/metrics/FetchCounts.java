@@ -3,13 +3,15 @@ package org.rdmashuffle.core.metrics;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * What an executor's engine fetched: blocks and bytes delivered, blocks failed, each block's latency
+ * What an executor's engine fetched: fetch calls and the round trips (metadata requests) they took,
+ * blocks and bytes delivered, blocks failed, each block's latency
  * (from the fetch call that asked for it to its delivery or failure, so queueing behind the in-flight
  * bounds counts: it is what the reducer waited), and the set-up of connections to peers (time of the
  * ones that succeeded, count of the ones that failed).
  */
 public final class FetchCounts {
     private final LongAdder fetchCalls = new LongAdder();
+    private final LongAdder requests = new LongAdder();
     private final LongAdder blocks = new LongAdder();
     private final LongAdder bytes = new LongAdder();
     private final LongAdder failedBlocks = new LongAdder();
@@ -19,6 +21,11 @@ public final class FetchCounts {
 
     public void fetchCalled() {
         fetchCalls.increment();
+    }
+
+    /** A metadata request sent: one round trip to a peer (one per batch of blocks, plus refreshes and retries). */
+    public void requestSent() {
+        requests.increment();
     }
 
     public void delivered(long byteCount, long sinceCallNanos) {
@@ -41,11 +48,12 @@ public final class FetchCounts {
     }
 
     public Snapshot snapshot() {
-        return new Snapshot(fetchCalls.sum(), blocks.sum(), bytes.sum(), failedBlocks.sum(), blockLatency.snapshot(),
+        return new Snapshot(fetchCalls.sum(), requests.sum(), blocks.sum(), bytes.sum(), failedBlocks.sum(), blockLatency.snapshot(),
                 connectionSetUp.snapshot(), connectionFailures.sum());
     }
 
-    public record Snapshot(long fetchCalls, long blocks, long bytes, long failedBlocks, LatencyHistogram.Snapshot blockLatency,
+    /** @param requests metadata requests sent: round trips to peers */
+    public record Snapshot(long fetchCalls, long requests, long blocks, long bytes, long failedBlocks, LatencyHistogram.Snapshot blockLatency,
                            LatencyHistogram.Snapshot connectionSetUp, long connectionFailures) {
     }
 }

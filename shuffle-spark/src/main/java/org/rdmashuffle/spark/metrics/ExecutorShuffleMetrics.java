@@ -81,6 +81,7 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
         }
         registry.register("fetch.latencyMicros", new BucketHistogram(() -> fetches(FetchCounts.Snapshot::blockLatency)));
         gaugeOf("fetch.calls", e -> e.fetches().fetchCalls());
+        gaugeOf("fetch.requests", e -> e.fetches().requests());
         gaugeOf("fetch.failedBlocks", e -> e.fetches().failedBlocks());
         registry.register("connections.setUpMicros", new BucketHistogram(() -> fetches(FetchCounts.Snapshot::connectionSetUp)));
         gaugeOf("connections.failures", e -> e.fetches().connectionFailures());
