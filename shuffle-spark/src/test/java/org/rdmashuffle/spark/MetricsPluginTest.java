@@ -28,8 +28,9 @@ import org.junit.jupiter.api.io.TempDir;
  * {@link RdmaShufflePlugin} in a local cluster, scraped the way Prometheus scrapes Spark: over HTTP
  * from the driver's {@code /metrics/prometheus} (Spark's PrometheusServlet). The RDMA block and byte
  * counts there equal what the executors' managers counted (their "carried by" report) and Spark's own
- * remote-read task metrics; with Spark's own shuffle manager the plugin still loads and every executor
- * is counted as fallen back.
+ * remote-read task metrics; an executor whose engine cannot start is counted as fallen back under the
+ * trouble its reason names. (With Spark's own shuffle manager the plugin loads and counts every executor
+ * as fallen back: the 3-host bed's built-in run checks that, MainJobAcrossHostsTest.)
  */
 class MetricsPluginTest {
     private static final String PLUGIN = "_plugin_org_rdmashuffle_spark_RdmaShufflePlugin_";
@@ -115,20 +116,6 @@ class MetricsPluginTest {
     private static String scrapeText(String endpoint) throws Exception {
         return HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL).build().send(HttpRequest.newBuilder(
                 URI.create(endpoint)).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body();
-    }
-
-    @Test
-    void withSparksOwnShuffle_thePluginLoads_andCountsEveryExecutorAsFallenBack() throws Exception {
-        try (JavaSparkContext sc = new JavaSparkContext(withPrometheus(SparkClusterSupport.conf("metrics, built-in", false,
-                scratch)))) {
-            awaitExecutors(sc, 2);
-            assertEquals(500, Workloads.pairs(sc, 20_000, 500).groupByKey(4).count());
-            String endpoint = sc.sc().uiWebUrl().get() + "/metrics/prometheus";
-            Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("executors_reporting", 0L) == 2);
-            assertEquals(0L, m.get("executors_onRdma"), m.toString());
-            assertEquals(2L, m.get("executors_fallenBack"), m.toString());
-            assertEquals(0L, m.get("rdma_blocks"), m.toString());
-        }
     }
 
     /**

@@ -14,7 +14,7 @@ import java.util.List;
  */
 public final class ScrapePlot {
     private static final String SERIES = "prometheus series (ms rdma.bytes fallback.bytes):";
-    private static final int W = 720;
+    private static final int W = 980;
     private static final int H = 300;
     private static final int LEFT = 70;
     private static final int BOTTOM = 40;
@@ -111,7 +111,9 @@ public final class ScrapePlot {
             b.append("<text x=\"").append(LEFT).append("\" y=\"").append(legend).append("\" fill=\"").append(colour).append("\">")
                     .append(run.label()).append(": over RDMA (solid) ").append(String.format("%.1f MB", last1 / 1e6))
                     .append(", over Spark's transport (dashed) ").append(String.format("%.1f MB", last2 / 1e6))
-                    .append(", ").append(run.points().size()).append(" scrapes</text>\n");
+                    .append(", ").append(run.points().size()).append(" scrapes")
+                    .append(run.label().endsWith("builtin") ? " (Spark's own shuffle manager: the plugin carries nothing)" : "")
+                    .append("</text>\n");
             legend += 20;
         }
         return b.append("</svg>\n").toString();
