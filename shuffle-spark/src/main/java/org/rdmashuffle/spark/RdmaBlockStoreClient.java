@@ -43,7 +43,7 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
                             DownloadFileManager downloadFileManager) {
         InetSocketAddress peer = engine == null ? null : engines.get(execId);
         if (peer == null) {
-            manager.fellBack(engine == null ? FallbackReason.ENGINE_UNAVAILABLE : FallbackReason.PEER_WITHOUT_ENGINE,
+            manager.counts.fellBack(engine == null ? FallbackReason.ENGINE_UNAVAILABLE : FallbackReason.PEER_WITHOUT_ENGINE,
                     blockIds.length);
             builtIn.fetchBlocks(host, port, execId, blockIds, countingFallback(listener), downloadFileManager);
             return;
@@ -62,7 +62,7 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
         engine.fetchBlocks(peer, ids, new BlockFetchListener() {
             @Override
             public void onBlockFetched(FetchedBlock block) {
-                manager.fetchedOverRdma(peer, block.size());
+                manager.counts.fetchedOverRdma(peer, block.size());
                 FetchedBlockManagedBuffer buffer = new FetchedBlockManagedBuffer(block);
                 try {
                     listener.onBlockFetchSuccess(names.get(block.id()), buffer); // Spark retains what it keeps
@@ -78,7 +78,7 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
                 if (manager.fetchesOverSparkInstead(kind)) {
                     // RDMA cannot carry this block (see fetchesOverSparkInstead); Spark's transport can,
                     // from another thread: this is the engine's completion poller.
-                    manager.fellBack(FallbackReason.of(kind), 1);
+                    manager.counts.fellBack(FallbackReason.of(kind), 1);
                     BlockFetchingListener counting = countingFallback(listener);
                     Exception rejected = manager.fallbacks.submit(() -> {
                         try {
@@ -105,7 +105,7 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
         return new BlockFetchingListener() {
             @Override
             public void onBlockFetchSuccess(String blockId, org.apache.spark.network.buffer.ManagedBuffer data) {
-                manager.bytesOverFallback.addAndGet(data.size());
+                manager.counts.deliveredByFallback(data.size());
                 listener.onBlockFetchSuccess(blockId, data);
             }
 

@@ -2,10 +2,6 @@ package org.rdmashuffle.spark;
 
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.ConcurrentMap;
-import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 
 import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
@@ -87,15 +83,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     private boolean stopped;
     /** Fetches handed to Spark's transport, off the engine's poller. */
     final FallbackFetches fallbacks = new FallbackFetches();
-    final AtomicLong blocksOverRdma = new AtomicLong();
-    final AtomicLong bytesOverRdma = new AtomicLong();
-    final AtomicLong blocksOverFallback = new AtomicLong();
-    final AtomicLong bytesOverFallback = new AtomicLong();
-    /** Blocks handed to Spark's transport, by {@link FallbackReason} ordinal. */
-    private final java.util.concurrent.atomic.AtomicLongArray fallbackBlocksByReason =
-            new java.util.concurrent.atomic.AtomicLongArray(FallbackReason.values().length);
-    /** Blocks fetched over RDMA by the address of the engine that served them (what crossed which link). */
-    private final ConcurrentMap<String, LongAdder> rdmaBlocksByServer = new ConcurrentSkipListMap<>();
+    /** What this executor's fetches moved over each transport. */
+    final TransportCounts counts = new TransportCounts();
 
     public RdmaShuffleManager(SparkConf conf) {
         this.conf = conf;
@@ -369,17 +358,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
         String carrier = e != null ? "RDMA engine on " + e.providerName() + " device " + e.deviceName() + " (control "
                 + e.address().getHostString() + ":" + e.address().getPort() + ")"
                 : "Spark's built-in transport (RDMA engine unavailable: " + m.unavailable + ")";
-        StringBuilder from = new StringBuilder();
-        m.rdmaBlocksByServer.forEach((server, blocks) -> from.append(from.isEmpty() ? " from " : ", ").append(server)
-                .append(" (").append(blocks.sum()).append(')'));
-        return carrier + "; fetched " + m.blocksOverRdma.get() + " blocks (" + m.bytesOverRdma.get() + " bytes) over RDMA"
-                + from + ", " + m.blocksOverFallback.get() + " over the built-in transport";
-    }
-
-    /** Counts {@code blocks} handed to Spark's transport for {@code why}. */
-    void fellBack(FallbackReason why, int blocks) {
-        blocksOverFallback.addAndGet(blocks);
-        fallbackBlocksByReason.addAndGet(why.ordinal(), blocks);
+        return carrier + "; " + m.counts.describe();
     }
 
     /**
@@ -389,19 +368,20 @@ public final class RdmaShuffleManager implements ShuffleManager {
     public static org.rdmashuffle.spark.metrics.ExecutorShuffleReport report(String executorId, long seq) {
         RdmaShuffleManager m = current;
         if (m == null) {
-            return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.notRunning(executorId, seq,
-                    org.rdmashuffle.spark.metrics.ExecutorShuffleReport.NOT_RUNNING_PREFIX + RdmaShuffleManager.class.getName());
+            // Configured but not made yet (the plugin can start first): starting, not fallen back.
+            SparkEnv env = SparkEnv.get();
+            boolean ours = env != null && RdmaShuffleManager.class.getName().equals(env.conf().get("spark.shuffle.manager", ""));
+            return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.notRunning(executorId, seq, ours
+                    ? org.rdmashuffle.spark.metrics.ExecutorShuffleReport.STARTING
+                    : org.rdmashuffle.spark.metrics.ExecutorShuffleReport.NOT_RUNNING_PREFIX + RdmaShuffleManager.class.getName());
         }
         RdmaShuffleEngine e = m.engine;
         org.rdmashuffle.core.metrics.EngineMetrics em = e == null ? null : e.metrics();
-        java.util.Map<String, Long> byReason = new java.util.TreeMap<>();
-        for (FallbackReason r : FallbackReason.values()) {
-            byReason.put(r.metricName(), m.fallbackBlocksByReason.get(r.ordinal()));
-        }
         String state = e != null ? null : m.unavailable != null ? m.unavailable : m.started ? "stopped"
                 : org.rdmashuffle.spark.metrics.ExecutorShuffleReport.STARTING;
-        return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.of(executorId, seq, state, em, m.blocksOverRdma.get(),
-                m.bytesOverRdma.get(), m.blocksOverFallback.get(), m.bytesOverFallback.get(), byReason);
+        long[] c = m.counts.snapshot();
+        return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.of(executorId, seq, state, em, c[0], c[2], c[1], c[3],
+                m.counts.fallbackBlocksByReason(), m.counts.rdmaBlocksByServer());
     }
 
     /** This JVM's engine's figures, or null where no engine runs. */
@@ -409,13 +389,6 @@ public final class RdmaShuffleManager implements ShuffleManager {
         RdmaShuffleManager m = current;
         RdmaShuffleEngine e = m == null ? null : m.engine;
         return e == null ? null : e.metrics();
-    }
-
-    /** Counts one block fetched over RDMA from the engine at {@code server}. */
-    void fetchedOverRdma(InetSocketAddress server, long bytes) {
-        blocksOverRdma.incrementAndGet();
-        bytesOverRdma.addAndGet(bytes);
-        rdmaBlocksByServer.computeIfAbsent(server.getHostString(), k -> new LongAdder()).increment();
     }
 
     /** The thread that started this JVM's engine, or null if none has started (nor tried to). */
@@ -431,7 +404,6 @@ public final class RdmaShuffleManager implements ShuffleManager {
      */
     public static long[] fetchCounts() {
         RdmaShuffleManager m = current;
-        return m == null ? new long[4] : new long[] {m.blocksOverRdma.get(), m.blocksOverFallback.get(), m.bytesOverRdma.get(),
-                m.bytesOverFallback.get()};
+        return m == null ? new long[4] : m.counts.snapshot();
     }
 }

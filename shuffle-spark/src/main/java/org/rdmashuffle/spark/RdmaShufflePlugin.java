@@ -22,6 +22,8 @@ import org.rdmashuffle.spark.metrics.ExecutorShuffleMetrics;
 public final class RdmaShufflePlugin implements SparkPlugin {
     /** How often an executor reports to the driver (only reports that changed are sent). */
     public static final String REPORT_INTERVAL = RdmaShuffleManager.PREFIX + "metrics.reportInterval";
+    /** Also publish each executor's RDMA blocks by serving host on the driver (executors x hosts series; default false). */
+    public static final String PER_LINK = RdmaShuffleManager.PREFIX + "metrics.perLink";
 
     @Override
     public DriverPlugin driverPlugin() {
@@ -30,7 +32,7 @@ public final class RdmaShufflePlugin implements SparkPlugin {
 
             @Override
             public Map<String, String> init(SparkContext sc, PluginContext context) {
-                metrics = new DriverShuffleMetrics(context.metricRegistry());
+                metrics = new DriverShuffleMetrics(context.metricRegistry(), sc.conf().getBoolean(PER_LINK, false));
                 return Map.of();
             }
 

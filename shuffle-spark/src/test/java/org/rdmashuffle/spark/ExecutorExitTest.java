@@ -69,7 +69,7 @@ class ExecutorExitTest {
                 rdmaService.applicationStarted(sc.sc().applicationId(), SECRET.getBytes(StandardCharsets.UTF_8));
                 Tasks tasks = new Tasks();
                 sc.sc().addSparkListener(tasks);
-                awaitExecutors(sc, 2);
+                SparkClusterSupport.awaitExecutors(sc, 2);
 
                 JavaPairRDD<Integer, String> shuffled = pairs(sc).partitionBy(new HashPartitioner(4));
                 Map<String, Integer> mapsByExecutor = runMapStage(sc, tasks, shuffled);
@@ -179,7 +179,7 @@ class ExecutorExitTest {
             try (JavaSparkContext sc = new JavaSparkContext(conf)) {
                 Tasks tasks = new Tasks();
                 sc.sc().addSparkListener(tasks);
-                awaitExecutors(sc, 2);
+                SparkClusterSupport.awaitExecutors(sc, 2);
 
                 JavaPairRDD<Integer, String> shuffled = pairs(sc).partitionBy(new HashPartitioner(4));
                 kill(sc, tasks, busiest(runMapStage(sc, tasks, shuffled)));
@@ -205,7 +205,7 @@ class ExecutorExitTest {
         try (TransportContext context = new TransportContext(transport, handler, true);
              TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, ANY_APP)));
              JavaSparkContext sc = new JavaSparkContext(serviceConf("rdma half down", sparkService.getPort(), nobody, true))) {
-            awaitExecutors(sc, 2);
+            SparkClusterSupport.awaitExecutors(sc, 2);
             assertRightResult(pairs(sc).partitionBy(new HashPartitioner(4)));
             long[] counts = SparkClusterSupport.fetchCounts(sc);
             assertEquals(0, counts[0], "blocks fetched over RDMA with nothing at the RDMA port");
@@ -251,16 +251,6 @@ class ExecutorExitTest {
             s += ("value-" + i).hashCode();
         }
         return s;
-    }
-
-    private static void awaitExecutors(JavaSparkContext sc, int n) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (sc.sc().getExecutorIds().size() < n) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("only " + sc.sc().getExecutorIds().size() + " of " + n + " executors came up");
-            }
-            Thread.sleep(100);
-        }
     }
 
     /** Blocks the surviving executors fetched: {@code [over RDMA, over Spark's transport]}. */

@@ -44,16 +44,30 @@ class MetricsPluginTest {
                 .set("spark.metrics.conf.*.sink.prometheusServlet.class", "org.apache.spark.metrics.sink.PrometheusServlet")
                 .set("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus")
                 .set(RdmaShufflePlugin.REPORT_INTERVAL, "200ms")
+                // Reducers on both executors whatever ran the maps (a CI run once had every task on one
+                // executor: nothing remote to count), and both executors warm (see warm) before the job.
+                .set("spark.locality.wait", "0")
                 // Both executors live on 127.0.0.1: without this they would read each other's files from disk.
                 .set("spark.shuffle.readHostLocalDisk", "false");
     }
 
     @Test
     void theDriversPrometheusEndpoint_countsWhatRdmaCarried_asTheExecutorsAndSparksTaskMetricsDo() throws Exception {
-        try (JavaSparkContext sc = new JavaSparkContext(withPrometheus(SparkClusterSupport.conf("metrics", true, scratch)))) {
+        int nobody;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            nobody = s.getLocalPort(); // closed again: a Graphite sink there fails every report
+        }
+        // A sink that fails (every second, on the driver and the executors) never reaches the job.
+        SparkConf conf = withPrometheus(SparkClusterSupport.conf("metrics", true, scratch))
+                .set("spark.metrics.conf.*.sink.graphite.class", "org.apache.spark.metrics.sink.GraphiteSink")
+                .set("spark.metrics.conf.*.sink.graphite.host", "127.0.0.1")
+                .set("spark.metrics.conf.*.sink.graphite.port", Integer.toString(nobody))
+                .set("spark.metrics.conf.*.sink.graphite.period", "1").set("spark.metrics.conf.*.sink.graphite.unit", "seconds");
+        try (JavaSparkContext sc = new JavaSparkContext(conf)) {
             RemoteReads reads = new RemoteReads();
             sc.sc().addSparkListener(reads);
-            awaitExecutors(sc, 2);
+            SparkClusterSupport.awaitExecutors(sc, 2);
+            warm(sc);
             long groups = Workloads.pairs(sc, 60_000, 500).groupByKey(6).count();
             assertEquals(500, groups);
             sc.sc().listenerBus().waitUntilEmpty();
@@ -129,7 +143,8 @@ class MetricsPluginTest {
                 .availability().available(), "this machine has a usable RDMA device: no executor would fall back");
         try (JavaSparkContext sc = new JavaSparkContext(withPrometheus(SparkClusterSupport.conf("metrics, no device", true,
                 scratch)).set("spark.shuffle.rdma.provider", "ibverbs"))) {
-            awaitExecutors(sc, 2);
+            SparkClusterSupport.awaitExecutors(sc, 2);
+            warm(sc);
             assertEquals(500, Workloads.pairs(sc, 20_000, 500).groupByKey(4).count());
             String endpoint = sc.sc().uiWebUrl().get() + "/metrics/prometheus";
             Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("executors_fallenBack", 0L) == 2);
@@ -138,6 +153,17 @@ class MetricsPluginTest {
             assertEquals(0L, m.get("executors_fallenBack_other"), m.toString());
             assertEquals(0L, m.get("executors_onRdma"), m.toString());
             assertTrue(m.get("fallback_blocks_engineUnavailable") > 0, m.toString());
+        }
+    }
+
+    /** Runs a task on each executor until both have run one: a slow first task would leave every map to the other. */
+    private static void warm(JavaSparkContext sc) {
+        for (int round = 0; round < 10; round++) {
+            long executors = sc.parallelize(java.util.stream.IntStream.range(0, 8).boxed().toList(), 8)
+                    .map(i -> org.apache.spark.SparkEnv.get().executorId()).collect().stream().distinct().count();
+            if (executors >= 2) {
+                return;
+            }
         }
     }
 
@@ -187,16 +213,6 @@ class MetricsPluginTest {
             m = scrape(endpoint);
         }
         return m;
-    }
-
-    private static void awaitExecutors(JavaSparkContext sc, int n) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (sc.sc().getExecutorIds().size() < n) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("only " + sc.sc().getExecutorIds().size() + " of " + n + " executors came up");
-            }
-            Thread.sleep(100);
-        }
     }
 
     /** Spark's own count of remote shuffle reads, summed over every task. */

@@ -54,6 +54,17 @@ final class SparkClusterSupport {
         return conf;
     }
 
+    /** Waits (at most 2 minutes) until {@code n} executors have registered with the driver. */
+    static void awaitExecutors(JavaSparkContext sc, int n) throws InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(120);
+        while (sc.sc().getExecutorIds().size() < n) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("only " + sc.sc().getExecutorIds().size() + " of " + n + " executors came up");
+            }
+            Thread.sleep(100);
+        }
+    }
+
     /** What carries each executor's shuffle, one line per executor JVM. */
     static List<String> describeExecutors(JavaSparkContext sc) {
         return new ArrayList<>(new java.util.LinkedHashSet<>(sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)

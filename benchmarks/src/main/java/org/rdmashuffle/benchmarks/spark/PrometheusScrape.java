@@ -56,7 +56,8 @@ final class PrometheusScrape implements AutoCloseable {
     static Map<String, String> settings() {
         return Map.of("spark.ui.enabled", "true", "spark.ui.port", "0", "spark.ui.prometheus.enabled", "true",
                 "spark.metrics.conf.*.sink.prometheusServlet.class", "org.apache.spark.metrics.sink.PrometheusServlet",
-                "spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus");
+                "spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus",
+                "spark.shuffle.rdma.metrics.perLink", "true");
     }
 
     private void scrapeWhileRunning() {
@@ -129,7 +130,32 @@ final class PrometheusScrape implements AutoCloseable {
                 + " fallback.blocks=" + m.get("fallback_blocks") + " executors.onRdma=" + m.get("executors_onRdma")
                 + " executors.fallenBack=" + m.get("executors_fallenBack") + " completionErrors.total="
                 + m.get("completionErrors_total") + "; Spark's remote reads: blocks=" + sparkRemoteBlocks + " bytes="
-                + sparkRemoteBytes);
+                + sparkRemoteBytes, PER_EXECUTOR + perExecutor(m));
+    }
+
+    /** What the job prints before each executor's figures on the endpoint. */
+    static final String PER_EXECUTOR = "prometheus per executor (id=rdma.blocks,rdma.bytes,fallback.blocks,fallbackCode"
+            + "[;host:blocks from it]):";
+
+    /** {@code id=blocks,bytes,fallbackBlocks,fallbackCode} for each executor the endpoint names, by id. */
+    private static String perExecutor(Map<String, Long> m) {
+        StringBuilder b = new StringBuilder();
+        Matcher x = Pattern.compile("executor_(\\w+?)_rdma_blocks").matcher("");
+        for (String k : m.keySet()) {
+            if (x.reset(k).matches()) {
+                String id = x.group(1);
+                String p = "executor_" + id + "_";
+                b.append(' ').append(id).append('=').append(m.get(p + "rdma_blocks")).append(',').append(m.get(p + "rdma_bytes"))
+                        .append(',').append(m.get(p + "fallback_blocks")).append(',').append(m.get(p + "fallbackCode"));
+                Matcher link = Pattern.compile(Pattern.quote(p) + "rdma_from_(\\w+)_blocks").matcher("");
+                for (String l : m.keySet()) {
+                    if (link.reset(l).matches()) {
+                        b.append(';').append(link.group(1)).append(':').append(m.get(l));
+                    }
+                }
+            }
+        }
+        return b.toString();
     }
 
     @Override

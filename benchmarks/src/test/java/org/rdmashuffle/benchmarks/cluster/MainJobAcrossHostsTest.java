@@ -42,6 +42,9 @@ class MainJobAcrossHostsTest {
     }
 
     private static final Pattern ROUND = Pattern.compile("^round \\d+\\s+(\\S+)");
+    private static final String PER_EXECUTOR = "prometheus per executor (id=rdma.blocks,rdma.bytes,fallback.blocks,fallbackCode"
+            + "[;host:blocks from it]):";
+    private static final Pattern FROM = Pattern.compile("over RDMA from (.*?), \\d+ over the built-in transport");
     private static final Pattern CARRIED = Pattern.compile("fetched (\\d+) blocks \\((\\d+) bytes\\) over RDMA");
     private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: rdma.blocks=(\\d+) rdma.bytes=(\\d+) "
             + "fallback.blocks=(\\d+) executors.onRdma=(\\d+) executors.fallenBack=(\\d+) completionErrors.total=(\\d+); "
@@ -58,6 +61,10 @@ class MainJobAcrossHostsTest {
         java.util.Map<String, long[]> carried = new java.util.HashMap<>();
         java.util.Map<String, Matcher> scraped = new java.util.HashMap<>();
         java.util.Map<String, String> during = new java.util.HashMap<>();
+        java.util.Map<String, java.util.Map<String, long[]>> carriedBy = new java.util.HashMap<>();
+        java.util.Map<String, java.util.Map<String, long[]>> scrapedBy = new java.util.HashMap<>();
+        java.util.Map<String, java.util.Map<String, String>> linksBy = new java.util.HashMap<>();
+        java.util.Map<String, java.util.Map<String, String>> scrapedLinks = new java.util.HashMap<>();
         for (String line : printed.lines().toList()) {
             Matcher round = ROUND.matcher(line);
             if (round.find()) {
@@ -72,6 +79,23 @@ class MainJobAcrossHostsTest {
                 long[] sum = carried.computeIfAbsent(system, k -> new long[2]);
                 sum[0] += Long.parseLong(c.group(1));
                 sum[1] += Long.parseLong(c.group(2));
+                carriedBy.computeIfAbsent(system, k -> new java.util.TreeMap<>()).put(line.split(" +")[2],
+                        new long[] {Long.parseLong(c.group(1)), Long.parseLong(c.group(2))});
+                Matcher from = FROM.matcher(line);
+                if (from.find()) { // "10.213.7.13 (57), 10.213.7.14 (60)" as "10_213_7_13:57;10_213_7_14:60"
+                    linksBy.computeIfAbsent(system, k -> new java.util.TreeMap<>()).put(line.split(" +")[2],
+                            from.group(1).replaceAll("(\\S+) \\((\\d+)\\)", "$1:$2").replace('.', '_').replace(", ", ";"));
+                }
+            }
+            if (line.contains(PER_EXECUTOR)) {
+                java.util.Map<String, long[]> each = scrapedBy.computeIfAbsent(system, k -> new java.util.TreeMap<>());
+                for (String e : line.substring(line.indexOf(PER_EXECUTOR) + PER_EXECUTOR.length()).strip().split(" ")) {
+                    String[] kv = e.split("=");
+                    String[] figuresAndLinks = kv[1].split(";", 2);
+                    each.put(kv[0], java.util.Arrays.stream(figuresAndLinks[0].split(",")).mapToLong(Long::parseLong).toArray());
+                    scrapedLinks.computeIfAbsent(system, k -> new java.util.TreeMap<>()).put(kv[0],
+                            figuresAndLinks.length > 1 ? figuresAndLinks[1] : "");
+                }
             }
             Matcher m = SCRAPED.matcher(line);
             if (m.find()) {
@@ -95,6 +119,23 @@ class MainJobAcrossHostsTest {
         assertEquals("0", rdma.group(6), "failed completions");
         assertTrue(during.get("rdma") != null && !during.get("rdma").contains(" 0 scrapes answered"),
                 "scraped during the rdma run: " + during.get("rdma"));
+        // Per executor: the endpoint's figures of each executor equal its own carried-by line.
+        java.util.Map<String, long[]> lines = carriedBy.get("rdma");
+        java.util.Map<String, long[]> endpoint = scrapedBy.get("rdma");
+        assertTrue(endpoint != null && endpoint.keySet().containsAll(lines.keySet()), "every executor on the endpoint: "
+                + scrapedBy + " " + lines.keySet() + "\n" + printed);
+        lines.forEach((id, c) -> {
+            long[] e = endpoint.get(id);
+            assertEquals(c[0], e[0], "executor " + id + "'s RDMA blocks, endpoint against its carried-by line");
+            assertEquals(c[1], e[1], "executor " + id + "'s RDMA bytes, endpoint against its carried-by line");
+            assertEquals(0, e[2], "executor " + id + "'s blocks over the fallback");
+            assertEquals(0, e[3], "executor " + id + "'s fallback code (0: on RDMA)");
+            assertEquals(new java.util.TreeSet<>(List.of(linksBy.getOrDefault("rdma", java.util.Map.of()).getOrDefault(id, "")
+                            .split(";"))), new java.util.TreeSet<>(List.of(scrapedLinks.get("rdma").get(id).split(";"))),
+                    "executor " + id + "'s blocks by serving host, endpoint against its carried-by line");
+        });
+        scrapedBy.get("builtin").forEach((id, e) -> assertEquals(98, e[3],
+                "executor " + id + " of the built-in run: fallen back, Spark's own shuffle manager (98)"));
         Matcher builtin = scraped.get("builtin");
         assertTrue(builtin != null, printed);
         assertEquals("0", builtin.group(4), "Spark's own shuffle: no executor on RDMA");

@@ -165,24 +165,27 @@ public final class Tenants implements TransportContext.TenantIndex {
 
     /** What every application, present and past, was served: the node's totals. */
     public ServedCounts.Snapshot served() {
-        ServedCounts.Snapshot total;
+        ServedCounts.Snapshot past;
         synchronized (retired) {
-            total = retiredServed;
+            past = retiredServed;
         }
-        for (ServedTenant t : all()) {
-            total = total.plus(t.requests().served());
-        }
-        return total;
+        return total(past, t -> t.requests().served(), ServedCounts.Snapshot::plus);
     }
 
     /** Map-output registrations of every application, present and past. */
     public RegistrationCounts.Snapshot registrations() {
-        RegistrationCounts.Snapshot total;
+        RegistrationCounts.Snapshot past;
         synchronized (retired) {
-            total = retiredRegistrations;
+            past = retiredRegistrations;
         }
+        return total(past, t -> t.registry().registrationCounts(), RegistrationCounts.Snapshot::plus);
+    }
+
+    /** {@code past} plus every present tenant's figure. */
+    private <T> T total(T past, java.util.function.Function<ServedTenant, T> of, java.util.function.BinaryOperator<T> plus) {
+        T total = past;
         for (ServedTenant t : all()) {
-            total = total.plus(t.registry().registrationCounts());
+            total = plus.apply(total, of.apply(t));
         }
         return total;
     }

@@ -29,9 +29,18 @@ public final class DriverShuffleMetrics {
 
     private final MetricRegistry registry;
     private final ConcurrentMap<String, ExecutorShuffleReport> latest = new ConcurrentHashMap<>();
+    /** Whether each shown executor's blocks are also published by serving host ({@code executor.<id>.rdma.from.<host>.blocks}). */
+    private final boolean perLink;
+    /** The per-link gauges registered: executor id and host. */
+    private final java.util.Set<String> links = ConcurrentHashMap.newKeySet();
 
-    public DriverShuffleMetrics(MetricRegistry registry) {
+    /**
+     * @param perLink also publish each shown executor's RDMA blocks by serving host (executors x hosts
+     *        series: for finding a slow or broken link, off by default)
+     */
+    public DriverShuffleMetrics(MetricRegistry registry, boolean perLink) {
         this.registry = registry;
+        this.perLink = perLink;
         gauge("executors.reporting", r -> 1);
         gauge("executors.onRdma", r -> r.onRdma() ? 1 : 0);
         gauge("executors.fallenBack", r -> r.fallbackKind() != null ? 1 : 0);
@@ -67,6 +76,9 @@ public final class DriverShuffleMetrics {
             return true;
         }
         ExecutorShuffleReport now = latest.merge(r.executorId(), r, (old, neu) -> neu.seq() > old.seq() ? neu : old);
+        if (perLink && now == r) {
+            publishLinks(r);
+        }
         if (before == null && now == r) {
             firstFrom(r);
         } else if (before != null && now == r && before.onRdma() != r.onRdma() && !r.onRdma() && !ExecutorShuffleReport.STARTING.equals(r.fallback())) {
@@ -82,6 +94,7 @@ public final class DriverShuffleMetrics {
         if (latest.size() <= MAX_EXECUTORS_SHOWN) {
             String p = "executor." + ExecutorShuffleMetrics.sanitize(r.executorId()) + ".";
             one(p + "onRdma", r.executorId(), x -> x.onRdma() ? 1 : 0);
+            one(p + "fallbackCode", r.executorId(), ExecutorShuffleReport::fallbackCode);
             one(p + "rdma.blocks", r.executorId(), ExecutorShuffleReport::blocksOverRdma);
             one(p + "rdma.bytes", r.executorId(), ExecutorShuffleReport::bytesOverRdma);
             one(p + "fallback.blocks", r.executorId(), ExecutorShuffleReport::blocksOverFallback);
@@ -90,6 +103,20 @@ public final class DriverShuffleMetrics {
             one(p + "fetch.latencyP99Micros", r.executorId(), ExecutorShuffleReport::fetchLatencyP99Micros);
         }
         said(r);
+    }
+
+    /** Gauges for the serving hosts this executor has fetched from that have none yet (shown executors only). */
+    private void publishLinks(ExecutorShuffleReport r) {
+        if (latest.size() > MAX_EXECUTORS_SHOWN) {
+            return;
+        }
+        String id = r.executorId();
+        for (String host : r.rdmaBlocksFrom().keySet()) {
+            if (links.add(id + "|" + host)) {
+                one("executor." + ExecutorShuffleMetrics.sanitize(id) + ".rdma.from." + ExecutorShuffleMetrics.sanitize(host)
+                        + ".blocks", id, x -> x.rdmaBlocksFrom().getOrDefault(host, 0L));
+            }
+        }
     }
 
     private void said(ExecutorShuffleReport r) {

@@ -71,6 +71,7 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
 
     private void register() {
         gauge("carrier.rdma", () -> report.get().onRdma() ? 1L : 0L);
+        gauge("carrier.fallbackCode", () -> report.get().fallbackCode());
         gauge("rdma.blocks", () -> report.get().blocksOverRdma());
         gauge("rdma.bytes", () -> report.get().bytesOverRdma());
         gauge("fallback.blocks", () -> report.get().blocksOverFallback());
@@ -140,6 +141,7 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
                 // Spark's sinks publish numbers only: the provider and device are in the names.
                 gauge("provider." + sanitize(r.provider()), () -> 1L);
                 gauge("device." + sanitize(r.device()), () -> 1L);
+                gauge("gidIndex", () -> gidIndex(report.get().gid()));
             }
             if (!r.equals(lastSent)) {
                 toDriver.accept(r.withSeq(++seq));
@@ -147,6 +149,18 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, "rdma-shuffle: the metrics report was not sent", e);
+        }
+    }
+
+    /** The index in a report's GID ({@code GID[3] ::ffff:10.0.0.1} gives 3), or -1 when it has none. */
+    static long gidIndex(String gid) {
+        if (!gid.startsWith("GID[")) {
+            return -1;
+        }
+        try {
+            return Long.parseLong(gid.substring(4, gid.indexOf(']')));
+        } catch (RuntimeException e) {
+            return -1;
         }
     }
 

@@ -19,13 +19,18 @@ import org.rdmashuffle.verbs.WorkCompletionStatus;
  *        {@code "starting"} before it has started, or null when RDMA carries it
  * @param fallbackBlocksByReason blocks handed to Spark's transport, by reason's metric name
  * @param completionErrors failed work completions by status name, only statuses that occurred
+ * @param rdmaBlocksFrom blocks fetched over RDMA by the host of the engine that served them (at most
+ *        {@value #MAX_SERVERS} hosts: what crossed which link)
  */
 public record ExecutorShuffleReport(String executorId, long seq, String fallback, String provider, String device,
                                     String gid, String memory, long pinnableBytes, long blocksOverRdma, long bytesOverRdma,
                                     long blocksOverFallback, long bytesOverFallback, Map<String, Long> fallbackBlocksByReason,
                                     long fetchLatencyP50Micros, long fetchLatencyP99Micros, long fetchFailures,
-                                    long connectionFailures, long registrationFailures, Map<String, Long> completionErrors)
+                                    long connectionFailures, long registrationFailures, Map<String, Long> completionErrors,
+                                    Map<String, Long> rdmaBlocksFrom)
         implements Serializable {
+    /** The most serving hosts a report names (the rest count in the totals only). */
+    public static final int MAX_SERVERS = 64;
 
     public boolean onRdma() {
         return fallback == null;
@@ -53,17 +58,40 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
         return Trouble.in(fallback).map(Trouble::key).orElse(OTHER);
     }
 
+    /**
+     * {@link #fallbackKind} as a number, for sinks that publish numbers only: 0 on RDMA (or still
+     * starting), the code's number for a {@link Trouble} (3 for {@code RS03 memlock}, docs/troubleshooting.md),
+     * 98 for {@value #NOT_CONFIGURED}, 99 for {@value #OTHER}.
+     */
+    public long fallbackCode() {
+        String kind = fallbackKind();
+        if (kind == null) {
+            return 0;
+        }
+        if (kind.equals(NOT_CONFIGURED)) {
+            return 98;
+        }
+        return Trouble.in(fallback).map(t -> (long) Integer.parseInt(t.code().substring(2))).orElse(99L);
+    }
+
     /** How the reason of an executor without the plugin's shuffle manager starts. */
     public static final String NOT_RUNNING_PREFIX = "spark.shuffle.manager is not ";
 
     /** The executor as reported, from its manager's counts and its engine's figures ({@code engine} null: none runs). */
     public static ExecutorShuffleReport of(String executorId, long seq, String fallback, EngineMetrics engine,
                                            long blocksOverRdma, long bytesOverRdma, long blocksOverFallback,
-                                           long bytesOverFallback, Map<String, Long> fallbackBlocksByReason) {
+                                           long bytesOverFallback, Map<String, Long> fallbackBlocksByReason,
+                                           Map<String, Long> rdmaBlocksFrom) {
+        Map<String, Long> from = new TreeMap<>();
+        rdmaBlocksFrom.forEach((host, n) -> {
+            if (from.size() < MAX_SERVERS) {
+                from.put(host, n);
+            }
+        });
         if (engine == null) {
             return new ExecutorShuffleReport(executorId, seq, fallback == null ? "no engine" : fallback, "", "", "", "", -1,
                     blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
-                    new TreeMap<>(fallbackBlocksByReason), 0, 0, 0, 0, 0, new TreeMap<>());
+                    new TreeMap<>(fallbackBlocksByReason), 0, 0, 0, 0, 0, new TreeMap<>(), from);
         }
         FetchCounts.Snapshot f = engine.fetches();
         Map<String, Long> errors = new TreeMap<>();
@@ -76,19 +104,20 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
                 engine.memory(), engine.pinnableBytes(), blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
                 new TreeMap<>(fallbackBlocksByReason), f.blockLatency().quantileMicros(0.5),
                 f.blockLatency().quantileMicros(0.99), f.failedBlocks(), f.connectionFailures(),
-                engine.mapOutputRegistrations().failures() + engine.bufferRegistrations().failures(), errors);
+                engine.mapOutputRegistrations().failures() + engine.bufferRegistrations().failures(), errors, from);
     }
 
     /** An executor where no RdmaShuffleManager runs at all. */
     public static ExecutorShuffleReport notRunning(String executorId, long seq, String why) {
         return new ExecutorShuffleReport(executorId, seq, why, "", "", "", "", -1, 0, 0, 0, 0, new TreeMap<>(), 0, 0, 0, 0, 0,
-                new TreeMap<>());
+                new TreeMap<>(), new TreeMap<>());
     }
 
     /** The same figures, renumbered (what is sent is compared without its number). */
     ExecutorShuffleReport withSeq(long n) {
         return new ExecutorShuffleReport(executorId, n, fallback, provider, device, gid, memory, pinnableBytes, blocksOverRdma,
                 bytesOverRdma, blocksOverFallback, bytesOverFallback, fallbackBlocksByReason, fetchLatencyP50Micros,
-                fetchLatencyP99Micros, fetchFailures, connectionFailures, registrationFailures, completionErrors);
+                fetchLatencyP99Micros, fetchFailures, connectionFailures, registrationFailures, completionErrors,
+                rdmaBlocksFrom);
     }
 }
