@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -15,7 +14,6 @@ import org.rdmashuffle.core.metrics.EngineMetrics;
 import org.rdmashuffle.core.metrics.Refusal;
 import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.core.protocol.BlockId;
-import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 
 /**
@@ -94,18 +92,8 @@ class EngineMetricsTest {
     @Test
     void aReadThatOverrunsItsRegion_isCountedAsARemoteAccessError() throws Exception {
         try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, EngineTestSupport.size(4000))) {
-            AtomicBoolean once = new AtomicBoolean(true);
-            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
-                @Override
-                public Message message(org.rdmashuffle.core.transport.DataConnection.Role role, Message m) {
-                    if (m instanceof Message.FetchResponse r && once.getAndSet(false)) {
-                        return new Message.FetchResponse(r.requestId(), r.blocks().stream().map(b -> new BlockDescriptor(
-                                b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), b.address(),
-                                b.length() + (1 << 20), b.rkey())).toList());
-                    }
-                    return m;
-                }
-            });
+            pair.server.tamper(FaultInjectionTest.rewriteFirstResponse(b -> new BlockDescriptor(b.shuffleId(), b.mapId(),
+                    b.startPartition(), b.endPartition(), b.address(), b.length() + (1 << 20), b.rkey())));
             BlockId first = BlockId.of(1, 0, 0);
             Collector got = new Collector(1);
             pair.client.fetchBlocks(pair.server.address(), List.of(first), got);

@@ -47,7 +47,7 @@ class FaultInjectionTest {
     }
 
     /** A tamper that rewrites every descriptor of the first FetchResponse the server sends. */
-    private static RdmaShuffleEngine.Tamper rewriteFirstResponse(java.util.function.UnaryOperator<BlockDescriptor> change) {
+    static RdmaShuffleEngine.Tamper rewriteFirstResponse(java.util.function.UnaryOperator<BlockDescriptor> change) {
         AtomicBoolean once = new AtomicBoolean(true);
         return new RdmaShuffleEngine.Tamper() {
             @Override

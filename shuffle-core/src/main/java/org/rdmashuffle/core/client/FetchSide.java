@@ -29,7 +29,7 @@ public interface FetchSide {
 
     /** Blocks fetched and failed, their latency, connection set-ups, since start. */
     default org.rdmashuffle.core.metrics.FetchCounts.Snapshot fetchMetrics() {
-        return new org.rdmashuffle.core.metrics.FetchCounts().snapshot();
+        return org.rdmashuffle.core.metrics.FetchCounts.Snapshot.NONE;
     }
 
     /** Registrations of fetch buffers, since start. */

@@ -55,5 +55,7 @@ public final class FetchCounts {
     /** @param requests metadata requests sent: round trips to peers */
     public record Snapshot(long fetchCalls, long requests, long blocks, long bytes, long failedBlocks, LatencyHistogram.Snapshot blockLatency,
                            LatencyHistogram.Snapshot connectionSetUp, long connectionFailures) {
+        /** Nothing fetched: a side that fetches nothing (a node's service). */
+        public static final Snapshot NONE = new FetchCounts().snapshot();
     }
 }

@@ -38,34 +38,25 @@ public final class CompletionRouter implements CompletionPoller.Handler {
     private final MetadataSender sender;
     private final ThreadLocal<MessageCodec> codec;
     private final int receiveBufferSize;
-    private final ReadFailures readFailures;
+    private final FailedCompletions failures;
     private final Route receives;
     private final Route sends;
     private final Route reads;
     /** Failed completions by status, of every kind (flushes included: a QP that went to error says so). */
     private final org.rdmashuffle.core.metrics.CompletionErrors errors = new org.rdmashuffle.core.metrics.CompletionErrors();
 
-    /** Says what a failed read's or send's status likely means, with the path's addresses ({@link FailedCompletions}). */
-    public interface ReadFailures {
-        String explain(WorkCompletionStatus status, DataConnection c);
-
-        default String explainSend(WorkCompletionStatus status, DataConnection c) {
-            return "";
-        }
-    }
-
     /**
      * @param tenantByIndex the live tenant a receive wr_id's index names, or null once it is gone
      * @param receiveBufferSize this side's receive buffer size, named when a receive overflows it
      */
     public CompletionRouter(IntFunction<TenantDomain> tenantByIndex, ConnectionTable connections, MetadataSender sender,
-                            ThreadLocal<MessageCodec> codec, int receiveBufferSize, ReadFailures readFailures) {
+                            ThreadLocal<MessageCodec> codec, int receiveBufferSize, FailedCompletions failures) {
         this.tenantByIndex = tenantByIndex;
         this.connections = connections;
         this.sender = sender;
         this.codec = codec;
         this.receiveBufferSize = receiveBufferSize;
-        this.readFailures = readFailures;
+        this.failures = failures;
         this.receives = this::onReceive;
         this.sends = this::onSendCompleted;
         this.reads = this::onReadCompleted;
@@ -78,7 +69,7 @@ public final class CompletionRouter implements CompletionPoller.Handler {
         this.sender = null;
         this.codec = null;
         this.receiveBufferSize = 0;
-        this.readFailures = null;
+        this.failures = null;
         this.receives = receives;
         this.sends = sends;
         this.reads = reads;
@@ -173,7 +164,7 @@ public final class CompletionRouter implements CompletionPoller.Handler {
         if (!ok) {
             DataConnection c = connections.byQpNumber(wcs.qpNumber(i));
             failure = new IOException("a metadata SEND failed with " + wcs.status(i)
-                    + (c == null ? "" : readFailures.explainSend(wcs.status(i), c)), wcs.failure(i));
+                    + (c == null ? "" : failures.send(wcs.status(i), c.toString(), c.peerGid())), wcs.failure(i));
         }
         sender.onCompleted(seq, ok, failure);
     }
@@ -184,7 +175,7 @@ public final class CompletionRouter implements CompletionPoller.Handler {
             return; // retired meanwhile: its owner failed its chains when it retired it
         }
         c.handler().onReadCompleted(c, chainId, wcs.isSuccess(i) ? null
-                : new IOException("RDMA_READ failed with " + wcs.status(i) + readFailures.explain(wcs.status(i), c),
+                : new IOException("RDMA_READ failed with " + wcs.status(i) + failures.read(wcs.status(i), c.toString(), c.peerGid()),
                 wcs.failure(i)));
     }
 }

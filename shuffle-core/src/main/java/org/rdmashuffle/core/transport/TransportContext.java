@@ -14,7 +14,6 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.protocol.MessageCodec;
 import org.rdmashuffle.verbs.AsyncEvent;
-import org.rdmashuffle.verbs.GidChoice;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.VerbsProvider;
@@ -53,7 +52,6 @@ public final class TransportContext {
     private final DeviceProfile profile;
     private final CompletionPoller[] pollers;
     private final CompletionRouter router;
-    private final FailedCompletions failedCompletions;
     /** The memlock limit the engine started under (-1: nothing limits what it pins), read once. */
     private final long pinnableBytes;
     private final QueuePairFactory queuePairs;
@@ -114,20 +112,9 @@ public final class TransportContext {
                     connections.retire(c);
                 }
             }, sendDeadlineMillis);
-            this.failedCompletions = new FailedCompletions(profile.gid(), context.device().name(),
-                    profile.options().portNumber(), profile.options().mtu().bytes());
             this.router = new CompletionRouter(i -> tenants.domainByIndex(i), connections, sender, codec,
-                    config.receiveBufferSize(), new CompletionRouter.ReadFailures() {
-                        @Override
-                        public String explain(WorkCompletionStatus status, DataConnection c) {
-                            return failedCompletions.read(status, c.toString(), c.peerGid());
-                        }
-
-                        @Override
-                        public String explainSend(WorkCompletionStatus status, DataConnection c) {
-                            return failedCompletions.send(status, c.toString(), c.peerGid());
-                        }
-                    });
+                    config.receiveBufferSize(), new FailedCompletions(profile.gid(), context.device().name(),
+                            profile.options().portNumber(), profile.options().mtu().bytes()));
             this.pollers = new CompletionPoller[config.pollerThreads()];
             for (int i = 0; i < pollers.length; i++) {
                 pollers[i] = new CompletionPoller(context, "rdma-shuffle-poller-" + i, profile.cqEntries(), 64,
@@ -275,7 +262,7 @@ public final class TransportContext {
     }
 
     /** Failed work completions by status, since start. */
-    public java.util.Map<org.rdmashuffle.verbs.WorkCompletionStatus, Long> completionErrors() {
+    public java.util.Map<WorkCompletionStatus, Long> completionErrors() {
         return router.errors();
     }
 
