@@ -26,6 +26,15 @@ public interface MemoryRegion extends AutoCloseable {
     int access();
 
     /**
+     * The provider's handle of the region, written into a window's bind request
+     * ({@code struct ibv_mw_bind_info.mr}): libibverbs' {@code struct ibv_mr *}, the software provider's key.
+     * Only a provider's own regions have one.
+     */
+    default long handle() {
+        throw new UnsupportedOperationException(this + " is not a provider's region: no window can be bound to it");
+    }
+
+    /**
      * Checks that {@code [offset, offset + length)} lies inside this region; the message names the
      * region and the range, so a wrong descriptor is diagnosed where it is used.
      */

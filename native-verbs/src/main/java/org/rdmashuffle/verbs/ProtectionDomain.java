@@ -55,6 +55,13 @@ public interface ProtectionDomain extends AutoCloseable {
         }
     }
 
+    /**
+     * {@code ibv_alloc_mw}: a window of {@code type}, not yet bound (its rkey serves nothing until a
+     * bind). A device without windows of that type refuses with EOPNOTSUPP (see
+     * {@link DeviceAttributes#supportsMemoryWindows()}).
+     */
+    MemoryWindow allocateWindow(MemoryWindowType type);
+
     SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit);
 
     /** Creates a reliable-connected queue pair in the RESET state. */

@@ -43,6 +43,18 @@ public interface QueuePair extends AutoCloseable {
      */
     WorkRequestBuilder workRequestBuilder();
 
+    /**
+     * {@code ibv_bind_mw}: binds a type 1 window to {@code [address, address + length)} of {@code region}
+     * with {@code windowAccess} ({@link Access#REMOTE_READ}, {@code REMOTE_WRITE}, {@code REMOTE_ATOMIC}),
+     * posted on this QP's send queue as a work request that completes with
+     * {@link WorkCompletionOpcode#BIND_MW} (when signaled). Returns the window's new rkey. The region
+     * must have been registered with {@link Access#MW_BIND}; a bad bind completes with
+     * {@link WorkCompletionStatus#MW_BIND_ERR}. {@code region} null and length 0 unbind the window.
+     * Type 2 windows are bound by a work request instead ({@link SendWorkRequest#bindWindow}).
+     */
+    int bindWindow(MemoryWindow window, MemoryRegion region, long address, long length, int windowAccess,
+                   long wrId, int sendFlags);
+
     /** Posts receive requests to this QP's own receive queue ({@code ibv_post_recv}). */
     void postReceive(ReceiveWorkRequests requests, int count);
 

@@ -16,6 +16,11 @@ public final class SendOps {
     public static final int BIND_MW = 1 << 8;
     public static final int SEND_WITH_INV = 1 << 9;
     public static final int TSO = 1 << 10;
+    /** {@code IBV_QP_EX_WITH_FLUSH} (rdma-core 43 and later: an older library refuses the QP). */
+    public static final int FLUSH = 1 << 11;
+    public static final int ATOMIC_WRITE = 1 << 12;
+    /** The memory-window operations: bind a type 2 window, invalidate it locally, or with a send. */
+    public static final int WINDOW_OPS = LOCAL_INV | BIND_MW | SEND_WITH_INV;
     /** The operations {@link WorkRequestBuilder} offers. */
     public static final int ALL_BUILDER_OPS = RDMA_WRITE | RDMA_WRITE_WITH_IMM | SEND | SEND_WITH_IMM | RDMA_READ
             | ATOMIC_CMP_AND_SWP | ATOMIC_FETCH_AND_ADD;
@@ -25,7 +30,7 @@ public final class SendOps {
 
     public static String describe(int ops) {
         String[] names = {"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP",
-            "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV", "TSO"};
+            "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV", "TSO", "FLUSH", "ATOMIC_WRITE"};
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < names.length; i++) {
             if ((ops & (1 << i)) != 0) {

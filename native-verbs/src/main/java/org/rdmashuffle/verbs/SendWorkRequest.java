@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
+import org.rdmashuffle.verbs.ffi.ibv_mw_bind_info;
 import org.rdmashuffle.verbs.ffi.ibv_send_wr;
 import org.rdmashuffle.verbs.ffi.ibv_sge;
 
@@ -30,6 +31,15 @@ public final class SendWorkRequest {
     private static final long ATOMIC_COMPARE_ADD = ATOMIC + ibv_send_wr.wr.atomic.compare_add$offset();
     private static final long ATOMIC_SWAP = ATOMIC + ibv_send_wr.wr.atomic.swap$offset();
     private static final long ATOMIC_RKEY = ATOMIC + ibv_send_wr.wr.atomic.rkey$offset();
+    private static final long INVALIDATE_RKEY = ibv_send_wr.invalidate_rkey$offset();
+    private static final long BIND = ibv_send_wr.bind_mw$offset();
+    private static final long BIND_MW = BIND + ibv_send_wr.bind_mw.mw$offset();
+    private static final long BIND_RKEY = BIND + ibv_send_wr.bind_mw.rkey$offset();
+    private static final long BIND_INFO = BIND + ibv_send_wr.bind_mw.bind_info$offset();
+    private static final long BIND_MR = BIND_INFO + ibv_mw_bind_info.mr$offset();
+    private static final long BIND_ADDR = BIND_INFO + ibv_mw_bind_info.addr$offset();
+    private static final long BIND_LENGTH = BIND_INFO + ibv_mw_bind_info.length$offset();
+    private static final long BIND_ACCESS = BIND_INFO + ibv_mw_bind_info.mw_access_flags$offset();
     /** Everything after sg_list (num_sge onwards) is per-post state that reset() clears. */
     private static final long CLEAR_FROM = NUM_SGE;
 
@@ -76,6 +86,10 @@ public final class SendWorkRequest {
     }
 
     public SendWorkRequest opcode(WorkRequestOpcode opcode) {
+        if (opcode == WorkRequestOpcode.FLUSH) {
+            throw new IllegalArgumentException("work request " + index + ": IBV_WR_FLUSH is posted with ibv_wr_flush "
+                    + "(WorkRequestBuilder.flush); struct ibv_send_wr has no fields for a flush's placement and level");
+        }
         memory.set(ValueLayout.JAVA_INT, wr + OPCODE, opcode.code());
         return this;
     }
@@ -122,6 +136,37 @@ public final class SendWorkRequest {
         memory.set(ValueLayout.JAVA_LONG, wr + ATOMIC_ADDR, remoteAddress);
         memory.set(ValueLayout.JAVA_INT, wr + ATOMIC_RKEY, rkey);
         memory.set(ValueLayout.JAVA_LONG, wr + ATOMIC_COMPARE_ADD, compareAdd);
+    }
+
+    /**
+     * BIND_MW: binds type 2 {@code window} to {@code [address, address + length)} of {@code region} with
+     * {@code windowAccess}, under the new key {@code newRkey} (normally {@link MemoryWindow#nextRkey}
+     * of its current one), for the QP this request is posted on. Carries no SGE.
+     */
+    public SendWorkRequest bindWindow(MemoryWindow window, int newRkey, MemoryRegion region, long address, long length,
+                                      int windowAccess) {
+        opcode(WorkRequestOpcode.BIND_MW);
+        memory.set(ValueLayout.JAVA_LONG, wr + BIND_MW, window.handle());
+        memory.set(ValueLayout.JAVA_INT, wr + BIND_RKEY, newRkey);
+        memory.set(ValueLayout.JAVA_LONG, wr + BIND_MR, region == null ? 0L : region.handle());
+        memory.set(ValueLayout.JAVA_LONG, wr + BIND_ADDR, address);
+        memory.set(ValueLayout.JAVA_LONG, wr + BIND_LENGTH, length);
+        memory.set(ValueLayout.JAVA_INT, wr + BIND_ACCESS, windowAccess);
+        return this;
+    }
+
+    /** LOCAL_INV: takes back the type 2 window whose key is {@code rkey}. Carries no SGE. */
+    public SendWorkRequest localInvalidate(int rkey) {
+        opcode(WorkRequestOpcode.LOCAL_INV);
+        memory.set(ValueLayout.JAVA_INT, wr + INVALIDATE_RKEY, rkey);
+        return this;
+    }
+
+    /** SEND_WITH_INV: a SEND (its SGEs set as for SEND) that takes back the receiver's window {@code rkey}. */
+    public SendWorkRequest sendWithInvalidate(int rkey) {
+        opcode(WorkRequestOpcode.SEND_WITH_INV);
+        memory.set(ValueLayout.JAVA_INT, wr + INVALIDATE_RKEY, rkey);
+        return this;
     }
 
     /** Sets SGE {@code slot} to raw address, length and lkey (no bounds check; see the MR overload). */
@@ -194,6 +239,37 @@ public final class SendWorkRequest {
 
     public int rkey() {
         return memory.get(ValueLayout.JAVA_INT, wr + RDMA_RKEY);
+    }
+
+    /** The key a LOCAL_INV or SEND_WITH_INV takes back (the union with the immediate, host order). */
+    public int invalidateRkey() {
+        return memory.get(ValueLayout.JAVA_INT, wr + INVALIDATE_RKEY);
+    }
+
+    /** A BIND_MW's window handle ({@link MemoryWindow#handle()}). */
+    public long bindWindowHandle() {
+        return memory.get(ValueLayout.JAVA_LONG, wr + BIND_MW);
+    }
+
+    public int bindNewRkey() {
+        return memory.get(ValueLayout.JAVA_INT, wr + BIND_RKEY);
+    }
+
+    /** A BIND_MW's region handle ({@link MemoryRegion#handle()}), 0 for none. */
+    public long bindRegionHandle() {
+        return memory.get(ValueLayout.JAVA_LONG, wr + BIND_MR);
+    }
+
+    public long bindAddress() {
+        return memory.get(ValueLayout.JAVA_LONG, wr + BIND_ADDR);
+    }
+
+    public long bindLength() {
+        return memory.get(ValueLayout.JAVA_LONG, wr + BIND_LENGTH);
+    }
+
+    public int bindAccess() {
+        return memory.get(ValueLayout.JAVA_INT, wr + BIND_ACCESS);
     }
 
     public long atomicRemoteAddress() {

@@ -24,6 +24,8 @@ public final class WorkCompletions implements AutoCloseable {
     private static final long WC_FLAGS = ibv_wc.wc_flags$offset();
     /** {@code IBV_WC_WITH_IMM}. */
     public static final int WITH_IMMEDIATE = 1 << 1;
+    /** {@code IBV_WC_WITH_INV}: a SEND_WITH_INV arrived and took back {@link #invalidatedRkey}. */
+    public static final int WITH_INVALIDATE = 1 << 3;
 
     private final Arena arena;
     private final MemorySegment memory;
@@ -93,6 +95,15 @@ public final class WorkCompletions implements AutoCloseable {
         return (flags(i) & WITH_IMMEDIATE) != 0;
     }
 
+    /** The rkey a SEND_WITH_INV took back ({@code invalidated_rkey}, host order); valid when {@link #hasInvalidated(int)}. */
+    public int invalidatedRkey(int i) {
+        return memory.get(ValueLayout.JAVA_INT, offset(i) + IMM);
+    }
+
+    public boolean hasInvalidated(int i) {
+        return (flags(i) & WITH_INVALIDATE) != 0;
+    }
+
     public int qpNumber(int i) {
         return memory.get(ValueLayout.JAVA_INT, offset(i) + QP_NUM);
     }
@@ -103,7 +114,8 @@ public final class WorkCompletions implements AutoCloseable {
 
     /**
      * For providers that produce completions in Java: writes entry {@code i} as {@code ibv_poll_cq}
-     * would ({@code immediate} in host order; stored in network order).
+     * would ({@code immediate} in host order; stored in network order; with {@link #WITH_INVALIDATE} it is
+     * the invalidated rkey, stored as is).
      */
     public void set(int i, long wrId, int status, int opcode, int vendorError, int byteLength, int immediate,
                     int qpNumber, int flags) {
@@ -113,7 +125,8 @@ public final class WorkCompletions implements AutoCloseable {
         memory.set(ValueLayout.JAVA_INT, o + OPCODE, opcode);
         memory.set(ValueLayout.JAVA_INT, o + VENDOR_ERR, vendorError);
         memory.set(ValueLayout.JAVA_INT, o + BYTE_LEN, byteLength);
-        memory.set(BE_INT, o + IMM, immediate);
+        // The union: immediate data travels in network order, an invalidated rkey is host order.
+        memory.set((flags & WITH_INVALIDATE) != 0 ? ValueLayout.JAVA_INT : BE_INT, o + IMM, immediate);
         memory.set(ValueLayout.JAVA_INT, o + QP_NUM, qpNumber);
         memory.set(ValueLayout.JAVA_INT, o + WC_FLAGS, flags);
     }

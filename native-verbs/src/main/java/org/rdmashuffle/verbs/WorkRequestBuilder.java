@@ -42,6 +42,39 @@ public interface WorkRequestBuilder {
 
     WorkRequestBuilder fetchAndAdd(int rkey, long remoteAddress, long add);
 
+    /**
+     * {@code ibv_wr_bind_mw}: binds type 2 {@code window} under {@code newRkey} to
+     * {@code [address, address + length)} of {@code region} with {@code windowAccess}, for this QP.
+     * Needs {@link SendOps#BIND_MW}. The window's {@link MemoryWindow#rkey()} is {@code newRkey} once
+     * {@link #complete()} posted it.
+     */
+    WorkRequestBuilder bindWindow(MemoryWindow window, int newRkey, MemoryRegion region, long address, long length,
+                                  int windowAccess);
+
+    /** {@code ibv_wr_local_inv}: takes back the type 2 window {@code rkey}. Needs {@link SendOps#LOCAL_INV}. */
+    WorkRequestBuilder localInvalidate(int rkey);
+
+    /** {@code ibv_wr_send_inv}: a send that takes back the receiver's window {@code rkey}. Needs {@link SendOps#SEND_WITH_INV}. */
+    WorkRequestBuilder sendWithInvalidate(int rkey);
+
+    /**
+     * {@code ibv_wr_flush}: makes the peer's earlier writes to {@code [remoteAddress, remoteAddress + length)}
+     * of region {@code rkey} globally visible or persistent ({@code placement}: {@link #FLUSH_GLOBAL},
+     * {@link #FLUSH_PERSISTENT}; {@code level}: {@link #FLUSH_RANGE} or the whole region, {@link #FLUSH_REGION});
+     * completes with {@link WorkCompletionOpcode#FLUSH}. Needs {@link SendOps#FLUSH}, which a QP gets only
+     * from a library and device that have FLUSH ({@link DeviceAttributes#supportsFlush()}).
+     */
+    WorkRequestBuilder flush(int rkey, long remoteAddress, long length, int placement, int level);
+
+    /** {@code IBV_FLUSH_GLOBAL}. */
+    int FLUSH_GLOBAL = 1;
+    /** {@code IBV_FLUSH_PERSISTENT}. */
+    int FLUSH_PERSISTENT = 1 << 1;
+    /** {@code IBV_FLUSH_RANGE}. */
+    int FLUSH_RANGE = 0;
+    /** {@code IBV_FLUSH_MR}. */
+    int FLUSH_REGION = 1;
+
     /** One SGE for the current operation ({@code ibv_wr_set_sge}). */
     WorkRequestBuilder sge(int lkey, long address, int length);
 

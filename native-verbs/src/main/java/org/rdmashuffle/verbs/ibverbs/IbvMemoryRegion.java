@@ -53,6 +53,12 @@ final class IbvMemoryRegion implements MemoryRegion {
         return access;
     }
 
+    /** The {@code struct ibv_mr *}. */
+    @Override
+    public long handle() {
+        return mr.address();
+    }
+
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {

@@ -9,6 +9,8 @@ import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.MemoryWindow;
+import org.rdmashuffle.verbs.MemoryWindowType;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.ProviderSupport;
 import org.rdmashuffle.verbs.QueuePair;
@@ -149,6 +151,12 @@ final class IbvProtectionDomain implements ProtectionDomain {
 
     private MemoryRegion registerMapping(FileChannel file, FileChannel.MapMode mode, long offset, long length, int access) {
         return ProviderSupport.mapAndRegister(file, mode, offset, length, (memory, owner) -> register(memory, access, owner));
+    }
+
+    @Override
+    public MemoryWindow allocateWindow(MemoryWindowType type) {
+        ensureOpen();
+        return IbvMemoryWindow.allocate(this, type);
     }
 
     @Override

@@ -25,6 +25,14 @@ import org.rdmashuffle.verbs.VerbsException;
 import org.rdmashuffle.verbs.WorkRequestBuilder;
 import org.rdmashuffle.verbs.SendOps;
 import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.Access;
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.MemoryWindow;
+import org.rdmashuffle.verbs.MemoryWindowType;
+import org.rdmashuffle.verbs.PostException;
+import org.rdmashuffle.verbs.SendWorkRequest;
+import org.rdmashuffle.verbs.WorkRequestOpcode;
+import org.rdmashuffle.verbs.ffi.ibv_mw_bind_info;
 import org.rdmashuffle.verbs.ffi.Verbs;
 import org.rdmashuffle.verbs.ffi.ibv_ah_attr;
 import org.rdmashuffle.verbs.ffi.ibv_global_route;
@@ -53,6 +61,11 @@ final class IbvQueuePair implements QueuePair {
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
     private final IbvWorkRequestBuilder builder;
+    /** struct ibv_mw_bind { uint64_t wr_id; unsigned int send_flags; struct ibv_mw_bind_info bind_info; }. */
+    private static final java.lang.foreign.StructLayout MW_BIND = java.lang.foreign.MemoryLayout.structLayout(
+            ValueLayout.JAVA_LONG.withName("wr_id"), ValueLayout.JAVA_INT.withName("send_flags"),
+            java.lang.foreign.MemoryLayout.paddingLayout(4), ibv_mw_bind_info.layout().withName("bind_info"));
+    private static final long MW_BIND_INFO = MW_BIND.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("bind_info"));
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private IbvQueuePair(IbvContext context, MemorySegment qp, QueuePairCapabilities capabilities, QueuePairConfig config) {
@@ -67,7 +80,7 @@ final class IbvQueuePair implements QueuePair {
         this.postSendFn = context.ops.postSend();
         this.postRecvFn = context.ops.postRecv();
         this.builder = config.sendOps() == 0 ? null
-                : new IbvWorkRequestBuilder(qpNumber, (MemorySegment) Libibverbs.QP_TO_QP_EX.plain(this.qp));
+                : new IbvWorkRequestBuilder(qpNumber, (MemorySegment) Libibverbs.QP_TO_QP_EX.plain(this.qp), config.sendOps());
     }
 
     @Override
@@ -279,7 +292,73 @@ final class IbvQueuePair implements QueuePair {
 
     @Override
     public void postSend(SendWorkRequests requests, int count) {
-        WorkRequestPosts.post("ibv_post_send", postSendFn, qp, requests, count);
+        try {
+            WorkRequestPosts.post("ibv_post_send", postSendFn, qp, requests, count);
+        } catch (PostException e) {
+            rekeyBoundWindows(requests, Math.max(0, e.failedIndex())); // those before the refused one were posted
+            throw e;
+        }
+        rekeyBoundWindows(requests, count);
+    }
+
+    /**
+     * A posted BIND_MW gives its window the request's new key, as libibverbs' ibv_bind_mw does for a
+     * type 1 window (the provider checks the window's current key against the one in the struct, so
+     * the next bind must carry it). One opcode read per request.
+     */
+    private static void rekeyBoundWindows(SendWorkRequests requests, int posted) {
+        for (int i = 0; i < posted; i++) {
+            SendWorkRequest wr = requests.get(i);
+            if (wr.opcodeCode() == WorkRequestOpcode.BIND_MW.code()) {
+                IbvMemoryWindow.rekey(wr.bindWindowHandle(), wr.bindNewRkey());
+            }
+        }
+    }
+
+    @Override
+    public int bindWindow(MemoryWindow window, MemoryRegion region, long address, long length, int windowAccess,
+                          long wrId, int sendFlags) {
+        String call = "ibv_bind_mw";
+        if (!(window instanceof IbvMemoryWindow mw) || mw.isClosed()) {
+            throw new IllegalArgumentException(call + ": " + window + " is not a live window of " + context.device().name());
+        }
+        // verbs.h's inline ibv_bind_mw checks these before calling the provider.
+        if (mw.type() != MemoryWindowType.TYPE_1) {
+            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": " + mw.type()
+                    + " windows are bound by a posted work request (SendWorkRequest.bindWindow), not ibv_bind_mw");
+        }
+        if (region == null && (address != 0 || length != 0)) {
+            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": an unbind (no region) has address and length 0");
+        }
+        if (region != null && (!(region instanceof IbvMemoryRegion r) || r.pd.pd.address() != mw.pdAddress())) {
+            throw new VerbsException(call, Errno.EPERM, "QP " + qpNumber + ": the region is not of the window's protection domain");
+        }
+        MemorySegment fn = context.ops.bindMw();
+        if (fn == null) {
+            throw new VerbsException(call, Errno.EOPNOTSUPP, context.device().name() + " has no memory windows");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment bind = arena.allocate(MW_BIND);
+            bind.set(ValueLayout.JAVA_LONG, 0, wrId);
+            bind.set(ValueLayout.JAVA_INT, 8, sendFlags);
+            MemorySegment info = bind.asSlice(MW_BIND_INFO, ibv_mw_bind_info.layout().byteSize());
+            ibv_mw_bind_info.mr(info, region == null ? MemorySegment.NULL : MemorySegment.ofAddress(region.handle()));
+            ibv_mw_bind_info.addr(info, address);
+            ibv_mw_bind_info.length(info, length);
+            ibv_mw_bind_info.mw_access_flags(info, windowAccess);
+            MemorySegment state = Libibverbs.allocateCaptureState(arena);
+            int rc = (int) Libibverbs.OPS_BIND_MW.invokeExact(fn, state, qp, mw.mw, bind);
+            if (rc != 0) {
+                int errno = rc > 0 ? rc : Libibverbs.errno(state);
+                throw new VerbsException(call, errno != 0 ? errno : Math.abs(rc), "QP " + qpNumber + ", window rkey 0x"
+                        + Integer.toHexString(mw.rkey()) + ", " + length + " bytes " + Access.describe(windowAccess));
+            }
+            return mw.rkey();
+        } catch (VerbsException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new VerbsException(call, "downcall failed: " + t);
+        }
     }
 
     @Override
@@ -310,6 +389,9 @@ final class IbvQueuePair implements QueuePair {
         if (closed.compareAndSet(false, true)) {
             context.objects.remove(qp.address());
             Libibverbs.DESTROY_QP.status("QP " + qpNumber, qp);
+            if (builder != null) {
+                builder.close(); // after the QP: nothing posts through it any more
+            }
         }
     }
 

@@ -1,9 +1,11 @@
 package org.rdmashuffle.verbs.ibverbs;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
@@ -11,9 +13,13 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.nio.ByteOrder;
 
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.MemoryWindow;
 import org.rdmashuffle.verbs.ScatterGatherList;
+import org.rdmashuffle.verbs.SendOps;
 import org.rdmashuffle.verbs.VerbsException;
 import org.rdmashuffle.verbs.WorkRequestBuilder;
+import org.rdmashuffle.verbs.ffi.ibv_mw_bind_info;
 import org.rdmashuffle.verbs.ffi.ibv_qp_ex;
 
 /**
@@ -48,6 +54,20 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
     private static final MethodHandle QP_ADDRESS_LONG = LINKER.downcallHandle(
             FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_LONG), CRITICAL);
 
+    /** void (*wr_bind_mw)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t rkey, const struct ibv_mw_bind_info *). */
+    private static final MethodHandle QP_ADDRESS_INT_ADDRESS = LINKER.downcallHandle(
+            FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT, ADDRESS), CRITICAL);
+    /** void (*wr_flush)(struct ibv_qp_ex *, uint32_t rkey, uint64_t remote_addr, size_t len, uint8_t type, uint8_t level). */
+    private static final MethodHandle QP_INT_LONG_LONG_BYTE_BYTE = LINKER.downcallHandle(
+            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_BYTE, JAVA_BYTE), CRITICAL);
+    /**
+     * wr_flush follows wr_atomic_write in struct ibv_qp_ex from rdma-core 43 on; the headers these
+     * bindings were made from (44) end at wr_atomic_write, so its offset is the next pointer's. It is
+     * read only for a QP created with {@link SendOps#FLUSH}: a library without FLUSH refuses that QP,
+     * so the field exists whenever it is read.
+     */
+    private static final long WR_FLUSH = ibv_qp_ex.wr_atomic_write$offset() + ADDRESS.byteSize();
+
     private static final long WR_ID = ibv_qp_ex.wr_id$offset();
     private static final long WR_FLAGS = ibv_qp_ex.wr_flags$offset();
 
@@ -67,10 +87,21 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
     private final MemorySegment setSgeList;
     private final MemorySegment setInline;
     private final MemorySegment setInlineList;
+    private final MemorySegment bindMw;
+    private final MemorySegment localInv;
+    private final MemorySegment sendInv;
+    private final MemorySegment flush;
+    /** The bind_info of wr_bind_mw: providers copy it into the WQE during the call, so one is reused. */
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment bindInfo = arena.allocate(ibv_mw_bind_info.layout());
+    /** Windows bound since start and the keys they take once complete posts them. */
+    private long[] boundWindows = new long[4];
+    private int[] boundKeys = new int[4];
+    private int bound;
 
-    IbvWorkRequestBuilder(int qpNumber, MemorySegment qpEx) {
+    IbvWorkRequestBuilder(int qpNumber, MemorySegment qpEx, int sendOps) {
         this.qpNumber = qpNumber;
-        this.qpx = qpEx.reinterpret(ibv_qp_ex.layout().byteSize());
+        this.qpx = qpEx.reinterpret((sendOps & SendOps.FLUSH) != 0 ? WR_FLUSH + ADDRESS.byteSize() : ibv_qp_ex.layout().byteSize());
         start = fn(ibv_qp_ex.wr_start$offset());
         complete = fn(ibv_qp_ex.wr_complete$offset());
         abort = fn(ibv_qp_ex.wr_abort$offset());
@@ -85,6 +116,10 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
         setSgeList = fn(ibv_qp_ex.wr_set_sge_list$offset());
         setInline = fn(ibv_qp_ex.wr_set_inline_data$offset());
         setInlineList = fn(ibv_qp_ex.wr_set_inline_data_list$offset());
+        bindMw = fn(ibv_qp_ex.wr_bind_mw$offset());
+        localInv = fn(ibv_qp_ex.wr_local_inv$offset());
+        sendInv = fn(ibv_qp_ex.wr_send_inv$offset());
+        flush = (sendOps & SendOps.FLUSH) != 0 ? fn(WR_FLUSH) : MemorySegment.NULL;
     }
 
     /** A function pointer of the struct; NULL ones (operations the provider lacks) fail when used. */
@@ -105,6 +140,7 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
 
     @Override
     public void start() {
+        bound = 0;
         try {
             VOID_QP_BLOCKING.invokeExact(need(start, "ibv_wr_start"), qpx);
         } catch (Throwable t) {
@@ -196,6 +232,62 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
     }
 
     @Override
+    public WorkRequestBuilder bindWindow(MemoryWindow window, int newRkey, MemoryRegion region, long address, long length,
+                                         int windowAccess) {
+        ibv_mw_bind_info.mr(bindInfo, region == null ? MemorySegment.NULL : MemorySegment.ofAddress(region.handle()));
+        ibv_mw_bind_info.addr(bindInfo, address);
+        ibv_mw_bind_info.length(bindInfo, length);
+        ibv_mw_bind_info.mw_access_flags(bindInfo, windowAccess);
+        try {
+            QP_ADDRESS_INT_ADDRESS.invokeExact(need(bindMw, "ibv_wr_bind_mw"), qpx, MemorySegment.ofAddress(window.handle()),
+                    newRkey, bindInfo);
+        } catch (Throwable t) {
+            throw rethrow("ibv_wr_bind_mw", t);
+        }
+        if (bound == boundWindows.length) {
+            boundWindows = java.util.Arrays.copyOf(boundWindows, bound * 2);
+            boundKeys = java.util.Arrays.copyOf(boundKeys, bound * 2);
+        }
+        boundWindows[bound] = window.handle();
+        boundKeys[bound++] = newRkey;
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder localInvalidate(int rkey) {
+        try {
+            QP_INT.invokeExact(need(localInv, "ibv_wr_local_inv"), qpx, rkey);
+        } catch (Throwable t) {
+            throw rethrow("ibv_wr_local_inv", t);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder sendWithInvalidate(int rkey) {
+        try {
+            QP_INT.invokeExact(need(sendInv, "ibv_wr_send_inv"), qpx, rkey);
+        } catch (Throwable t) {
+            throw rethrow("ibv_wr_send_inv", t);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder flush(int rkey, long remoteAddress, long length, int placement, int level) {
+        if (flush.equals(MemorySegment.NULL)) {
+            throw new IllegalStateException("ibv_wr_flush: QP " + qpNumber + " was created without SendOps.FLUSH"
+                    + " (a QP gets it only from a library and device with FLUSH)");
+        }
+        try {
+            QP_INT_LONG_LONG_BYTE_BYTE.invokeExact(flush, qpx, rkey, remoteAddress, length, (byte) placement, (byte) level);
+        } catch (Throwable t) {
+            throw rethrow("ibv_wr_flush", t);
+        }
+        return this;
+    }
+
+    @Override
     public WorkRequestBuilder sge(int lkey, long address, int length) {
         try {
             QP_INT_LONG_INT.invokeExact(need(setSge, "ibv_wr_set_sge"), qpx, lkey, address, length);
@@ -247,19 +339,30 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
         } catch (Throwable t) {
             throw rethrow("ibv_wr_complete", t);
         }
+        int binds = bound;
+        bound = 0;
         if (rc != 0) {
             throw new VerbsException("ibv_wr_complete", Math.abs(rc),
                     "QP " + qpNumber + ": nothing since ibv_wr_start was posted");
+        }
+        for (int i = 0; i < binds; i++) {
+            IbvMemoryWindow.rekey(boundWindows[i], boundKeys[i]);
         }
     }
 
     @Override
     public void abort() {
+        bound = 0;
         try {
             VOID_QP.invokeExact(need(abort, "ibv_wr_abort"), qpx);
         } catch (Throwable t) {
             throw rethrow("ibv_wr_abort", t);
         }
+    }
+
+    /** Frees the builder's bind_info (the QP is destroyed). */
+    void close() {
+        arena.close();
     }
 
     private static void checkCount(ScatterGatherList list, int count) {

@@ -137,6 +137,15 @@ final class Libibverbs {
     static final MethodHandle VCTX_ADVISE_MR = LINKER.downcallHandle(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
 
+    /** struct ibv_mw *(*alloc_mw)(struct ibv_pd *, enum ibv_mw_type) in ibv_context.ops; captures errno. */
+    static final MethodHandle OPS_ALLOC_MW = LINKER.downcallHandle(FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT),
+            CAPTURE_ERRNO);
+    /** int (*bind_mw)(struct ibv_qp *, struct ibv_mw *, struct ibv_mw_bind *); captures errno (a provider may set it). */
+    static final MethodHandle OPS_BIND_MW = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS),
+            CAPTURE_ERRNO);
+    /** int (*dealloc_mw)(struct ibv_mw *). */
+    static final MethodHandle OPS_DEALLOC_MW = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS));
+
     private Libibverbs() {
     }
 

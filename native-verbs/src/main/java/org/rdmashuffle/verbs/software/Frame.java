@@ -10,9 +10,9 @@ import java.nio.ByteBuffer;
  * a QP pair are requesters and responders at once, as both QPs of an RC pair are.
  *
  * <pre>
- *  0 type      1 flags (bit 0 immediate, bit 1 solicited)   2..3 unused   4 status
+ *  0 type      1 flags (bit 0 immediate, bit 1 solicited, bit 2 invalidate)   2..3 unused   4 status
  *  8 sequence (the requester's, echoed in the response)
- * 16 remote address   24 rkey   28 length
+ * 16 remote address   24 rkey (a SEND_WITH_INV: the key it invalidates)   28 length
  * 32 a: immediate (host order) | compare/add operand | old value (atomic response)
  * 40 b: swap operand
  * 48 destination QPN  52 source QPN
@@ -51,6 +51,8 @@ final class Frame {
 
     static final int FLAG_IMMEDIATE = 1;
     static final int FLAG_SOLICITED = 2;
+    /** A SEND_WITH_INV: {@link #rkey} names the receiver's window it takes back. */
+    static final int FLAG_INVALIDATE = 4;
 
     /** Link hello: magic and version (2: many QPs per connection). */
     static final int HELLO_MAGIC = 0x52534832; // "RSH2"

@@ -15,7 +15,8 @@ final class RegionKeys {
     static final int INDEX_BITS = 20;
     static final int MAX_REGIONS = 1 << INDEX_BITS;
     private static final int INDEX_MASK = (1 << INDEX_BITS) - 1;
-    private static final int VARIANTS = 1 << (32 - INDEX_BITS);
+    /** The variant's bits end below bit 31: a key with bit 31 set names a window ({@link WindowKeys}). */
+    private static final int VARIANTS = 1 << (31 - INDEX_BITS);
 
     private final SecureRandom random;
     private volatile SoftMemoryRegion[] slots = new SoftMemoryRegion[64];

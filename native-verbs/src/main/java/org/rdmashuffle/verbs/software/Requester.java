@@ -104,8 +104,10 @@ final class Requester {
         QueuePairState state = qp.state;
         if (state == QueuePairState.RESET || state == QueuePairState.INIT || state == QueuePairState.RTR) {
             return Errno.EINVAL;
-        } else if (op == null || wr.sgeCount() > qp.capabilities.maxSendSge()) {
+        } else if (op == null || op == WorkRequestOpcode.FLUSH || wr.sgeCount() > qp.capabilities.maxSendSge()) {
             return Errno.EINVAL;
+        } else if (op.isLocal() && (wr.sgeCount() != 0 || (wr.flags() & SendFlags.INLINE) != 0)) {
+            return Errno.EINVAL; // a bind or invalidation carries no data (rxe's validate_send_wr)
         } else if (outstanding >= qp.capabilities.maxSendWr()) {
             return Errno.ENOMEM;
         } else if ((wr.flags() & SendFlags.INLINE) != 0 && totalLength(wr) > qp.capabilities.maxInlineData()) {
@@ -139,7 +141,7 @@ final class Requester {
         boolean inline = (wr.flags() & SendFlags.INLINE) != 0;
         boolean writesLocal = op == WorkRequestOpcode.RDMA_READ || op.isAtomic();
         boolean carriesData = op == WorkRequestOpcode.RDMA_WRITE || op == WorkRequestOpcode.RDMA_WRITE_WITH_IMM
-                || op == WorkRequestOpcode.SEND || op == WorkRequestOpcode.SEND_WITH_IMM;
+                || op == WorkRequestOpcode.SEND || op == WorkRequestOpcode.SEND_WITH_IMM || op == WorkRequestOpcode.SEND_WITH_INV;
         ByteBuffer[] payload = carriesData ? new ByteBuffer[wr.sgeCount()] : null;
         long total = 0;
         for (int s = 0; s < wr.sgeCount(); s++) {
@@ -168,7 +170,14 @@ final class Requester {
         }
         p.length = (int) total;
         Frame f = p.request;
-        if (p.localError != 0) {
+        if (p.localError == 0 && op.isLocal()) {
+            // Binds and invalidations act on this device when executed -- here, in posting order --
+            // and complete in order with the rest: a NOP keeps their place in the queue.
+            p.localError = op == WorkRequestOpcode.BIND_MW ? bind(wr) : localInvalidate(wr.invalidateRkey());
+            p.opcode = opcodeOf(op);
+            p.length = 0;
+            f.reset(Frame.NOP, p.sequence);
+        } else if (p.localError != 0) {
             f.reset(Frame.NOP, p.sequence);
             p.opcode = opcodeOf(op);
         } else {
@@ -180,8 +189,9 @@ final class Requester {
                     f.length = p.length;
                     p.opcode = WorkCompletionOpcode.RDMA_READ.code();
                 }
-                case RDMA_WRITE, RDMA_WRITE_WITH_IMM, SEND, SEND_WITH_IMM -> {
-                    boolean isSend = op == WorkRequestOpcode.SEND || op == WorkRequestOpcode.SEND_WITH_IMM;
+                case RDMA_WRITE, RDMA_WRITE_WITH_IMM, SEND, SEND_WITH_IMM, SEND_WITH_INV -> {
+                    boolean isSend = op == WorkRequestOpcode.SEND || op == WorkRequestOpcode.SEND_WITH_IMM
+                            || op == WorkRequestOpcode.SEND_WITH_INV;
                     f.reset(isSend ? Frame.SEND : Frame.WRITE, p.sequence);
                     f.address = wr.remoteAddress();
                     f.rkey = wr.rkey();
@@ -192,6 +202,10 @@ final class Requester {
                     }
                     if ((wr.flags() & SendFlags.SOLICITED) != 0) {
                         f.flags |= Frame.FLAG_SOLICITED;
+                    }
+                    if (op == WorkRequestOpcode.SEND_WITH_INV) {
+                        f.flags |= Frame.FLAG_INVALIDATE;
+                        f.rkey = wr.invalidateRkey();
                     }
                     f.payload = payload;
                     p.opcode = isSend ? WorkCompletionOpcode.SEND.code() : WorkCompletionOpcode.RDMA_WRITE.code();
@@ -221,10 +235,30 @@ final class Requester {
         return switch (op) {
             case RDMA_READ -> WorkCompletionOpcode.RDMA_READ.code();
             case RDMA_WRITE, RDMA_WRITE_WITH_IMM -> WorkCompletionOpcode.RDMA_WRITE.code();
-            case SEND, SEND_WITH_IMM -> WorkCompletionOpcode.SEND.code();
+            case SEND, SEND_WITH_IMM, SEND_WITH_INV -> WorkCompletionOpcode.SEND.code();
             case ATOMIC_CMP_AND_SWP -> WorkCompletionOpcode.COMP_SWAP.code();
             case ATOMIC_FETCH_AND_ADD -> WorkCompletionOpcode.FETCH_ADD.code();
+            case BIND_MW -> WorkCompletionOpcode.BIND_MW.code();
+            case LOCAL_INV -> WorkCompletionOpcode.LOCAL_INV.code();
+            case FLUSH -> WorkCompletionOpcode.FLUSH.code();
         };
+    }
+
+    /** Executes a BIND_MW; returns 0 or the status it completes with (a window or region not of this PD: a bind error). */
+    private int bind(SendWorkRequest wr) {
+        SoftMemoryWindow mw = qp.pd.context.windowByHandle(wr.bindWindowHandle(), qp.pd);
+        long regionHandle = wr.bindRegionHandle();
+        SoftMemoryRegion mr = regionHandle == 0 ? null : qp.pd.context.region((int) regionHandle, qp.pd);
+        if (mw == null || (regionHandle != 0 && (mr == null || regionHandle >>> 32 != 0))) {
+            return WorkCompletionStatus.MW_BIND_ERR.code();
+        }
+        return mw.bind(qp, wr.bindNewRkey(), mr, wr.bindAddress(), wr.bindLength(), wr.bindAccess());
+    }
+
+    /** Executes a LOCAL_INV: a valid type 2 window of this PD, or the request fails (rxe: a local QP operation error). */
+    private int localInvalidate(int rkey) {
+        SoftMemoryWindow mw = qp.pd.context.window(rkey, qp.pd);
+        return mw != null && mw.invalidate(rkey, qp, false) ? 0 : WorkCompletionStatus.LOC_QP_OP_ERR.code();
     }
 
     // ---------------------------------------------------------------- responses (link loop)

@@ -61,7 +61,7 @@ final class Responder {
                 } else {
                     Frame r = Frame.response(Frame.READ_RESPONSE, f.sequence, 0);
                     r.length = f.length;
-                    SoftMemoryRegion mr = qp.pd.context.region(f.rkey, qp.pd);
+                    SoftMemoryRegion mr = regionOf(f.rkey, f.address, f.length, Access.REMOTE_READ);
                     r.payload = new ByteBuffer[] {readPayload(mr, source)};
                     if (mr != null && mr.file() != null) {
                         r.file = mr.file();
@@ -118,9 +118,23 @@ final class Responder {
     }
 
     private Landing onSend(PeerLink link, Frame f) {
+        boolean invalidates = (f.flags & Frame.FLAG_INVALIDATE) != 0;
+        SoftMemoryWindow invalidated = invalidates ? qp.pd.context.window(f.rkey, qp.pd) : null;
+        if (invalidates && invalidated == null) {
+            // Not a window of this PD: an invalid request, answered before a receive is taken (rxe: class J).
+            qp.send(Frame.response(Frame.ACK, f.sequence, WorkCompletionStatus.REM_INV_REQ_ERR.code()));
+            return link.skip(f.length);
+        }
         Receive r = nextReceive();
         if (r == null) {
             return refuseForNow(link, f, Frame.NAK_NO_RECEIVE);
+        }
+        if (invalidates && !invalidated.invalidate(f.rkey, qp, true)) {
+            // Type 1, not bound, or bound to another QP: the receive it took completes in error.
+            qp.recvCq.push(r.wrId(), WorkCompletionStatus.REM_INV_REQ_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
+                    qp.qpNumber(), 0, true);
+            qp.send(Frame.response(Frame.ACK, f.sequence, WorkCompletionStatus.REM_INV_REQ_ERR.code()));
+            return link.skip(f.length);
         }
         if (f.length > r.capacity()) {
             qp.recvCq.push(r.wrId(), WorkCompletionStatus.LOC_LEN_ERR.code(), WorkCompletionOpcode.RECV.code(), 0, 0,
@@ -131,11 +145,11 @@ final class Responder {
         long sequence = f.sequence;
         int length = f.length;
         boolean immediate = (f.flags & Frame.FLAG_IMMEDIATE) != 0;
-        int imm = immediate ? (int) f.a : 0;
+        int imm = immediate ? (int) f.a : invalidates ? f.rkey : 0;
+        int wcFlags = immediate ? WorkCompletions.WITH_IMMEDIATE : invalidates ? WorkCompletions.WITH_INVALIDATE : 0;
         boolean solicited = (f.flags & Frame.FLAG_SOLICITED) != 0;
         Landing l = link.landing().into(qp, thenCompleteAndAck(link, r, () -> qp.recvCq.push(r.wrId(), 0,
-                WorkCompletionOpcode.RECV.code(), length, imm, qp.qpNumber(), immediate ? WorkCompletions.WITH_IMMEDIATE : 0,
-                solicited), sequence));
+                WorkCompletionOpcode.RECV.code(), length, imm, qp.qpNumber(), wcFlags, solicited), sequence));
         long left = length;
         for (MemorySegment sge : r.sges()) {
             long take = Math.min(left, sge.byteSize());
@@ -197,16 +211,33 @@ final class Responder {
         return ByteBuffer.wrap(source.toArray(ValueLayout.JAVA_BYTE));
     }
 
-    /** The registered memory a remote access names, if its key, bounds and access allow it; else null. */
+    /**
+     * The registered memory a remote access names, if its key, bounds and access allow it; else null.
+     * The key is a region's or a window's ({@link WindowKeys#isWindowKey}); a window checks its own
+     * range, access and (type 2) that the access came on the QP it is bound to.
+     */
     private MemorySegment remoteSlice(int rkey, long address, long length, int needed) {
         if ((qp.accessFlags() & needed) == 0) {
             return null;
+        }
+        if (WindowKeys.isWindowKey(rkey)) {
+            SoftMemoryWindow mw = qp.pd.context.window(rkey, qp.pd);
+            return mw == null ? null : mw.slice(rkey, qp, address, length, needed);
         }
         SoftMemoryRegion mr = qp.pd.context.region(rkey, qp.pd);
         if (mr == null || (mr.access() & needed) == 0) {
             return null;
         }
         return mr.slice(address, length);
+    }
+
+    /** The region behind an access already allowed by {@link #remoteSlice} (a window's region for a window key). */
+    private SoftMemoryRegion regionOf(int rkey, long address, long length, int needed) {
+        if (WindowKeys.isWindowKey(rkey)) {
+            SoftMemoryWindow mw = qp.pd.context.window(rkey, qp.pd);
+            return mw == null ? null : mw.regionFor(rkey, qp, address, length, needed);
+        }
+        return qp.pd.context.region(rkey, qp.pd);
     }
 
     /** The next posted receive (SRQ or own queue), or null when none is posted. */

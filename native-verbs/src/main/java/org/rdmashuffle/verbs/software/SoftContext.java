@@ -28,7 +28,8 @@ import org.rdmashuffle.verbs.VerbsException;
 
 /**
  * An open software device. Holds the key table every remote access is checked against: memory
- * regions by key ({@link RegionKeys}: an index and a variant that starts unpredictable).
+ * regions by key ({@link RegionKeys}: an index and a variant that starts unpredictable), and its
+ * memory windows ({@link WindowKeys}).
  */
 final class SoftContext implements VerbsContext {
     static final int MAX_QP_WR = 16384;
@@ -38,6 +39,7 @@ final class SoftContext implements VerbsContext {
     final SoftDevice device;
     private final SecureRandom random = new SecureRandom();
     private final RegionKeys regions = new RegionKeys(random);
+    private final WindowKeys windows = new WindowKeys(random);
     private final LinkedBlockingQueue<AsyncEvent> events = new LinkedBlockingQueue<>();
     /** Not an event: what {@link #wakeAsyncEventWaiter} queues, so the waiter returns null. */
     private static final AsyncEvent WAKE_UP = new AsyncEvent(AsyncEvent.Type.UNKNOWN, 0, null);
@@ -56,7 +58,9 @@ final class SoftContext implements VerbsContext {
     public DeviceAttributes queryDevice() {
         return new DeviceAttributes("software-1", device.guid(), 0, 0, 0, Long.MAX_VALUE, 1 << 16, MAX_QP_WR, MAX_SGE,
                 MAX_SGE, 1 << 16, 1 << 22, 1 << 20, 1 << 16, 128, 128, DeviceAttributes.AtomicCapability.HCA,
-                1 << 16, 1 << 20, MAX_SGE, 1, 0, 0, 0, 0, 0); // no ODP, memory windows, FLUSH or atomic write (yet)
+                1 << 16, 1 << 20, MAX_SGE, 1, 0, 0,
+                DeviceAttributes.DEVICE_MEM_WINDOW | DeviceAttributes.DEVICE_MEM_WINDOW_TYPE_2B, 0, WindowKeys.MAX_WINDOWS);
+        // No ODP (nothing is pinned anyway), FLUSH (a write is visible when it completes) or atomic write.
     }
 
     @Override
@@ -133,6 +137,31 @@ final class SoftContext implements VerbsContext {
                     + " memory regions already");
         }
         return mr;
+    }
+
+    SoftMemoryWindow allocateWindow(SoftProtectionDomain pd, org.rdmashuffle.verbs.MemoryWindowType type) {
+        SoftMemoryWindow mw = windows.add((key, handle) -> new SoftMemoryWindow(pd, type, key, handle));
+        if (mw == null) {
+            throw new VerbsException("ibv_alloc_mw", Errno.ENOMEM, device.name() + " holds " + WindowKeys.MAX_WINDOWS
+                    + " memory windows already");
+        }
+        return mw;
+    }
+
+    void removeWindow(SoftMemoryWindow mw) {
+        windows.remove(mw);
+    }
+
+    /** The window whose key is {@code key} in {@code pd}, or null. */
+    SoftMemoryWindow window(int key, SoftProtectionDomain pd) {
+        SoftMemoryWindow mw = windows.byKey(key);
+        return mw != null && mw.pd == pd ? mw : null;
+    }
+
+    /** The window a bind request names by {@code handle} in {@code pd}, or null. */
+    SoftMemoryWindow windowByHandle(long handle, SoftProtectionDomain pd) {
+        SoftMemoryWindow mw = windows.byHandle(handle);
+        return mw != null && mw.pd == pd ? mw : null;
     }
 
     void deregister(SoftMemoryRegion mr) {

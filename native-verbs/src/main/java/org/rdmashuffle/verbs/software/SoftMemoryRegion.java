@@ -50,6 +50,12 @@ final class SoftMemoryRegion implements MemoryRegion {
         return memory;
     }
 
+    /** The region's key: what a window's bind request names it by. */
+    @Override
+    public long handle() {
+        return Integer.toUnsignedLong(key);
+    }
+
     /** One unpredictable key serves as both lkey and rkey, as on many HCAs. */
     @Override
     public int lkey() {

@@ -7,6 +7,8 @@ import java.nio.channels.FileChannel;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.MemoryWindow;
+import org.rdmashuffle.verbs.MemoryWindowType;
 import org.rdmashuffle.verbs.ProtectionDomain;
 import org.rdmashuffle.verbs.ProviderSupport;
 import org.rdmashuffle.verbs.QueuePair;
@@ -84,6 +86,12 @@ final class SoftProtectionDomain implements ProtectionDomain {
             }
             throw e;
         }
+    }
+
+    @Override
+    public MemoryWindow allocateWindow(MemoryWindowType type) {
+        context.ensureOpen();
+        return context.allocateWindow(this, type);
     }
 
     @Override

@@ -19,6 +19,9 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
 import org.rdmashuffle.verbs.QueuePairState;
 import org.rdmashuffle.verbs.ReceiveWorkRequests;
 import org.rdmashuffle.verbs.SendOps;
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.MemoryWindow;
+import org.rdmashuffle.verbs.MemoryWindowType;
 import org.rdmashuffle.verbs.WorkRequestBuilder;
 import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
@@ -40,6 +43,7 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
     private static final SecureRandom RANDOM = new SecureRandom();
     /** How a never-dialling device's endpoint tokens begin (not a hex digit: no other token begins so). */
     static final String NEVER_DIALS = "~";
+    private static final int SUPPORTED_SEND_OPS = SendOps.ALL_BUILDER_OPS | SendOps.WINDOW_OPS;
     /** Connecting to a peer device, and waiting for its answer to a hello or a join, each at most this long. */
     static final int DIAL_TIMEOUT_MILLIS = 10_000;
 
@@ -102,10 +106,10 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
         this.recvCq = (SoftCompletionQueue) config.receiveCompletionQueue();
         this.srq = (SoftSharedReceiveQueue) config.sharedReceiveQueue();
         this.signalAll = config.signalAll();
-        if ((config.sendOps() & ~SendOps.ALL_BUILDER_OPS) != 0) {
+        if ((config.sendOps() & ~SUPPORTED_SEND_OPS) != 0) {
             throw new VerbsException("ibv_create_qp_ex", Errno.EOPNOTSUPP, "RC QP with send ops "
                     + SendOps.describe(config.sendOps()) + " on " + device.name() + ": it supports "
-                    + SendOps.describe(SendOps.ALL_BUILDER_OPS));
+                    + SendOps.describe(SUPPORTED_SEND_OPS) + " (no FLUSH: a write is visible once it completes)");
         }
         this.builder = config.sendOps() == 0 ? null : new SoftWorkRequestBuilder(this, config.sendOps(),
                 config.maxSendWr(), config.maxSendSge(), Math.max(config.maxInlineData(), 0));
@@ -388,6 +392,32 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
     @Override
     public void postSend(SendWorkRequests requests, int count) {
         requester.postSend(requests, count);
+    }
+
+    /** As libibverbs' providers do: the checks of verbs.h's inline ibv_bind_mw, then a posted BIND_MW request. */
+    @Override
+    public int bindWindow(MemoryWindow window, MemoryRegion region, long address, long length, int windowAccess,
+                          long wrId, int sendFlags) {
+        String call = "ibv_bind_mw";
+        if (!(window instanceof SoftMemoryWindow mw)) {
+            throw new IllegalArgumentException(call + ": " + window + " is not a window of " + device.name());
+        }
+        if (mw.type() != MemoryWindowType.TYPE_1) {
+            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": " + mw.type()
+                    + " windows are bound by a posted work request (SendWorkRequest.bindWindow), not ibv_bind_mw");
+        }
+        if (region == null && (address != 0 || length != 0)) {
+            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": an unbind (no region) has address and length 0");
+        }
+        if (region != null && (!(region instanceof SoftMemoryRegion r) || r.pd != mw.pd)) {
+            throw new VerbsException(call, Errno.EPERM, "QP " + qpNumber + ": the region is not of the window's protection domain");
+        }
+        int newRkey = MemoryWindow.nextRkey(mw.rkey());
+        try (SendWorkRequests one = SendWorkRequests.allocate(1, 1)) {
+            one.get(0).reset().wrId(wrId).flags(sendFlags).bindWindow(mw, newRkey, region, address, length, windowAccess);
+            requester.postSend(one, 1);
+        }
+        return newRkey;
     }
 
     /** The extended path's complete: every request valid, or none posted; returns the errno (0 = posted). */

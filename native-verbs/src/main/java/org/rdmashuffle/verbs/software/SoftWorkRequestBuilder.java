@@ -5,6 +5,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.rdmashuffle.verbs.Errno;
+import org.rdmashuffle.verbs.MemoryRegion;
+import org.rdmashuffle.verbs.MemoryWindow;
 import org.rdmashuffle.verbs.ScatterGatherList;
 import org.rdmashuffle.verbs.SendFlags;
 import org.rdmashuffle.verbs.SendOps;
@@ -144,6 +146,41 @@ final class SoftWorkRequestBuilder implements WorkRequestBuilder {
             r.fetchAndAdd(remoteAddress, rkey, add);
         }
         return this;
+    }
+
+    @Override
+    public WorkRequestBuilder bindWindow(MemoryWindow window, int newRkey, MemoryRegion region, long address, long length,
+                                         int windowAccess) {
+        SendWorkRequest r = next(WorkRequestOpcode.BIND_MW, SendOps.BIND_MW);
+        if (r != null) {
+            r.bindWindow(window, newRkey, region, address, length, windowAccess);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder localInvalidate(int rkey) {
+        SendWorkRequest r = next(WorkRequestOpcode.LOCAL_INV, SendOps.LOCAL_INV);
+        if (r != null) {
+            r.localInvalidate(rkey);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder sendWithInvalidate(int rkey) {
+        SendWorkRequest r = next(WorkRequestOpcode.SEND_WITH_INV, SendOps.SEND_WITH_INV);
+        if (r != null) {
+            r.sendWithInvalidate(rkey);
+        }
+        return this;
+    }
+
+    /** The software provider refuses QPs with {@link SendOps#FLUSH}, so no builder of it has the operation. */
+    @Override
+    public WorkRequestBuilder flush(int rkey, long remoteAddress, long length, int placement, int level) {
+        throw new IllegalStateException("ibv_wr_flush: QP " + qp.qpNumber() + " was created without SendOps.FLUSH"
+                + " (a QP gets it only from a library and device with FLUSH)");
     }
 
     @Override

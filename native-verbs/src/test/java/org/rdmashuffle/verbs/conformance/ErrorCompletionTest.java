@@ -87,6 +87,27 @@ class ErrorCompletionTest {
         }
     }
 
+    /**
+     * What librpma relies on: a request posted unsignaled still completes when it fails, with its own
+     * wr_id and status, while its unsignaled predecessors that succeeded complete silently.
+     */
+    @Test
+    void anUnsignaledRequestThatFailsStillCompletesWithItsWrId() {
+        try (Loopback l = Loopback.openFailFast();
+             MemoryRegion remote = l.pd.allocateAndRegister(4096, Access.REMOTE_READ | Access.LOCAL_WRITE);
+             MemoryRegion local = l.pd.allocateAndRegister(4096, Access.LOCAL_WRITE);
+             SendWorkRequests chain = SendWorkRequests.allocate(3, 1)) {
+            chain.get(0).rdmaRead(41, 0, local, 0, 64, remote.address(), remote.rkey());
+            chain.get(1).rdmaRead(42, 0, local, 64, 64, remote.address() + 64, remote.rkey());
+            chain.get(2).rdmaRead(43, 0, local, 128, 64, remote.address(), remote.rkey() ^ 0x5500);
+            l.a.postSend(chain, 3);
+            VerbsTestSupport.Completion c = VerbsTestSupport.awaitCompletions(l.cqA, 1).getFirst();
+            assertEquals(43, c.wrId(), c::toString);
+            assertEquals(WorkCompletionStatus.REM_ACCESS_ERR, c.status(), c::toString);
+            VerbsTestSupport.assertNoMoreCompletions(l.cqA, java.time.Duration.ofMillis(300));
+        }
+    }
+
     @Test
     void errorCompletionDescribesItself() {
         try (Loopback l = Loopback.openFailFast();

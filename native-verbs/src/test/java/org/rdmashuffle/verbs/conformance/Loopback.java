@@ -58,6 +58,18 @@ public final class Loopback implements AutoCloseable {
         return new Loopback(t, maxSendWr, maxSge, maxInline, t.connectOptions(), org.rdmashuffle.verbs.SendOps.ALL_BUILDER_OPS);
     }
 
+    /** Fail-fast QPs (see {@link #openFailFast}) created for the extended post path with {@code sendOps}. */
+    public static Loopback openFailFastWithSendOps(int sendOps) {
+        return openFailFastWithSendOps(sendOps, 0);
+    }
+
+    /** As {@link #openFailFastWithSendOps(int)}, the QPs also allowing {@code extraRemoteAccess} (e.g. FLUSH_GLOBAL). */
+    public static Loopback openFailFastWithSendOps(int sendOps, int extraRemoteAccess) {
+        VerbsTestSupport.Target t = VerbsTestSupport.target();
+        ConnectOptions o = t.connectOptions().withRnrRetry(1).withRetry(14, 1);
+        return new Loopback(t, 128, 4, 0, o.withRemoteAccess(o.remoteAccess() | extraRemoteAccess), sendOps);
+    }
+
     /** With few retries, so a QP that hits a remote error fails fast instead of retrying for seconds. */
     public static Loopback openFailFast() {
         VerbsTestSupport.Target t = VerbsTestSupport.target();

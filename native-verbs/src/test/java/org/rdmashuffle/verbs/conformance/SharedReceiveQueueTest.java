@@ -33,6 +33,52 @@ class SharedReceiveQueueTest {
     private static final int POOL = 16;
     private static final int BUFFER = 256;
 
+    /**
+     * {@code ibv_post_srq_recv}'s {@code bad_recv_wr}: a chain whose third receive has more SGEs than
+     * the SRQ takes is refused there, naming it; the two before it were posted and take sends.
+     */
+    @Test
+    void aRefusedPostNamesItsBadReceiveAndThoseBeforeItWerePosted() {
+        try (Loopback l = Loopback.open();
+             MemoryRegion buffers = l.pd.allocateAndRegister(POOL * BUFFER, Access.LOCAL_WRITE);
+             CompletionQueue srqCq = l.context.createCompletionQueue(16, null, 0);
+             SharedReceiveQueue srq = l.pd.createSharedReceiveQueue(8, 1, 0)) {
+            int maxSge = srq.query().maxSge();
+            try (ReceiveWorkRequests recv = ReceiveWorkRequests.allocate(4, maxSge + 1);
+                 QueuePair receiver = l.pd.createQueuePair(QueuePairConfig.of(srqCq, 8, 0, 1).withSharedReceiveQueue(srq));
+                 QueuePair sender = l.pd.createQueuePair(QueuePairConfig.of(l.cqA, 8, 8, 1));
+                 SendWorkRequests sends = SendWorkRequests.allocate(2, 1)) {
+                for (int i = 0; i < 4; i++) {
+                    recv.set(i, 100 + i, buffers, (long) i * BUFFER, BUFFER);
+                }
+                for (int s = 1; s <= maxSge; s++) {
+                    recv.sge(2, s, buffers.address() + 2L * BUFFER, 8, buffers.lkey());
+                }
+                recv.sgeCount(2, maxSge + 1);
+                org.rdmashuffle.verbs.PostException e = org.junit.jupiter.api.Assertions.assertThrows(
+                        org.rdmashuffle.verbs.PostException.class, () -> srq.postReceive(recv, 4));
+                assertEquals("ibv_post_srq_recv", e.call());
+                assertEquals(2, e.failedIndex(), e::getMessage);
+                assertEquals(102, e.failedWrId());
+                assertTrue(e.getMessage().contains("work request #2 (wr_id 102)"), e.getMessage());
+
+                receiver.connect(sender.localEndpoint(l.options), l.options);
+                sender.connect(receiver.localEndpoint(l.options), l.options);
+                for (int i = 0; i < 2; i++) {
+                    sends.get(i).reset().wrId(i).opcode(WorkRequestOpcode.SEND).flags(SendFlags.SIGNALED)
+                            .sge(0, buffers, (long) (8 + i) * BUFFER, 16).sgeCount(1);
+                }
+                sender.postSend(sends, 2);
+                Set<Long> took = new HashSet<>();
+                for (VerbsTestSupport.Completion c : VerbsTestSupport.awaitCompletions(srqCq, 2)) {
+                    assertEquals(WorkCompletionStatus.SUCCESS, c.status(), c::toString);
+                    took.add(c.wrId());
+                }
+                assertEquals(Set.of(100L, 101L), took, "the receives before the refused one were posted");
+            }
+        }
+    }
+
     @Test
     void pooledReceivesServeSeveralQueuePairsAndTheLimitFires() {
         try (Loopback l = Loopback.open();

@@ -85,7 +85,8 @@ public final class VerbsTestSupport {
 
     /** A completion copied out of the native array, for assertions. */
     public record Completion(long wrId, WorkCompletionStatus status, WorkCompletionOpcode opcode, int opcodeCode,
-                             int byteLength, int immediate, boolean hasImmediate, int qpNumber, int vendorError) {
+                             int byteLength, int immediate, boolean hasImmediate, int qpNumber, int vendorError,
+                             boolean hasInvalidated, int invalidatedRkey, int wcFlags) {
     }
 
     /** Polls until {@code count} completions arrived or the timeout passed; fails on timeout. */
@@ -97,7 +98,8 @@ public final class VerbsTestSupport {
                 int n = cq.poll(wc);
                 for (int i = 0; i < n; i++) {
                     out.add(new Completion(wc.wrId(i), wc.status(i), wc.isSuccess(i) ? wc.opcode(i) : WorkCompletionOpcode.UNKNOWN,
-                            wc.opcodeCode(i), wc.byteLength(i), wc.immediate(i), wc.hasImmediate(i), wc.qpNumber(i), wc.vendorError(i)));
+                            wc.opcodeCode(i), wc.byteLength(i), wc.immediate(i), wc.hasImmediate(i), wc.qpNumber(i), wc.vendorError(i),
+                            wc.hasInvalidated(i), wc.invalidatedRkey(i), wc.flags(i)));
                 }
                 if (n == 0) {
                     if (System.nanoTime() > deadline) {

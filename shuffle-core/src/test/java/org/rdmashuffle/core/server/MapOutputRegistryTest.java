@@ -400,6 +400,11 @@ class MapOutputRegistryTest {
         }
 
         @Override
+        public org.rdmashuffle.verbs.MemoryWindow allocateWindow(org.rdmashuffle.verbs.MemoryWindowType type) {
+            return pd.allocateWindow(type);
+        }
+
+        @Override
         public org.rdmashuffle.verbs.SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit) {
             return pd.createSharedReceiveQueue(maxWr, maxSge, limit);
         }
