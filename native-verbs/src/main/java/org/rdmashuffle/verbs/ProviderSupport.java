@@ -9,7 +9,7 @@ import java.nio.channels.FileChannel;
 /**
  * What every provider's {@link ProtectionDomain} does the same way around its own registration
  * call: the argument checks, and regions that own their memory (an allocation or a file mapping)
- * whose arena is closed if registration fails. Not for applications.
+ * whose arena is closed if registration fails; and the checks of a window's bind. Not for applications.
  */
 public final class ProviderSupport {
 
@@ -20,6 +20,26 @@ public final class ProviderSupport {
     }
 
     private ProviderSupport() {
+    }
+
+    /**
+     * The checks verbs.h's inline {@code ibv_bind_mw} makes before calling the provider: a type 1
+     * window (EINVAL, naming the posted request type 2 windows take instead), an unbind without a
+     * range (EINVAL), a region of the window's protection domain (EPERM, {@code samePd} false).
+     */
+    public static void checkWindowBind(int qpNumber, MemoryWindow window, MemoryRegion region, long address, long length,
+                                       boolean samePd) {
+        String call = "ibv_bind_mw";
+        if (window.type() != MemoryWindowType.TYPE_1) {
+            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": " + window.type()
+                    + " windows are bound by a posted work request (SendWorkRequest.bindWindow), not ibv_bind_mw");
+        }
+        if (region == null && (address != 0 || length != 0)) {
+            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": an unbind (no region) has address and length 0");
+        }
+        if (region != null && !samePd) {
+            throw new VerbsException(call, Errno.EPERM, "QP " + qpNumber + ": the region is not of the window's protection domain");
+        }
     }
 
     /** Refuses memory no device can register: heap segments and empty ones. */

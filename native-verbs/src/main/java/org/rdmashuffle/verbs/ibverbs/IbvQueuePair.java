@@ -28,7 +28,7 @@ import org.rdmashuffle.verbs.Errno;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.MemoryWindow;
-import org.rdmashuffle.verbs.MemoryWindowType;
+import org.rdmashuffle.verbs.ProviderSupport;
 import org.rdmashuffle.verbs.PostException;
 import org.rdmashuffle.verbs.SendWorkRequest;
 import org.rdmashuffle.verbs.WorkRequestOpcode;
@@ -322,17 +322,8 @@ final class IbvQueuePair implements QueuePair {
         if (!(window instanceof IbvMemoryWindow mw) || mw.isClosed()) {
             throw new IllegalArgumentException(call + ": " + window + " is not a live window of " + context.device().name());
         }
-        // verbs.h's inline ibv_bind_mw checks these before calling the provider.
-        if (mw.type() != MemoryWindowType.TYPE_1) {
-            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": " + mw.type()
-                    + " windows are bound by a posted work request (SendWorkRequest.bindWindow), not ibv_bind_mw");
-        }
-        if (region == null && (address != 0 || length != 0)) {
-            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": an unbind (no region) has address and length 0");
-        }
-        if (region != null && (!(region instanceof IbvMemoryRegion r) || r.pd.pd.address() != mw.pdAddress())) {
-            throw new VerbsException(call, Errno.EPERM, "QP " + qpNumber + ": the region is not of the window's protection domain");
-        }
+        ProviderSupport.checkWindowBind(qpNumber, mw, region, address, length,
+                region instanceof IbvMemoryRegion r && r.pd.pd.address() == mw.pdAddress());
         MemorySegment fn = context.ops.bindMw();
         if (fn == null) {
             throw new VerbsException(call, Errno.EOPNOTSUPP, context.device().name() + " has no memory windows");
@@ -349,8 +340,7 @@ final class IbvQueuePair implements QueuePair {
             MemorySegment state = Libibverbs.allocateCaptureState(arena);
             int rc = (int) Libibverbs.OPS_BIND_MW.invokeExact(fn, state, qp, mw.mw, bind);
             if (rc != 0) {
-                int errno = rc > 0 ? rc : Libibverbs.errno(state);
-                throw new VerbsException(call, errno != 0 ? errno : Math.abs(rc), "QP " + qpNumber + ", window rkey 0x"
+                throw new VerbsException(call, Libibverbs.errnoOf(rc, state), "QP " + qpNumber + ", window rkey 0x"
                         + Integer.toHexString(mw.rkey()) + ", " + length + " bytes " + Access.describe(windowAccess));
             }
             return mw.rkey();

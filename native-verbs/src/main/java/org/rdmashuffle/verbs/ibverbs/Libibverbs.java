@@ -113,6 +113,15 @@ final class Libibverbs {
         return (int) ERRNO.get(captureState, 0L);
     }
 
+    /**
+     * The errno of a failed call that returns 0 or an error: a positive errno (most verbs), or -1 with
+     * errno set (older providers) in {@code captureState}.
+     */
+    static int errnoOf(int rc, MemorySegment captureState) {
+        int errno = rc > 0 ? rc : errno(captureState);
+        return errno != 0 ? errno : Math.abs(rc);
+    }
+
     static MemorySegment allocateCaptureState(Arena arena) {
         return arena.allocate(CAPTURE);
     }
@@ -194,11 +203,7 @@ final class Libibverbs {
                 }
                 MemorySegment state = arena.allocate(CAPTURE);
                 int rc = (int) handle.invokeWithArguments(prepend(state, args));
-                if (rc == 0) {
-                    return 0;
-                }
-                int errno = rc > 0 ? rc : (int) ERRNO.get(state, 0L);
-                return errno != 0 ? errno : Math.abs(rc);
+                return rc == 0 ? 0 : errnoOf(rc, state);
             } catch (Throwable t) {
                 throw new VerbsException(name, "downcall failed: " + t);
             }

@@ -55,15 +55,15 @@ final class Responder {
         }
         switch (f.type) {
             case Frame.READ -> {
-                MemorySegment source = remoteSlice(f.rkey, f.address, f.length, Access.REMOTE_READ);
+                SoftMemoryRegion mr = allowedRegion(f.rkey, f.address, f.length, Access.REMOTE_READ);
+                MemorySegment source = mr == null ? null : mr.slice(f.address, f.length);
                 if (source == null) {
                     qp.send(Frame.response(Frame.READ_RESPONSE, f.sequence, WorkCompletionStatus.REM_ACCESS_ERR.code()));
                 } else {
                     Frame r = Frame.response(Frame.READ_RESPONSE, f.sequence, 0);
                     r.length = f.length;
-                    SoftMemoryRegion mr = regionOf(f.rkey, f.address, f.length, Access.REMOTE_READ);
                     r.payload = new ByteBuffer[] {readPayload(mr, source)};
-                    if (mr != null && mr.file() != null) {
+                    if (mr.file() != null) {
                         r.file = mr.file();
                         r.filePosition = mr.filePositionOf(f.address);
                     }
@@ -211,33 +211,28 @@ final class Responder {
         return ByteBuffer.wrap(source.toArray(ValueLayout.JAVA_BYTE));
     }
 
-    /**
-     * The registered memory a remote access names, if its key, bounds and access allow it; else null.
-     * The key is a region's or a window's ({@link WindowKeys#isWindowKey}); a window checks its own
-     * range, access and (type 2) that the access came on the QP it is bound to.
-     */
+    /** The registered memory a remote access names, if its key, bounds and access allow it; else null. */
     private MemorySegment remoteSlice(int rkey, long address, long length, int needed) {
+        SoftMemoryRegion mr = allowedRegion(rkey, address, length, needed);
+        return mr == null ? null : mr.slice(address, length);
+    }
+
+    /**
+     * The region a remote access reaches, if the QP and the key allow {@code needed}; else null. The
+     * key is a region's or a window's ({@link WindowKeys#isWindowKey}); a window checks its own range,
+     * access and (type 2) that the access came on the QP it is bound to. The region's own bounds are
+     * {@link SoftMemoryRegion#slice}'s.
+     */
+    private SoftMemoryRegion allowedRegion(int rkey, long address, long length, int needed) {
         if ((qp.accessFlags() & needed) == 0) {
             return null;
         }
         if (WindowKeys.isWindowKey(rkey)) {
             SoftMemoryWindow mw = qp.pd.context.window(rkey, qp.pd);
-            return mw == null ? null : mw.slice(rkey, qp, address, length, needed);
-        }
-        SoftMemoryRegion mr = qp.pd.context.region(rkey, qp.pd);
-        if (mr == null || (mr.access() & needed) == 0) {
-            return null;
-        }
-        return mr.slice(address, length);
-    }
-
-    /** The region behind an access already allowed by {@link #remoteSlice} (a window's region for a window key). */
-    private SoftMemoryRegion regionOf(int rkey, long address, long length, int needed) {
-        if (WindowKeys.isWindowKey(rkey)) {
-            SoftMemoryWindow mw = qp.pd.context.window(rkey, qp.pd);
             return mw == null ? null : mw.regionFor(rkey, qp, address, length, needed);
         }
-        return qp.pd.context.region(rkey, qp.pd);
+        SoftMemoryRegion mr = qp.pd.context.region(rkey, qp.pd);
+        return mr == null || (mr.access() & needed) == 0 ? null : mr;
     }
 
     /** The next posted receive (SRQ or own queue), or null when none is posted. */

@@ -1,7 +1,5 @@
 package org.rdmashuffle.verbs.software;
 
-import java.lang.foreign.MemorySegment;
-
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.MemoryWindow;
 import org.rdmashuffle.verbs.MemoryWindowType;
@@ -45,9 +43,9 @@ final class SoftMemoryWindow implements MemoryWindow {
      */
     synchronized int bind(SoftQueuePair qp, int newRkey, SoftMemoryRegion mr, long addr, long len,
                           int windowAccess) {
+        // Remote access bits only: zero-based windows are not offered.
         boolean ok = state != State.INVALID
-                && (windowAccess & ~(Access.REMOTE_READ | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC | Access.ZERO_BASED)) == 0
-                && (windowAccess & Access.ZERO_BASED) == 0; // zero-based windows: not offered
+                && (windowAccess & ~(Access.REMOTE_READ | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) == 0;
         if (ok && type == MemoryWindowType.TYPE_1) {
             ok = state == State.VALID;
         } else if (ok) {
@@ -97,12 +95,6 @@ final class SoftMemoryWindow implements MemoryWindow {
                 && (access & needed) == needed
                 && addr >= address && len >= 0 && addr - address <= length - len;
         return ok ? mr : null;
-    }
-
-    /** The bytes a remote access through this window reaches, or null (see {@link #regionFor}). */
-    MemorySegment slice(int key, SoftQueuePair qp, long addr, long len, int needed) {
-        SoftMemoryRegion mr = regionFor(key, qp, addr, len, needed);
-        return mr == null ? null : mr.slice(addr, len);
     }
 
     @Override

@@ -21,7 +21,7 @@ import org.rdmashuffle.verbs.ReceiveWorkRequests;
 import org.rdmashuffle.verbs.SendOps;
 import org.rdmashuffle.verbs.MemoryRegion;
 import org.rdmashuffle.verbs.MemoryWindow;
-import org.rdmashuffle.verbs.MemoryWindowType;
+import org.rdmashuffle.verbs.ProviderSupport;
 import org.rdmashuffle.verbs.WorkRequestBuilder;
 import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
@@ -398,20 +398,11 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
     @Override
     public int bindWindow(MemoryWindow window, MemoryRegion region, long address, long length, int windowAccess,
                           long wrId, int sendFlags) {
-        String call = "ibv_bind_mw";
         if (!(window instanceof SoftMemoryWindow mw)) {
-            throw new IllegalArgumentException(call + ": " + window + " is not a window of " + device.name());
+            throw new IllegalArgumentException("ibv_bind_mw: " + window + " is not a window of " + device.name());
         }
-        if (mw.type() != MemoryWindowType.TYPE_1) {
-            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": " + mw.type()
-                    + " windows are bound by a posted work request (SendWorkRequest.bindWindow), not ibv_bind_mw");
-        }
-        if (region == null && (address != 0 || length != 0)) {
-            throw new VerbsException(call, Errno.EINVAL, "QP " + qpNumber + ": an unbind (no region) has address and length 0");
-        }
-        if (region != null && (!(region instanceof SoftMemoryRegion r) || r.pd != mw.pd)) {
-            throw new VerbsException(call, Errno.EPERM, "QP " + qpNumber + ": the region is not of the window's protection domain");
-        }
+        ProviderSupport.checkWindowBind(qpNumber, mw, region, address, length,
+                region instanceof SoftMemoryRegion r && r.pd == mw.pd);
         int newRkey = MemoryWindow.nextRkey(mw.rkey());
         try (SendWorkRequests one = SendWorkRequests.allocate(1, 1)) {
             one.get(0).reset().wrId(wrId).flags(sendFlags).bindWindow(mw, newRkey, region, address, length, windowAccess);
