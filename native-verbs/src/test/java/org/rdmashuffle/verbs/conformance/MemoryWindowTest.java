@@ -282,6 +282,25 @@ class MemoryWindowTest {
         }
     }
 
+    /** verbs.h's other two checks: an unbind names no range; the region is of the window's PD. */
+    @Test
+    void bindMwRefusesAnUnbindWithARangeAndARegionOfAnotherProtectionDomain() {
+        try (Loopback l = windowsOrSkip(Loopback.open());
+             MemoryWindow mw = l.pd.allocateWindow(MemoryWindowType.TYPE_1);
+             org.rdmashuffle.verbs.ProtectionDomain otherPd = l.context.allocateProtectionDomain();
+             MemoryRegion foreign = otherPd.allocateAndRegister(4096, Access.LOCAL_WRITE | Access.REMOTE_READ | Access.MW_BIND)) {
+            VerbsException unbind = assertThrows(VerbsException.class,
+                    () -> l.a.bindWindow(mw, null, 4096, 64, Access.REMOTE_READ, 21, SendFlags.SIGNALED));
+            assertEquals(Errno.EINVAL, unbind.errno());
+            assertTrue(unbind.getMessage().contains("unbind"), unbind.getMessage());
+            VerbsException otherDomain = assertThrows(VerbsException.class,
+                    () -> l.a.bindWindow(mw, foreign, foreign.address(), 4096, Access.REMOTE_READ, 22, SendFlags.SIGNALED));
+            assertEquals(Errno.EPERM, otherDomain.errno());
+            assertTrue(otherDomain.getMessage().contains("protection domain"), otherDomain.getMessage());
+            VerbsTestSupport.assertNoMoreCompletions(l.cqA, java.time.Duration.ofMillis(200));
+        }
+    }
+
     @Test
     void aDeallocatedWindowsKeyIsRefused() {
         try (Loopback l = windowsOrSkip(Loopback.openFailFast());
