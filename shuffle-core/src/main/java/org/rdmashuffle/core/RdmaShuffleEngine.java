@@ -90,7 +90,17 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 + (gid.index() >= 0 ? ", GID[" + gid.index() + "] " + gid.gid() + " (" + gid.reason() + ")" : "")
                 + ", control plane " + serving.address() + ", post path " + config.postPath()
                 + (transport.profile().sgeListBroken() ? " (multi-SGE reads via ibv_post_send: rxe sge_list bug)" : "")
-                + ", memory " + transport.profile().registration().reason());
+                + ", memory " + transport.profile().registration().reason()
+                + ", reads " + transport.profile().windows().reason());
+        if (transport.profile().windows().refusedWhatWasAskedFor(config)) {
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + EngineConfig.KEY_MEMORY_WINDOWS + "=true, but serving "
+                    + "reads use " + transport.profile().windows().reason());
+        }
+    }
+
+    /** Whether this engine's serving connections read through memory windows, and why. */
+    public org.rdmashuffle.core.transport.WindowUse windowUse() {
+        return transport.profile().windows();
     }
 
     /** How this engine registers its memory: pinned or on demand (ODP), and why. */

@@ -73,6 +73,43 @@ class HostileTenantTest {
         }
     }
 
+    /**
+     * With reads through memory windows, a descriptor handed to one reducer connection is refused on
+     * another connection of the same application (the PD check alone lets it through: the same
+     * replay without windows is served, which the test shows too); the descriptor's own connection
+     * is still served.
+     */
+    @Test
+    void aDescriptorReplayedOnAnotherConnectionOfTheSameApplicationIsRefused() throws Exception {
+        for (boolean windows : new boolean[] {true, false}) {
+            EngineConfig config = EngineTestSupport.smallConfig().set(EngineConfig.KEY_MEMORY_WINDOWS, windows ? "auto" : "false");
+            try (ServiceNode node = new ServiceNode(config)) {
+                assertEquals(windows, node.service.windowUse().on(), node.service.windowUse().reason());
+                EngineTestSupport.MapOutput b = EngineTestSupport.writeMapOutput(
+                        Files.createDirectories(dir.resolve("replay-" + windows)), 0, 8, 4, EngineTestSupport.size(20_000), 2);
+                node.service.registerMapOutput("app-b", 0, 8, b.file(), b.offsets());
+                BlockId whole = new BlockId(0, 8, 0, 4);
+                try (HostileReducer victim = new HostileReducer(node.clientProvider, node.service.address(), "app-b", SECRET_B);
+                     HostileReducer thief = new HostileReducer(node.clientProvider, node.service.address(), "app-b", SECRET_B)) {
+                    victim.postReceives();
+                    BlockDescriptor taken = victim.describe(0, List.of(whole)).getFirst();
+                    assertEquals(WorkCompletionStatus.SUCCESS, victim.read(taken));
+                    assertArrayEquals(b.bytes(whole), victim.landed((int) taken.length()), "the descriptor is genuine");
+
+                    WorkCompletionStatus replay = thief.read(taken);
+                    if (!windows) {
+                        assertEquals(WorkCompletionStatus.SUCCESS, replay, "without windows an rkey is good on every QP of its PD");
+                        continue;
+                    }
+                    assertEquals(WorkCompletionStatus.REM_ACCESS_ERR, replay, "the window is bound to the victim's queue pair");
+                    assertFalse(java.util.Arrays.equals(b.bytes(whole), thief.landed((int) taken.length())), "the bytes reached the thief");
+                    assertEquals(WorkCompletionStatus.SUCCESS, victim.read(taken), "the victim is still served");
+                    assertArrayEquals(b.bytes(whole), victim.landed((int) taken.length()));
+                }
+            }
+        }
+    }
+
     @Test
     void aReducerCannotEndAnotherReducersDataConnection() throws Exception {
         try (ServiceNode node = new ServiceNode()) {

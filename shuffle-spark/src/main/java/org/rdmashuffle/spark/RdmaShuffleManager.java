@@ -357,6 +357,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
         RdmaShuffleEngine e = m.engine();
         String carrier = e != null ? "RDMA engine on " + e.providerName() + " device " + e.deviceName() + " (control "
                 + e.address().getHostString() + ":" + e.address().getPort() + ")"
+                + (e.windowUse().on() ? ", its outputs read through memory windows" : "")
                 : "Spark's built-in transport (RDMA engine unavailable: " + m.unavailable + ")";
         return carrier + "; " + m.counts.describe();
     }

@@ -53,8 +53,12 @@ import org.rdmashuffle.core.config.EngineConfig;
  * <p>With {@code --variant key=value[,key=value]}, a second engine with those settings (e.g.
  * {@code busyPoll=0}) fetches too, alternated with the other two in the same rounds.
  *
+ * <p>With {@code --server-variant key=value[,key=value]}, the serving JVM runs a second engine with
+ * those settings over the same files (e.g. {@code memoryWindows=true}), and the first client engine
+ * fetches from it too, alternated with the others in the same rounds.
+ *
  * <p>Usage: {@code FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [--heap-by-layer] [--batch K]
- * [--variant k=v,...] [2000x256k 50000x4k ...]}
+ * [--variant k=v,...] [--server-variant k=v,...] [2000x256k 50000x4k ...]}
  */
 public final class FetchBenchmark {
     static final String APP = "fetch-benchmark";
@@ -95,6 +99,15 @@ public final class FetchBenchmark {
                 "127.0.0.1", 0, 2, null);
     }
 
+    /** {@code conf} with the settings of {@code kvs} ({@code key=value[,key=value]}). */
+    static EngineConfig withSettings(EngineConfig conf, String kvs) {
+        for (String kv : kvs.split(",")) {
+            String[] p = kv.split("=", 2);
+            conf = conf.set(p[0], p[1]);
+        }
+        return conf;
+    }
+
     public static void main(String[] args) throws Exception {
         int rounds = 3;
         Path dir = null;
@@ -102,6 +115,7 @@ public final class FetchBenchmark {
         boolean heapByLayer = false;
         int batch = 1;
         String variant = null;
+        String serverVariant = null;
         List<FetchWorkload> workloads = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -111,6 +125,7 @@ public final class FetchBenchmark {
                 case "--heap-by-layer" -> heapByLayer = true;
                 case "--batch" -> batch = Integer.parseInt(args[++i]);
                 case "--variant" -> variant = args[++i];
+                case "--server-variant" -> serverVariant = args[++i];
                 default -> workloads.add(FetchWorkload.parse(args[i]));
             }
         }
@@ -124,6 +139,9 @@ public final class FetchBenchmark {
                 "-Xmx1g", "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
                 "-cp", System.getProperty("java.class.path"), FetchServer.class.getName(), dir.toString()));
         workloads.forEach(w -> cmd.add(w.name()));
+        if (serverVariant != null) {
+            cmd.add("--server-variant=" + serverVariant);
+        }
         Process server = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         BufferedReader serverOut = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
         PrintWriter serverIn = new PrintWriter(server.getOutputStream(), true);
@@ -137,6 +155,7 @@ public final class FetchBenchmark {
         String[] ports = ready.split(" ");
         InetSocketAddress enginePeer = new InetSocketAddress("127.0.0.1", Integer.parseInt(ports[1]));
         int nettyPort = Integer.parseInt(ports[2]);
+        InetSocketAddress variantPeer = new InetSocketAddress("127.0.0.1", Integer.parseInt(ports[3]));
 
         List<Sample> samples = new ArrayList<>();
         AllocationProfile profile = heapByLayer ? AllocationProfile.start() : null;
@@ -148,14 +167,14 @@ public final class FetchBenchmark {
             Fetcher rdma = engineFetcher(engine, "rdma-shuffle (" + engine.providerName() + ")", enginePeer);
             List<Fetcher> systems = new ArrayList<>(List.of(rdma));
             if (variant != null) {
-                EngineConfig conf = EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software");
-                for (String kv : variant.split(",")) {
-                    String[] p = kv.split("=", 2);
-                    conf = conf.set(p[0], p[1]);
-                }
+                EngineConfig conf = withSettings(EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software"), variant);
                 RdmaShuffleEngine other = RdmaShuffleEngine.start(conf, APP, SECRET);
                 closeAfter.add(other);
                 systems.add(engineFetcher(other, "rdma-shuffle (" + other.providerName() + ", " + variant + ")", enginePeer));
+            }
+            if (serverVariant != null) {
+                systems.add(engineFetcher(engine, "rdma-shuffle (" + engine.providerName() + ", server " + serverVariant + ")",
+                        variantPeer));
             }
             systems.add(new Fetcher() {
                 public String name() {

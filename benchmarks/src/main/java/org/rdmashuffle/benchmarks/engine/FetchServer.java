@@ -38,16 +38,26 @@ import org.rdmashuffle.core.config.EngineConfig;
 public final class FetchServer {
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(args[0]);
-        List<FetchWorkload> workloads = java.util.Arrays.stream(args).skip(1).map(FetchWorkload::parse).toList();
+        // --server-variant=k=v,...: a second engine with those settings serves the same files
+        String variant = java.util.Arrays.stream(args).filter(a -> a.startsWith("--server-variant=")).findFirst()
+                .map(a -> a.substring("--server-variant=".length())).orElse(null);
+        List<FetchWorkload> workloads = java.util.Arrays.stream(args).skip(1).filter(a -> !a.startsWith("--"))
+                .map(FetchWorkload::parse).toList();
         Map<Long, File> files = new HashMap<>();
         Map<Long, FetchWorkload> byMap = new HashMap<>();
         RdmaShuffleEngine engine = RdmaShuffleEngine.start(EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER, "software"),
                 FetchBenchmark.APP, FetchBenchmark.SECRET);
+        RdmaShuffleEngine second = variant == null ? null
+                : RdmaShuffleEngine.start(FetchBenchmark.withSettings(EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER,
+                        "software"), variant), FetchBenchmark.APP, FetchBenchmark.SECRET);
         long mapBase = 0;
         for (FetchWorkload w : workloads) {
             w.write(dir);
             for (int m = 0; m < w.maps(); m++) {
                 engine.registerMapOutput(FetchWorkload.SHUFFLE, mapBase + m, w.file(dir, m), w.offsets());
+                if (second != null) {
+                    second.registerMapOutput(FetchWorkload.SHUFFLE, mapBase + m, w.file(dir, m), w.offsets());
+                }
                 files.put(mapBase + m, w.file(dir, m).toFile());
                 byMap.put(mapBase + m, w);
             }
@@ -57,7 +67,8 @@ public final class FetchServer {
         SparkConf conf = FetchBenchmark.sparkConf();
         NettyBlockTransferService netty = FetchBenchmark.nettyService(conf);
         netty.init(new FileSegments(transportConf, files, byMap));
-        System.out.println("READY " + engine.address().getPort() + " " + netty.port());
+        System.out.println("READY " + engine.address().getPort() + " " + netty.port() + " "
+                + (second == null ? 0 : second.address().getPort()));
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         String line;
@@ -70,6 +81,9 @@ public final class FetchServer {
         }
         netty.close();
         engine.close();
+        if (second != null) {
+            second.close();
+        }
     }
 
     /** Serves shuffle blocks as file segments, as Spark's IndexShuffleBlockResolver does. */

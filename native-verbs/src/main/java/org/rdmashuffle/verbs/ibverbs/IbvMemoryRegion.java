@@ -62,7 +62,12 @@ final class IbvMemoryRegion implements MemoryRegion {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            Libibverbs.DEREG_MR.status(null, mr);
+            try {
+                Libibverbs.DEREG_MR.status(null, mr);
+            } catch (RuntimeException refused) { // EINVAL with a window bound to it (rxe): still registered, to close again
+                closed.set(false);
+                throw refused;
+            }
             // Only after the device let go of the pages: if deregistration failed, the memory stays.
             if (owned != null) {
                 owned.close();

@@ -23,6 +23,8 @@ final class SoftMemoryRegion implements MemoryRegion {
     private final FileChannel file;
     private final long fileOffset;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Memory windows bound to it now: while any is, it cannot be deregistered (IBA 10.6.7.2.6; rxe: EINVAL). */
+    final java.util.concurrent.atomic.AtomicInteger windowsBound = new java.util.concurrent.atomic.AtomicInteger();
 
     SoftMemoryRegion(SoftProtectionDomain pd, MemorySegment memory, int key, int access, Arena owned, FileChannel file,
                      long fileOffset) {
@@ -93,6 +95,11 @@ final class SoftMemoryRegion implements MemoryRegion {
 
     @Override
     public void close() {
+        int bound = windowsBound.get();
+        if (bound > 0 && !closed.get()) {
+            throw new org.rdmashuffle.verbs.VerbsException("ibv_dereg_mr", org.rdmashuffle.verbs.Errno.EINVAL, bound
+                    + " memory window(s) are bound to " + this + ": invalidate or deallocate them first (as rxe refuses)");
+        }
         if (closed.compareAndSet(false, true)) {
             pd.context.deregister(this);
             try {

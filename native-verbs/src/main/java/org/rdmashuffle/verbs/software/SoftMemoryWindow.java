@@ -62,7 +62,11 @@ final class SoftMemoryWindow implements MemoryWindow {
         }
         rkey = (rkey & ~0xff) | (newRkey & 0xff);
         state = State.VALID;
+        unbindRegion();
         region = len == 0 ? null : mr;
+        if (region != null) {
+            region.windowsBound.incrementAndGet();
+        }
         address = addr;
         length = len;
         access = windowAccess;
@@ -79,7 +83,7 @@ final class SoftMemoryWindow implements MemoryWindow {
             return false;
         }
         state = State.FREE;
-        region = null;
+        unbindRegion();
         boundQp = null;
         address = 0;
         length = 0;
@@ -119,10 +123,18 @@ final class SoftMemoryWindow implements MemoryWindow {
                 return;
             }
             state = State.INVALID;
-            region = null;
+            unbindRegion();
             boundQp = null;
         }
         pd.context.removeWindow(this);
+    }
+
+    /** Under the lock: lets go of the region it was bound to, which may be deregistered once no window is. */
+    private void unbindRegion() {
+        if (region != null) {
+            region.windowsBound.decrementAndGet();
+            region = null;
+        }
     }
 
     @Override

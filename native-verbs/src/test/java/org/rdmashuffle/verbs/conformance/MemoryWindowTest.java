@@ -317,6 +317,35 @@ class MemoryWindowTest {
         }
     }
 
+    /**
+     * A region with a window bound to it cannot be deregistered (IBA 10.6.7.2.6; rxe's dereg_mr: EINVAL)
+     * and stays registered, serving its key; once the window is invalidated it deregisters. Why the
+     * engine takes a region's windows back before it deregisters the region.
+     */
+    @Test
+    void aRegionWithAWindowBoundToItIsNotDeregisteredUntilTheWindowIsTakenBack() {
+        try (Loopback l = typeTwoOrSkip(Loopback.openFailFast());
+             MemoryRegion landing = l.pd.allocateAndRegister(REGION, Access.LOCAL_WRITE);
+             MemoryWindow mw = l.pd.allocateWindow(MemoryWindowType.TYPE_2);
+             SendWorkRequests chain = SendWorkRequests.allocate(1, 1)) {
+            MemoryRegion served = servedRegion(l, Access.LOCAL_WRITE | Access.REMOTE_READ | Access.MW_BIND);
+            try {
+                int key = bindTypeTwo(l.a, l.cqA, chain, mw, served);
+                VerbsException refused = assertThrows(VerbsException.class, served::close);
+                assertEquals(Errno.EINVAL, refused.errno(), refused::getMessage);
+                assertTrue(refused.getMessage().contains("ibv_dereg_mr"), refused::getMessage);
+                readAndCheck(l.b, l.cqB, chain, landing, served, 0, 4096, served.rkey());
+
+                chain.get(0).reset().wrId(5).flags(SendFlags.SIGNALED).localInvalidate(key);
+                l.a.postSend(chain, 1);
+                assertEquals(WorkCompletionStatus.SUCCESS, VerbsTestSupport.awaitCompletions(l.cqA, 1).getFirst().status());
+            } finally {
+                mw.close(); // whatever went wrong above, so the region can go
+                served.close();
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ helpers
 
     private static Loopback windowsOrSkip(Loopback l) {

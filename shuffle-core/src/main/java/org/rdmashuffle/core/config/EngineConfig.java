@@ -36,6 +36,16 @@ public final class EngineConfig {
         FALSE
     }
 
+    /** Whether a serving connection's reducer reads through memory windows bound for its own queue pair; see transport.WindowUse. */
+    public enum MemoryWindows {
+        /** Windows where the device has type 2 windows and nothing else rules them out; else plain regions, the reason logged. */
+        AUTO,
+        /** As auto, but a device or setting that rules windows out is logged as a warning. */
+        TRUE,
+        /** Plain regions: a described rkey is good on every queue pair of the application (the default). */
+        FALSE
+    }
+
     public static final String KEY_PROVIDER = "provider";
     public static final String KEY_DEVICE = "device";
     public static final String KEY_PORT = "port";
@@ -67,6 +77,8 @@ public final class EngineConfig {
     public static final String KEY_POST_PATH = "postPath";
     /** Registering memory on demand (ODP) instead of pinning it: auto, true or false ({@link OnDemandPaging}). */
     public static final String KEY_ON_DEMAND_PAGING = "onDemandPaging";
+    /** Reads through type 2 memory windows bound per serving connection: false, auto or true ({@link MemoryWindows}). */
+    public static final String KEY_MEMORY_WINDOWS = "memoryWindows";
     public static final String KEY_MAX_SERVED_CONNECTIONS = "maxServedConnections";
     public static final String KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION = "maxServedConnectionsPerApplication";
     public static final String KEY_REGISTERED_MEMORY_LIMIT_PER_USER = "registeredMemoryLimitPerUser";
@@ -110,6 +122,7 @@ public final class EngineConfig {
     Duration idleTimeout = Duration.ofSeconds(120);
     PostPath postPath = PostPath.BUILDER;
     OnDemandPaging onDemandPaging = OnDemandPaging.AUTO;
+    MemoryWindows memoryWindows = MemoryWindows.FALSE;
     int maxServedConnections = 1024;
     int maxServedConnectionsPerApplication = 512;
     /** Unset (-1): half of registeredMemoryLimit. */
@@ -154,7 +167,7 @@ public final class EngineConfig {
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
                 KEY_CONTROL_CLIENT_THREADS,
-                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_MAX_SERVED_CONNECTIONS,
+                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_MEMORY_WINDOWS, KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, KEY_REGISTERED_MEMORY_LIMIT_PER_USER, KEY_MAX_REGISTERED_REGIONS,
                 KEY_MAX_INDEX_MEMORY, KEY_MAX_SERVED_CONNECTIONS_PER_USER, KEY_LOOKUP_TIMEOUT, KEY_SOFTWARE_BIND_ADDRESS,
                 KEY_SOFTWARE_PORT, KEY_SOFTWARE_SENDFILE);
@@ -189,8 +202,9 @@ public final class EngineConfig {
             case KEY_CONNECT_TIMEOUT -> connectTimeout = parseDuration(v);
             case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
             case KEY_IDLE_TIMEOUT -> idleTimeout = parseDuration(v);
-            case KEY_POST_PATH -> postPath = PostPath.valueOf(v.toUpperCase(Locale.ROOT).replace('-', '_'));
-            case KEY_ON_DEMAND_PAGING -> onDemandPaging = OnDemandPaging.valueOf(v.toUpperCase(Locale.ROOT));
+            case KEY_POST_PATH -> postPath = choice(PostPath.class, key, v.replace('-', '_'));
+            case KEY_ON_DEMAND_PAGING -> onDemandPaging = choice(OnDemandPaging.class, key, v);
+            case KEY_MEMORY_WINDOWS -> memoryWindows = choice(MemoryWindows.class, key, v);
             case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = Integer.parseInt(v);
             case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = Integer.parseInt(v);
             case KEY_REGISTERED_MEMORY_LIMIT_PER_USER -> registeredMemoryLimitPerUser = parseBytes(v);
@@ -204,6 +218,16 @@ public final class EngineConfig {
             default -> throw new IllegalArgumentException("unknown key " + key);
         }
         return this;
+    }
+
+    /** The constant of {@code type} that {@code v} names (any case); else an error naming the key and the choices. */
+    private static <E extends Enum<E>> E choice(Class<E> type, String key, String v) {
+        try {
+            return Enum.valueOf(type, v.toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(key + "=" + v + ": expected one of " + java.util.Arrays.stream(type.getEnumConstants())
+                    .map(c -> c.name().toLowerCase(Locale.ROOT)).toList());
+        }
     }
 
     /** Refuses settings the engine cannot run with, naming the key. */
@@ -288,6 +312,7 @@ public final class EngineConfig {
         m.put(KEY_IDLE_TIMEOUT, idleTimeout.toMillis() + "ms");
         m.put(KEY_POST_PATH, postPath.name().toLowerCase(Locale.ROOT));
         m.put(KEY_ON_DEMAND_PAGING, onDemandPaging.name().toLowerCase(Locale.ROOT));
+        m.put(KEY_MEMORY_WINDOWS, memoryWindows.name().toLowerCase(Locale.ROOT));
         m.put(KEY_MAX_SERVED_CONNECTIONS, Integer.toString(maxServedConnections));
         m.put(KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, Integer.toString(maxServedConnectionsPerApplication));
         m.put(KEY_REGISTERED_MEMORY_LIMIT_PER_USER, Long.toString(registeredMemoryLimitPerUser()));
@@ -415,6 +440,7 @@ public final class EngineConfig {
     public PostPath postPath() { return postPath; }
 
     public OnDemandPaging onDemandPaging() { return onDemandPaging; }
+    public MemoryWindows memoryWindows() { return memoryWindows; }
     public int maxServedConnections() { return maxServedConnections; }
     public int maxServedConnectionsPerApplication() { return maxServedConnectionsPerApplication; }
 

@@ -68,10 +68,12 @@ public final class FetchRequestHandler {
          * would start another. Null if it waits for nothing.
          */
         private CompletableFuture<MapOutput> awaited;
+        /** Bind slots for the memory windows its answer needs (reads through windows only); null if it waits for none. */
+        private CompletableFuture<?> windowRoom;
 
         /** What the request waits for before its next turn; null: the next turn may come at once. */
         public CompletableFuture<?> waitingFor() {
-            return awaited;
+            return awaited != null ? awaited : windowRoom;
         }
     }
 
@@ -79,7 +81,7 @@ public final class FetchRequestHandler {
     public Message answer(String app, Message.FetchRequest request, int layoutBytes) {
         Progress p = new Progress();
         Message m;
-        while ((m = answerInTurns(app, request, layoutBytes, p, Integer.MAX_VALUE)) == null) {
+        while ((m = answerInTurns(app, request, layoutBytes, p, Integer.MAX_VALUE, null)) == null) {
             CompletableFuture<?> f = p.waitingFor();
             if (f != null) {
                 try {
@@ -105,7 +107,8 @@ public final class FetchRequestHandler {
      * is described (registered memory too short for all of them) is refused after {@value #MAX_PASSES}
      * passes.
      */
-    public Message answerInTurns(String app, Message.FetchRequest request, int layoutBytes, Progress p, int maxSlowOutputs) {
+    public Message answerInTurns(String app, Message.FetchRequest request, int layoutBytes, Progress p, int maxSlowOutputs,
+                                 ServingWindows.Keys keys) {
         List<BlockId> blocks = request.blocks();
         int slow = 0;
         while (p.next < blocks.size()) {
@@ -149,10 +152,27 @@ public final class FetchRequestHandler {
             }
             p.next++;
         }
-        Message ready = answerIfReady(app, request, layoutBytes);
+        Message ready = answerIfReady(app, request, layoutBytes, keys);
         if (ready != null) {
+            p.windowRoom = null;
             return ready;
         }
+        if (keys != null && keys.wasShort()) {
+            // Every bind slot of the application is in flight: post the binds reserved so far (they
+            // complete, and slots come back), and take the next turn when some have.
+            long now = System.nanoTime();
+            if (p.windowRoom == null) {
+                p.waitingSince = now;
+            } else if (now - p.waitingSince >= registry.lookupTimeoutNanos()) {
+                served.refused(Refusal.BUSY);
+                return new Message.ErrorResponse(request.requestId(), "the server is busy with this application's "
+                        + "requests: try again");
+            }
+            keys.commit();
+            p.windowRoom = keys.room();
+            return null;
+        }
+        p.windowRoom = null;
         if (++p.passes >= MAX_PASSES) {
             LOG.log(System.Logger.Level.INFO, () -> "rdma-shuffle: refused a request of " + blocks.size() + " blocks"
                     + (app.isEmpty() ? "" : " of " + app) + ": its outputs were released before all were described");
@@ -169,11 +189,23 @@ public final class FetchRequestHandler {
      * otherwise. The completion poller answers these itself: a constant per block.
      */
     public Message answerIfReady(String app, Message.FetchRequest request, int layoutBytes) {
+        return answerIfReady(app, request, layoutBytes, null);
+    }
+
+    /**
+     * As {@link #answerIfReady(String, Message.FetchRequest, int)}, every key a window of {@code keys}
+     * (null: the regions' own); null also when the application has no bind slot free for a window it
+     * needs ({@code keys.wasShort()} says so). The caller commits {@code keys} before the answer goes.
+     */
+    public Message answerIfReady(String app, Message.FetchRequest request, int layoutBytes, ServingWindows.Keys keys) {
+        if (keys != null) {
+            keys.beginAnswer();
+        }
         List<BlockDescriptor> described = new ArrayList<>(request.blocks().size());
         for (BlockId b : request.blocks()) {
             try {
                 BlockDescriptor d = registry.describeIfRegistered(app, b.shuffleId(), b.mapId(), b.startPartition(),
-                        b.endPartition());
+                        b.endPartition(), keys);
                 if (d == null) {
                     return null;
                 }
@@ -183,7 +215,7 @@ public final class FetchRequestHandler {
             }
         }
         served.answered(described);
-        return new Message.FetchResponse(request.requestId(), described, layouts(app, described, layoutBytes));
+        return new Message.FetchResponse(request.requestId(), described, layouts(app, described, layoutBytes, keys));
     }
 
     /** The error about block {@code b}; an exception that is not about the request (a bug) is rethrown. */
@@ -200,7 +232,7 @@ public final class FetchRequestHandler {
     }
 
     /** The layouts of the described blocks' outputs, one per output, while they fit in {@code budget} bytes. */
-    private List<MapOutputLayout> layouts(String app, List<BlockDescriptor> blocks, int budget) {
+    private List<MapOutputLayout> layouts(String app, List<BlockDescriptor> blocks, int budget, ServingWindows.Keys keys) {
         if (budget <= 0) {
             return List.of();
         }
@@ -213,7 +245,7 @@ public final class FetchRequestHandler {
             if (d.isEmpty() || !seen.add(d.mapId())) {
                 continue;
             }
-            MapOutputRegistry.SizedLayout l = registry.layoutIfRegistered(app, d.shuffleId(), d.mapId(), budget);
+            MapOutputRegistry.SizedLayout l = registry.layoutIfRegistered(app, d.shuffleId(), d.mapId(), budget, keys);
             if (l != null && l.layout().partitions() > 1) {
                 layouts.add(l.layout());
                 budget -= l.bytes();

@@ -50,69 +50,77 @@ public final class FetchRequestServer {
         // Layouts in up to half the reducer's receive buffer; an answer that outgrows it anyway goes
         // without them (MetadataSender).
         int layoutBytes = r.withLayouts() ? c.peerReceiveBufferSize() / 2 : 0;
-        Message ready = requests.answerIfReady(t.app(), r, layoutBytes);
+        // Reads through windows: the keys this request's answer hands out, bound for c's queue pair alone.
+        ServingWindows.Keys keys = t.windows() == null ? null : t.windows().keysFor(c);
+        Message ready = requests.answerIfReady(t.app(), r, layoutBytes, keys);
         if (ready != null) {
-            reply(c, r, ready);
+            reply(c, r, ready, keys);
             return;
         }
         // Held in the heap until answered: counted against the application's, its user's and the node's bounds.
         String full = usage.tryAdd(ServiceUsage.Kind.REQUEST_BLOCKS, t.app(), r.blocks().size());
         if (full != null) {
-            reply(c, r, BUSY.apply(r));
+            reply(c, r, BUSY.apply(r), keys);
             return;
         }
-        queueTurn(t, c, r, layoutBytes, new FetchRequestHandler.Progress());
+        queueTurn(t, c, r, layoutBytes, new FetchRequestHandler.Progress(), keys);
     }
 
     /** Queues the next turn at {@code r}; a full queue is answered "busy". */
-    private void queueTurn(ServedTenant t, DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p) {
-        boolean queued = work.submit(t, t.user(), () -> turn(t, c, r, layoutBytes, p));
+    private void queueTurn(ServedTenant t, DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p,
+                           ServingWindows.Keys keys) {
+        boolean queued = work.submit(t, t.user(), () -> turn(t, c, r, layoutBytes, p, keys));
         if (!queued) { // back-pressure: this application already has its share of the server threads' queue
-            finish(t, c, r, BUSY.apply(r));
+            finish(t, c, r, BUSY.apply(r), keys);
         }
     }
 
-    private void turn(ServedTenant t, DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p) {
+    private void turn(ServedTenant t, DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p,
+                      ServingWindows.Keys keys) {
         if (c.isClosed()) {
-            finish(t, c, r, null); // retired while the request waited: nobody to answer
+            finish(t, c, r, null, keys); // retired while the request waited: nobody to answer
             return;
         }
         Message answer;
         try {
-            answer = t.requests().answerInTurns(t.app(), r, layoutBytes, p, SLOW_OUTPUTS_PER_TURN);
+            answer = t.requests().answerInTurns(t.app(), r, layoutBytes, p, SLOW_OUTPUTS_PER_TURN, keys);
         } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
             answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
         }
         if (answer != null) {
-            finish(t, c, r, answer);
+            finish(t, c, r, answer, keys);
             return;
         }
         java.util.concurrent.CompletableFuture<?> waitFor = p.waitingFor();
         if (waitFor == null) {
-            queueTurn(t, c, r, layoutBytes, p); // the rest after the other applications' turns
+            queueTurn(t, c, r, layoutBytes, p, keys); // the rest after the other applications' turns
         } else {
             // No thread waits: the next turn is queued when the search or registration is done, or its time is up.
             java.util.concurrent.CompletableFuture.anyOf(waitFor, java.util.concurrent.CompletableFuture.runAsync(() -> { },
                     java.util.concurrent.CompletableFuture.delayedExecutor(t.registry().lookupTimeoutNanos(),
                             java.util.concurrent.TimeUnit.NANOSECONDS)))
-                    .whenComplete((done, failed) -> queueTurn(t, c, r, layoutBytes, p));
+                    .whenComplete((done, failed) -> queueTurn(t, c, r, layoutBytes, p, keys));
         }
     }
 
     /** Ends a request answered off the poller: its blocks are counted out, and the answer (if any) sent. */
-    private void finish(ServedTenant t, DataConnection c, Message.FetchRequest r, Message answer) {
+    private void finish(ServedTenant t, DataConnection c, Message.FetchRequest r, Message answer, ServingWindows.Keys keys) {
         usage.remove(ServiceUsage.Kind.REQUEST_BLOCKS, t.app(), r.blocks().size());
         if (answer != null) {
-            reply(c, r, answer);
+            reply(c, r, answer, keys);
         }
     }
 
-    private void reply(DataConnection c, Message.FetchRequest r, Message answer) {
+    /** Sends {@code answer}, after the window binds it needs ({@code keys}, if reads go through windows). */
+    private void reply(DataConnection c, Message.FetchRequest r, Message answer, ServingWindows.Keys keys) {
         if (c.isClosed()) {
             return; // retired while a server thread answered
         }
         try {
+            if (keys != null) {
+                keys.commit(); // posted before the SEND: the reducer reads only once they took effect
+            }
             replies.send(c, answer, false); // without its layouts if they do not fit (MetadataSender)
         } catch (IllegalArgumentException tooBig) {
             replies.send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "

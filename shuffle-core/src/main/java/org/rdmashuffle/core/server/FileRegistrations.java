@@ -57,7 +57,7 @@ final class FileRegistrations {
         beforeRegistering.run();
         long start = System.nanoTime();
         try {
-            region = out.registerFile(pd, memory);
+            region = out.registerFile(pd, memory, registry.windowAccess());
             counts.registered(out.size(), System.nanoTime() - start);
         } catch (IOException e) {
             failure = new UncheckedIOException("cannot map " + out.dataFile + " for registration: " + e.getMessage(), e);

@@ -82,6 +82,11 @@ final class MapOutput {
      * empty and the file is not registered. PartitionRangeException if the output has no such partitions.
      */
     BlockDescriptor describe(int start, int end) {
+        return describe(start, end, region == null ? 0 : region.rkey());
+    }
+
+    /** As {@link #describe(int, int)}, readable under {@code rkey} (the region's, or a window's over it). */
+    BlockDescriptor describe(int start, int end, int rkey) {
         int partitions = index.partitions();
         if (start < 0 || end > partitions || start >= end) {
             throw new PartitionRangeException("partitions [" + start + ", " + end + ") of " + this + ", which has " + partitions);
@@ -95,12 +100,12 @@ final class MapOutput {
         if (region == null) {
             return null;
         }
-        return new BlockDescriptor(shuffleId, mapId, start, end, region.address() + offset, length, region.rkey(), raw);
+        return new BlockDescriptor(shuffleId, mapId, start, end, region.address() + offset, length, rkey, raw);
     }
 
     /** Every partition's place in its region, which is registered. */
-    MapOutputLayout layout() {
-        return new MapOutputLayout(shuffleId, mapId, region.address(), region.rkey(), index.offsets());
+    MapOutputLayout layout(int rkey) {
+        return new MapOutputLayout(shuffleId, mapId, region.address(), rkey, index.offsets());
     }
 
     /**
@@ -108,7 +113,7 @@ final class MapOutput {
      * called outside the registry's lock. The file is opened again here, not trusted from when it was
      * found: its owner could have replaced it since.
      */
-    MemoryRegion registerFile(ProtectionDomain pd, MemoryRegistration registration) throws IOException {
+    MemoryRegion registerFile(ProtectionDomain pd, MemoryRegistration registration, int extraAccess) throws IOException {
         FileChannel ch = dataFile.open(true);
         try {
             if (ch.size() != size()) {
@@ -118,9 +123,9 @@ final class MapOutput {
             ch.close();
             throw e;
         }
-        // Peers only read, however it was opened. The region takes the channel (the software provider
+        // Peers only read, however it was opened (extraAccess: MW_BIND, when they read through windows). The region takes the channel (the software provider
         // answers reads from it with sendfile; a NIC's provider closes it at once).
-        return pd.registerOwnedFile(ch, 0, size(), registration.access(Access.REMOTE_READ));
+        return pd.registerOwnedFile(ch, 0, size(), registration.access(Access.REMOTE_READ | extraAccess));
     }
 
     @Override

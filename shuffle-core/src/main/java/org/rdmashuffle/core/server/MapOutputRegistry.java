@@ -68,6 +68,8 @@ public final class MapOutputRegistry implements AutoCloseable {
     private final FileRegistrations registrations;
     /** Registered on demand: faults in each block a reducer is told about before it reads (null when pinned). */
     private final Prefetcher prefetcher;
+    /** Reducers read through memory windows over its regions (null: under the regions' own keys); set once, before any registration. */
+    private volatile ServingWindows windows;
     private boolean closed;
 
     /**
@@ -244,15 +246,50 @@ public final class MapOutputRegistry implements AutoCloseable {
     }
 
     /**
+     * Reducers read through {@code w}'s windows from now on: regions are registered bindable
+     * ({@code MW_BIND}), described under a window's key ({@link #describeIfRegistered(String, int,
+     * long, int, int, ServingWindows.Keys)}), and their windows go before they are deregistered. Called
+     * once, before any output is registered.
+     */
+    public void readThroughWindows(ServingWindows w) {
+        synchronized (this) {
+            if (registrations.completed() > 0 || regions.registered() > 0) {
+                throw new IllegalStateException("windows must be set before any output is registered");
+            }
+        }
+        windows = w;
+    }
+
+    /** What regions are registered with besides remote read: MW_BIND when reducers read through windows. */
+    int windowAccess() {
+        return windows == null ? 0 : org.rdmashuffle.verbs.Access.MW_BIND;
+    }
+
+    /**
+     * As {@link #describeIfRegistered(String, int, long, int, int)}, readable under {@code keys}' window
+     * over the output's region (the region's own key if {@code keys} is null); null also when the
+     * application has no bind slot free for a new window (the caller waits for {@code keys.room()}).
+     */
+    public synchronized BlockDescriptor describeIfRegistered(String app, int shuffleId, long mapId, int start, int end,
+                                                             ServingWindows.Keys keys) {
+        ensureOpen();
+        // One lookup per block: without a resolver an unknown output is an error, with one it is slow work.
+        MapOutput out = found.hasResolver() ? table.get(app, shuffleId, mapId) : table.required(app, shuffleId, mapId);
+        BlockDescriptor d = out == null ? null : describe(out, start, end);
+        if (keys == null || d == null || d.length() == 0) {
+            return d;
+        }
+        long key = keys.keyFor(out.region); // under the lock: the region stays registered
+        return key < 0 ? null : out.describe(start, end, (int) key);
+    }
+
+    /**
      * As {@link #describe(String, int, long, int, int)} when that needs no slow work; null when it
      * would have to find the output on disk or register its file. For the completion poller, which
      * answers what it can at once and hands the rest to threads that may block: constant work per block.
      */
     public synchronized BlockDescriptor describeIfRegistered(String app, int shuffleId, long mapId, int start, int end) {
-        ensureOpen();
-        // One lookup per block: without a resolver an unknown output is an error, with one it is slow work.
-        MapOutput out = found.hasResolver() ? table.get(app, shuffleId, mapId) : table.required(app, shuffleId, mapId);
-        return out == null ? null : describe(out, start, end);
+        return describeIfRegistered(app, shuffleId, mapId, start, end, null);
     }
 
     /**
@@ -319,6 +356,12 @@ public final class MapOutputRegistry implements AutoCloseable {
      * computed when the output was added.
      */
     public synchronized SizedLayout layoutIfRegistered(String app, int shuffleId, long mapId, int maxBytes) {
+        return layoutIfRegistered(app, shuffleId, mapId, maxBytes, null);
+    }
+
+    /** As {@link #layoutIfRegistered(String, int, long, int)}, readable under {@code keys}' window (null: the region's key). */
+    public synchronized SizedLayout layoutIfRegistered(String app, int shuffleId, long mapId, int maxBytes,
+                                                       ServingWindows.Keys keys) {
         if (closed) {
             return null;
         }
@@ -327,7 +370,13 @@ public final class MapOutputRegistry implements AutoCloseable {
                 || out.index.layoutBytes() > maxBytes) {
             return null;
         }
-        return new SizedLayout(out.layout(), out.index.layoutBytes());
+        long key;
+        try {
+            key = keys == null ? Integer.toUnsignedLong(out.region.rkey()) : keys.keyFor(out.region);
+        } catch (ServerBusyRefusal | IllegalStateException e) {
+            return null; // a layout is an extra: the answer goes without it
+        }
+        return key < 0 ? null : new SizedLayout(out.layout((int) key), out.index.layoutBytes());
     }
 
     /** Tests: {@code hook} runs on the registering thread before each registration, as a slow ibv_reg_mr would take time. */
@@ -358,7 +407,13 @@ public final class MapOutputRegistry implements AutoCloseable {
         synchronized (this) {
             now = regions.takeToClose();
         }
-        now.forEach(MemoryRegion::close);
+        ServingWindows w = windows;
+        for (MemoryRegion r : now) {
+            if (w != null) {
+                w.regionClosing(r); // a region with a window bound to it cannot be deregistered (rxe: EINVAL)
+            }
+            r.close();
+        }
     }
 
     /** Under the lock: forgets {@code out}: deregisters its region (or has a registration under way give it back), frees its index. */

@@ -84,6 +84,9 @@ public final class ServeService {
                     ServiceLimits.CONNECT_QUEUE_PER_APPLICATION, limits.connectorsPerUser(), limits.connectorsPerUser());
             made.add(connectors::close);
             this.stops = new ApplicationStops(this::endTenant, transport.waitForSetUpsMillis());
+            if (transport.profile().windows().on()) { // an idle reducer's windows go at its lease's end
+                transport.everyTick(() -> tenants.all().forEach(t -> t.windows().sweep()));
+            }
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
                     secrets, this::onControlRequest, ControlServer.MAX_FRAME_BYTES,
                     (app, task) -> connectors.submit(app, userOf.apply(app), task),

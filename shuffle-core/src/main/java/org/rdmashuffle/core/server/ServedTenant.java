@@ -17,6 +17,8 @@ public final class ServedTenant {
     private final TenantDomain domain;
     private final MapOutputRegistry registry;
     private final FetchRequestHandler requests;
+    /** The windows its reducers read through; null when they read under the regions' own keys. */
+    private final ServingWindows windows;
 
     /**
      * @param limits the service's resource model (an executor's engine: its own outputs bounded by bytes alone)
@@ -25,6 +27,14 @@ public final class ServedTenant {
      */
     ServedTenant(VerbsContext context, MemoryRegistration registration, int index, String app, String user, EngineConfig config,
                  ServiceLimits limits, RegistryBudget registeredMemory, OutputSearches.Lookups lookups) {
+        this(context, registration, org.rdmashuffle.core.transport.WindowUse.OFF, index, app, user, config, limits,
+                registeredMemory, lookups);
+    }
+
+    /** @param windowUse whether its reducers read through memory windows bound per connection */
+    ServedTenant(VerbsContext context, MemoryRegistration registration, org.rdmashuffle.core.transport.WindowUse windowUse,
+                 int index, String app, String user, EngineConfig config, ServiceLimits limits, RegistryBudget registeredMemory,
+                 OutputSearches.Lookups lookups) {
         this.domain = new TenantDomain(context, index, app, user, config, registration);
         try {
             // One application of many may hold only its share of the node's budget; an engine's own, all of it.
@@ -35,6 +45,16 @@ public final class ServedTenant {
         } catch (RuntimeException | Error e) {
             domain.close();
             throw e;
+        }
+        if (windowUse.on()) {
+            this.windows = new ServingWindows(domain.pd(), limits.lease().toNanos(), System::nanoTime);
+            registry.readThroughWindows(windows);
+            domain.adopt(() -> { // its connections are retired by now; windows before regions and the PD
+                windows.close();
+                return java.util.concurrent.CompletableFuture.completedFuture(null);
+            });
+        } else {
+            this.windows = null;
         }
         domain.adopt(registry::closeAsync);
         this.requests = new FetchRequestHandler(registry);
@@ -47,6 +67,11 @@ public final class ServedTenant {
 
     public MapOutputRegistry registry() {
         return registry;
+    }
+
+    /** The memory windows its reducers read through; null when they read under the regions' own keys. */
+    public ServingWindows windows() {
+        return windows;
     }
 
     public FetchRequestHandler requests() {

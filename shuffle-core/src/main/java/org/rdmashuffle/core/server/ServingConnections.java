@@ -134,7 +134,8 @@ public final class ServingConnections {
         try {
             // As many queue pairs as the reducer offers, up to this server's own qpsPerPeer: the answer says
             // how many, and the reducer keeps that many (a peer never chooses our resource sizes).
-            int n = Math.min(theirs.endpoints().size(), config.qpsPerPeer());
+            // With memory windows, one: a type 2 window is bound to one queue pair (WindowUse refuses qpsPerPeer > 1).
+            int n = served.windows() != null ? 1 : Math.min(theirs.endpoints().size(), config.qpsPerPeer());
             requireDialable(theirs.endpoints().subList(0, n), session);
             QueuePair[] qps = new QueuePair[n];
             List<QueuePairEndpoint> mine = new ArrayList<>(n);

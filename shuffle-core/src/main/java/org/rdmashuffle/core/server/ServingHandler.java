@@ -73,8 +73,27 @@ final class ServingHandler implements ConnectionHandler {
         }
     }
 
+    /** Its windows go while its queue pair is in ERR, before it is destroyed (rxe is slow to destroy a QP with windows bound). */
+    @Override
+    public void beforeDestroy(DataConnection c) {
+        if (tenant.windows() != null) {
+            tenant.windows().forget(c);
+        }
+    }
+
     @Override
     public void onRetired(DataConnection c) {
         usage.remove(ServiceUsage.Kind.DATA, tenant.app());
+    }
+
+    /** A chain of window binds completed: its slots come back; one that failed fails its connection. */
+    @Override
+    public void onWindowCompleted(DataConnection c, Throwable failure) {
+        if (tenant.windows() != null) {
+            tenant.windows().completed(c);
+        }
+        if (failure != null) {
+            onFailure(c, failure);
+        }
     }
 }

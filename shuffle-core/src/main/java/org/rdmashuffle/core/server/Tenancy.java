@@ -56,7 +56,7 @@ abstract sealed class Tenancy permits Tenancy.Own, Tenancy.Node {
                                  Function<String, String> userOf) {
             return new Own(new Tenants(transport.context(), config, limits, false, userOf,
                     app -> OutputSearches.Lookups.INLINE, transport.profile().cqEntries(),
-                    transport.profile().registration()));
+                    transport.profile().registration(), transport.profile().windows()));
         }
 
         @Override
@@ -105,7 +105,7 @@ abstract sealed class Tenancy permits Tenancy.Own, Tenancy.Node {
             try {
                 return new Node(new Tenants(transport.context(), config, limits, true, userOf,
                         app -> search -> lookups.submit(app, userOf.apply(app), search), transport.profile().cqEntries(),
-                        transport.profile().registration()),
+                        transport.profile().registration(), transport.profile().windows()),
                         lookups);
             } catch (RuntimeException | Error e) {
                 lookups.close();

@@ -56,13 +56,25 @@ public final class Tenants implements TransportContext.TenantIndex {
      */
     /** How every tenant's memory is registered (the engine's one choice). */
     private final org.rdmashuffle.core.transport.MemoryRegistration registration;
+    private final org.rdmashuffle.core.transport.WindowUse windowUse;
 
     public Tenants(VerbsContext context, EngineConfig config, ServiceLimits limits, boolean service,
                    java.util.function.Function<String, String> userOf,
                    java.util.function.Function<String, OutputSearches.Lookups> lookups, int cqEntries,
                    org.rdmashuffle.core.transport.MemoryRegistration registration) {
+        this(context, config, limits, service, userOf, lookups, cqEntries, registration,
+                org.rdmashuffle.core.transport.WindowUse.OFF);
+    }
+
+    /** @param windowUse whether tenants' reducers read through memory windows */
+    public Tenants(VerbsContext context, EngineConfig config, ServiceLimits limits, boolean service,
+                   java.util.function.Function<String, String> userOf,
+                   java.util.function.Function<String, OutputSearches.Lookups> lookups, int cqEntries,
+                   org.rdmashuffle.core.transport.MemoryRegistration registration,
+                   org.rdmashuffle.core.transport.WindowUse windowUse) {
         this.context = context;
         this.registration = registration;
+        this.windowUse = windowUse;
         this.config = config;
         this.limits = limits;
         this.userOf = userOf;
@@ -84,7 +96,8 @@ public final class Tenants implements TransportContext.TenantIndex {
             if (t != null) {
                 return t;
             }
-            int perTenant = config.receiveBuffers() + config.sendBuffers();
+            // Its receives and sends, and with windows its binds (a flush of all of them fits too).
+            int perTenant = config.receiveBuffers() + config.sendBuffers() + (windowUse.on() ? ServingWindows.BIND_SLOTS : 0);
             if ((long) (byApp.size() + 1) * perTenant > cqEntries) {
                 System.getLogger(Tenants.class.getName()).log(System.Logger.Level.WARNING, "rdma-shuffle: refusing " + app
                         + ": already serving " + byApp.size() + " applications, whose " + perTenant + " receive and send "
@@ -92,7 +105,7 @@ public final class Tenants implements TransportContext.TenantIndex {
                         + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
                 throw new org.rdmashuffle.core.control.RequestRefusedException("the server serves as many applications as it may");
             }
-            t = new ServedTenant(context, registration, ids.getAndIncrement(), app, userOf.apply(app), config, limits, registeredMemory,
+            t = new ServedTenant(context, registration, windowUse, ids.getAndIncrement(), app, userOf.apply(app), config, limits, registeredMemory,
                     lookups.apply(app));
             t.registry().resolver(resolver);
             byIndex.put(t.index(), t);

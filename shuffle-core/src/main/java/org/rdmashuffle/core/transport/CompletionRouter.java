@@ -17,7 +17,7 @@ import org.rdmashuffle.verbs.WorkCompletions;
  * the wr_id carries, so a late completion of a closed tenant is dropped) and handed, with its
  * connection found by queue-pair number in the {@link ConnectionTable}, to the connection's
  * {@link ConnectionHandler}, then the buffer is reposted; a metadata send to the
- * {@link MetadataSender}; a read chain to its connection's handler. A completion of a connection
+ * {@link MetadataSender}; a read chain, and a chain of memory-window binds, to its connection's handler. A completion of a connection
  * retired meanwhile is for nobody and is dropped.
  *
  * <p>A handler that throws costs only its own completion, never the rest of the batch (those would
@@ -42,6 +42,7 @@ public final class CompletionRouter implements CompletionPoller.Handler {
     private final Route receives;
     private final Route sends;
     private final Route reads;
+    private final Route windows;
     /** Failed completions by status, of every kind (flushes included: a QP that went to error says so). */
     private final org.rdmashuffle.core.metrics.CompletionErrors errors = new org.rdmashuffle.core.metrics.CompletionErrors();
 
@@ -60,6 +61,7 @@ public final class CompletionRouter implements CompletionPoller.Handler {
         this.receives = this::onReceive;
         this.sends = this::onSendCompleted;
         this.reads = this::onReadCompleted;
+        this.windows = this::onWindowCompleted;
     }
 
     /** The routing of kinds alone, to given routes (tests: a batch survives a route that throws). */
@@ -73,6 +75,7 @@ public final class CompletionRouter implements CompletionPoller.Handler {
         this.receives = receives;
         this.sends = sends;
         this.reads = reads;
+        this.windows = (wcs, i, value) -> { };
     }
 
     @Override
@@ -88,7 +91,7 @@ public final class CompletionRouter implements CompletionPoller.Handler {
                     case WorkRequestIds.RECEIVE -> receives.handle(wcs, i, value);
                     case WorkRequestIds.SEND -> sends.handle(wcs, i, value);
                     case WorkRequestIds.READ -> reads.handle(wcs, i, value);
-                    default -> LOG.log(System.Logger.Level.WARNING, "completion with unknown wr_id 0x" + Long.toHexString(wrId));
+                    default -> windows.handle(wcs, i, value); // WorkRequestIds.WINDOW: two bits, four kinds
                 }
             } catch (RuntimeException | Error e) {
                 LOG.log(System.Logger.Level.ERROR, "rdma-shuffle: handling the completion of wr_id 0x" + Long.toHexString(wrId)
@@ -177,5 +180,14 @@ public final class CompletionRouter implements CompletionPoller.Handler {
         c.handler().onReadCompleted(c, chainId, wcs.isSuccess(i) ? null
                 : new IOException("RDMA_READ failed with " + wcs.status(i) + failures.read(wcs.status(i), c.toString(), c.peerGid()),
                 wcs.failure(i)));
+    }
+
+    private void onWindowCompleted(WorkCompletions wcs, int i, long value) {
+        DataConnection c = connections.byQpNumber(wcs.qpNumber(i));
+        if (c == null) {
+            return; // retired meanwhile: its windows were deallocated with it
+        }
+        c.handler().onWindowCompleted(c, wcs.isSuccess(i) ? null : new IOException(
+                "a memory-window bind failed with " + wcs.status(i), wcs.failure(i)));
     }
 }

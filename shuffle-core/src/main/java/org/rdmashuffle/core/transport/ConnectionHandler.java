@@ -28,4 +28,21 @@ public interface ConnectionHandler {
 
     /** The connection was retired ({@link ConnectionTable#retire}): called once, after its queue pairs are destroyed. */
     void onRetired(DataConnection c);
+
+    /**
+     * {@code c} is being retired: its queue pairs are in ERR (nothing more runs on them) and about to
+     * be destroyed. Frees what is bound to them first (memory windows). Once, on the retiring thread.
+     */
+    default void beforeDestroy(DataConnection c) {
+    }
+
+    /**
+     * A chain of memory-window binds posted on {@code c} completed ({@code failure} null), or failed;
+     * only serving connections reading through windows post them.
+     */
+    default void onWindowCompleted(DataConnection c, Throwable failure) {
+        if (failure != null) {
+            onFailure(c, failure);
+        }
+    }
 }

@@ -41,12 +41,19 @@ public final class ConnectionTable {
 
     /**
      * Destroys a connection's queue pairs and forgets it, in this order: no more completions routed to
-     * it, its QPs destroyed (from then on the device writes into none of its buffers), out of its
+     * it, its QPs moved to ERR and what its owner bound to them freed ({@link ConnectionHandler#beforeDestroy}), its QPs destroyed (from then on the device writes into none of its buffers), out of its
      * tenant, its owner told (once, however many paths retire it), then the sends it still had in
      * flight give their slots back. Idempotent; on any thread.
      */
     public void retire(DataConnection c) {
         untrack(c);
+        c.moveToError();
+        try {
+            c.handler().beforeDestroy(c); // what is bound to its queue pairs goes before they do
+        } catch (RuntimeException e) {
+            System.getLogger(ConnectionTable.class.getName()).log(System.Logger.Level.WARNING,
+                    "rdma-shuffle: freeing what is bound to " + c + " failed; destroying it anyway", e);
+        }
         c.close();
         c.tenant().connections().remove(c);
         if (c.markRetired()) {

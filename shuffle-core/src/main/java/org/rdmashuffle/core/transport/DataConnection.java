@@ -32,6 +32,8 @@ public final class DataConnection implements AutoCloseable {
     private final ScatterGatherList sgeList;
     private int next;
     private boolean closed;
+    /** Its queue pairs were moved to ERR for its retirement ({@link #moveToError}): nothing more is posted. */
+    private boolean inError;
     /** Its owner: set once, before the connection is tracked. */
     private volatile ConnectionHandler handler;
     /** Set by the first {@link ConnectionTable#retire}: its owner hears of it once. */
@@ -158,6 +160,41 @@ public final class DataConnection implements AutoCloseable {
     }
 
     /**
+     * Posts one bind of type 2 {@code window} over the whole of {@code region}, readable only, under
+     * {@code key} (normally {@code MemoryWindow.nextRkey} of its current one), on this connection's
+     * queue pair (one: a type 2 window is bound to the QP its bind is posted on). The window has its
+     * new key once this returns; a SEND posted after it reaches the peer after the bind took effect
+     * (a send queue is processed in order).
+     */
+    public synchronized void postWindowBind(long wrId, org.rdmashuffle.verbs.MemoryWindow window, int key,
+                                            org.rdmashuffle.verbs.MemoryRegion region, boolean signaled) {
+        QueuePair qp = onlyQueuePair();
+        int access = org.rdmashuffle.verbs.Access.REMOTE_READ;
+        if (path == PostPath.BUILDER) {
+            WorkRequestBuilder b = qp.workRequestBuilder();
+            b.start();
+            try {
+                b.wrId(wrId).flags(signaled ? SendFlags.SIGNALED : 0).bindWindow(window, key, region, region.address(), region.length(), access);
+            } catch (RuntimeException e) {
+                b.abort();
+                throw e;
+            }
+            b.complete();
+        } else {
+            chain.get(0).reset().wrId(wrId).flags(signaled ? SendFlags.SIGNALED : 0)
+                    .bindWindow(window, key, region, region.address(), region.length(), access);
+            qp.postSend(chain, 1);
+        }
+    }
+
+    private QueuePair onlyQueuePair() {
+        if (qps.length != 1) {
+            throw new IllegalStateException(this + " has " + qps.length + " queue pairs: windows need one");
+        }
+        return nextQueuePair();
+    }
+
+    /**
      * Posts the reads of {@code plan} as one chain on one queue pair, every request carrying {@code
      * wrId} and only the last one signaled: RC completes in order, so its completion means all are done,
      * and an error completes with the same id whichever request failed.
@@ -201,7 +238,7 @@ public final class DataConnection implements AutoCloseable {
     }
 
     private QueuePair nextQueuePair() {
-        if (closed) {
+        if (closed || inError) {
             throw new IllegalStateException("connection to " + peer + " is closed");
         }
         QueuePair qp = qps[next];
@@ -210,21 +247,43 @@ public final class DataConnection implements AutoCloseable {
     }
 
     /**
-     * Moves the queue pairs to ERR and destroys them: once this returns the device writes no more into
-     * any buffer a read of this connection named, so those buffers may be reused. Idempotent.
+     * Moves the queue pairs to ERR ahead of {@link #close} (what was posted is flushed, nothing more
+     * runs or is posted), so that what is bound to them can be freed before they are destroyed: rxe
+     * takes some 50 s to destroy a queue pair a type 2 memory window is still bound to (the window
+     * holds a reference its cleanup waits for). Idempotent.
      */
-    @Override
-    public synchronized void close() {
-        if (closed) {
+    public synchronized void moveToError() {
+        if (closed || inError) {
             return;
         }
-        closed = true;
+        inError = true;
         for (QueuePair qp : qps) {
             try {
                 qp.modifyToError();
             } catch (RuntimeException ignored) {
                 // already in error or gone: destroying it is what matters
             }
+        }
+    }
+
+    /** Whether work may still be posted on it: not closed, nor moved to ERR for its retirement. */
+    public synchronized boolean acceptsPosts() {
+        return !closed && !inError;
+    }
+
+    /**
+     * Moves the queue pairs to ERR (unless {@link #moveToError} did) and destroys them: once this
+     * returns the device writes no more into any buffer a read of this connection named, so those
+     * buffers may be reused. Idempotent.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        moveToError();
+        closed = true;
+        for (QueuePair qp : qps) {
             qp.close();
         }
         chain.close();

@@ -18,12 +18,16 @@ import org.rdmashuffle.verbs.VerbsContext;
  * @param sgeListBroken  the provider's builder loses SGE lists (rxe): multi-SGE reads go through {@code ibv_post_send}
  * @param maxReadSge     scatter entries per RDMA_READ (at most 16)
  * @param maxSendWr      a fetching QP's send queue: every chain in flight plus the metadata sends
+ * @param servingSendWr  a serving QP's: every answer its tenant may have in flight, and with windows every
+ *                       bind its tenant may have posted ({@link WindowUse#BIND_SLOTS_PER_TENANT})
  * @param cqEntries      entries per completion queue
  * @param maxChains      chains in flight in the whole process, so a queue pair's flush of everything fits one CQ
  * @param registration   pinned or on demand (ODP), and why
+ * @param windows        whether serving connections read through memory windows, and why
  */
 public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOptions servingOptions, boolean sgeListBroken,
-                            int maxReadSge, int maxSendWr, int cqEntries, int maxChains, MemoryRegistration registration) {
+                            int maxReadSge, int maxSendWr, int servingSendWr, int cqEntries, int maxChains, MemoryRegistration registration,
+                            WindowUse windows) {
     /**
      * RNR NAK timer our QPs ask a sender to wait (IB encoding 28: 163.84 ms): with {@link
      * #SERVING_RNR_RETRY} retries a server waits about a second for a reducer to post a receive.
@@ -61,14 +65,19 @@ public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOption
         int maxSendWr = Math.min(device.maxQpWr() > 0 ? device.maxQpWr() : Integer.MAX_VALUE,
                 config.maxChainsInFlightPerPeer() * config.chainLength() + config.sendBuffers());
         int cqEntries = Math.min(device.maxCqe() > 0 ? device.maxCqe() : 1 << 16, 1 << 15);
-        // A queue pair entering ERR flushes every outstanding request, signaled or not, so the
-        // process-wide chain bound keeps a flush of everything inside one completion queue.
-        int maxChains = Math.max(1, (cqEntries - config.receiveBuffers() - config.sendBuffers()) / config.chainLength());
         long minPinned = (long) (config.receiveBuffers() + config.sendBuffers()) * config.receiveBufferSize()
                 + fetchBufferSlab(config);
         MemoryRegistration registration = MemoryRegistration.choose(config, context.device().name(), device, pinnable, minPinned,
                 () -> org.rdmashuffle.verbs.OnDemandPagingCheck.failure(context, config.port()));
+        WindowUse windows = WindowUse.choose(config, device, registration);
+        int bindSlots = windows.on() ? WindowUse.BIND_SLOTS_PER_TENANT : 0;
+        // A queue pair entering ERR flushes every outstanding request, signaled or not (window binds too),
+        // so the process-wide chain bound keeps a flush of everything inside one completion queue.
+        int maxChains = Math.max(1, (cqEntries - config.receiveBuffers() - config.sendBuffers() - bindSlots) / config.chainLength());
+        int servingSendWr = Math.min(device.maxQpWr() > 0 ? device.maxQpWr() : Integer.MAX_VALUE,
+                config.sendBuffers() + bindSlots);
         return new DeviceProfile(gid, options, options.withRnrRetry(SERVING_RNR_RETRY),
-                ProviderQuirks.builderSgeListBroken(context), maxReadSge, maxSendWr, cqEntries, maxChains, registration);
+                ProviderQuirks.builderSgeListBroken(context), maxReadSge, maxSendWr, servingSendWr, cqEntries, maxChains,
+                registration, windows);
     }
 }

@@ -25,6 +25,8 @@ public final class QueuePairFactory {
     private final int maxReadSge;
     private final EngineConfig.PostPath postPath;
     private final boolean passiveServing;
+    /** Serving QPs also post memory-window binds (on the builder path, the window ops enabled). */
+    private final boolean servingWindows;
     private int next;
 
     /**
@@ -39,7 +41,17 @@ public final class QueuePairFactory {
     /** @param passiveServing serving QPs never initiate their connection (a node's service: reducers dial it) */
     public QueuePairFactory(CompletionPoller[] pollers, int fetchingSendWr, int servingSendWr, int maxReadSge,
                             EngineConfig.PostPath postPath, boolean passiveServing) {
+        this(pollers, fetchingSendWr, servingSendWr, maxReadSge, postPath, passiveServing, false);
+    }
+
+    /**
+     * @param servingWindows serving QPs post memory-window binds too ({@code
+     *        servingSendWr} counts them)
+     */
+    public QueuePairFactory(CompletionPoller[] pollers, int fetchingSendWr, int servingSendWr, int maxReadSge,
+                            EngineConfig.PostPath postPath, boolean passiveServing, boolean servingWindows) {
         this.passiveServing = passiveServing;
+        this.servingWindows = servingWindows;
         this.pollers = pollers.clone();
         this.fetchingSendWr = fetchingSendWr;
         this.servingSendWr = servingSendWr;
@@ -57,7 +69,8 @@ public final class QueuePairFactory {
         QueuePairConfig qc = new QueuePairConfig(p.completionQueue(), p.completionQueue(), tenant.srq(),
                 fetching ? fetchingSendWr : servingSendWr, 1, fetching ? maxReadSge : 1, 1, 0, false);
         if (postPath == EngineConfig.PostPath.BUILDER) {
-            qc = qc.withSendOps(fetching ? SendOps.RDMA_READ | SendOps.SEND : SendOps.SEND);
+            qc = qc.withSendOps(fetching ? SendOps.RDMA_READ | SendOps.SEND
+                    : servingWindows ? SendOps.SEND | SendOps.WINDOW_OPS : SendOps.SEND);
         }
         if (!fetching && passiveServing) {
             qc = qc.asPassive();

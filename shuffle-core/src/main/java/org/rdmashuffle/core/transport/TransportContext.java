@@ -121,8 +121,8 @@ public final class TransportContext {
                         config.busyPollOn(provider), provider.completesOnItsOwnThreads(), router);
                 made.add(pollers[i]::close);
             }
-            this.queuePairs = new QueuePairFactory(pollers, profile.maxSendWr(),
-                    Math.min(profile.maxSendWr(), config.sendBuffers()), profile.maxReadSge(), config.postPath(), passiveServing);
+            this.queuePairs = new QueuePairFactory(pollers, profile.maxSendWr(), profile.servingSendWr(),
+                    profile.maxReadSge(), config.postPath(), passiveServing, profile.windows().on());
         } catch (RuntimeException | Error e) {
             for (int i = made.size() - 1; i >= 0; i--) {
                 try {

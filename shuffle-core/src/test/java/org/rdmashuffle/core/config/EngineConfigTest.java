@@ -21,6 +21,19 @@ class EngineConfigTest {
         assertEquals("5", read(Map.of("rdma.shuffle.serverThreads", "5")).describe().get(EngineConfig.KEY_SERVER_THREADS));
     }
 
+    /**
+     * Every setting the engine describes is read from a property source (an adapter's prefix): a key
+     * that {@code set} takes but {@code keys()} does not list is silently ignored by every adapter.
+     */
+    @Test
+    void everyDescribedSettingIsReadUnderAnAdaptersPrefix() {
+        for (String key : EngineConfig.defaults().describe().keySet()) {
+            assertTrue(EngineConfig.keys().contains(key), key + " is described but never read from a property source");
+        }
+        assertEquals(EngineConfig.MemoryWindows.AUTO, read(Map.of("rdma.shuffle.memoryWindows", "auto")).memoryWindows());
+        assertEquals(EngineConfig.MemoryWindows.FALSE, read(Map.of()).memoryWindows());
+    }
+
     @Test
     void serverThreadsOutOfRangeOrNotANumber_isRefusedNamingTheKey() {
         IllegalArgumentException none = assertThrows(IllegalArgumentException.class,
