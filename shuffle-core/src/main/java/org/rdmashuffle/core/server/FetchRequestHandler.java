@@ -186,16 +186,10 @@ public final class FetchRequestHandler {
 
     /**
      * The answer if no block needs slow work (an output found on disk, a file registered); null
-     * otherwise. The completion poller answers these itself: a constant per block.
-     */
-    public Message answerIfReady(String app, Message.FetchRequest request, int layoutBytes) {
-        return answerIfReady(app, request, layoutBytes, null);
-    }
-
-    /**
-     * As {@link #answerIfReady(String, Message.FetchRequest, int)}, every key a window of {@code keys}
-     * (null: the regions' own); null also when the application has no bind slot free for a window it
-     * needs ({@code keys.wasShort()} says so). The caller commits {@code keys} before the answer goes.
+     * otherwise. The completion poller answers these itself: a constant per block. Every key is a
+     * window of {@code keys} (null: the regions' own); null also when the application has no bind slot
+     * free for a window it needs ({@code keys.wasShort()} says so). The caller commits {@code keys}
+     * before the answer goes.
      */
     public Message answerIfReady(String app, Message.FetchRequest request, int layoutBytes, ServingWindows.Keys keys) {
         if (keys != null) {

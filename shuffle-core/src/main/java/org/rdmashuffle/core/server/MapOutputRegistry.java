@@ -352,14 +352,10 @@ public final class MapOutputRegistry implements AutoCloseable {
     /**
      * The whole layout of a registered output whose raw partition sizes are not recorded apart
      * (Spark's), if it takes at most {@code maxBytes} in a message, for a reducer that just had a block
-     * of it described (so within that block's lease); null otherwise. Constant work: the size was
-     * computed when the output was added.
+     * of it described (so within that block's lease), readable under {@code keys}' window over its
+     * region (null: the region's own key); null otherwise. Constant work: the size was computed when
+     * the output was added.
      */
-    public synchronized SizedLayout layoutIfRegistered(String app, int shuffleId, long mapId, int maxBytes) {
-        return layoutIfRegistered(app, shuffleId, mapId, maxBytes, null);
-    }
-
-    /** As {@link #layoutIfRegistered(String, int, long, int)}, readable under {@code keys}' window (null: the region's key). */
     public synchronized SizedLayout layoutIfRegistered(String app, int shuffleId, long mapId, int maxBytes,
                                                        ServingWindows.Keys keys) {
         if (closed) {

@@ -24,14 +24,8 @@ public final class ServedTenant {
      * @param limits the service's resource model (an executor's engine: its own outputs bounded by bytes alone)
      * @param registeredMemory the engine's budget of registered map outputs, shared by its tenants
      * @param lookups where the registry's searches on disk run
+     * @param windowUse whether its reducers read through memory windows bound per connection
      */
-    ServedTenant(VerbsContext context, MemoryRegistration registration, int index, String app, String user, EngineConfig config,
-                 ServiceLimits limits, RegistryBudget registeredMemory, OutputSearches.Lookups lookups) {
-        this(context, registration, org.rdmashuffle.core.transport.WindowUse.OFF, index, app, user, config, limits,
-                registeredMemory, lookups);
-    }
-
-    /** @param windowUse whether its reducers read through memory windows bound per connection */
     ServedTenant(VerbsContext context, MemoryRegistration registration, org.rdmashuffle.core.transport.WindowUse windowUse,
                  int index, String app, String user, EngineConfig config, ServiceLimits limits, RegistryBudget registeredMemory,
                  OutputSearches.Lookups lookups) {

@@ -92,8 +92,6 @@ final class ServingHandler implements ConnectionHandler {
         if (tenant.windows() != null) {
             tenant.windows().completed(c);
         }
-        if (failure != null) {
-            onFailure(c, failure);
-        }
+        ConnectionHandler.super.onWindowCompleted(c, failure);
     }
 }

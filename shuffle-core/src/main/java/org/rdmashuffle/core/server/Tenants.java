@@ -48,25 +48,18 @@ public final class Tenants implements TransportContext.TenantIndex {
     private volatile MapOutputRegistry.Resolver resolver;
     private boolean closed;
 
+    /** How every tenant's memory is registered (the engine's one choice). */
+    private final org.rdmashuffle.core.transport.MemoryRegistration registration;
+    /** Whether every tenant's reducers read through memory windows (the engine's one choice). */
+    private final org.rdmashuffle.core.transport.WindowUse windowUse;
+
     /**
      * @param service whether tenants are applications of a node's service (bounded per user too), or
      *        an executor's engine's own
      * @param userOf an application's user
      * @param lookups where an application's registry searches the disks
+     * @param windowUse whether tenants' reducers read through memory windows
      */
-    /** How every tenant's memory is registered (the engine's one choice). */
-    private final org.rdmashuffle.core.transport.MemoryRegistration registration;
-    private final org.rdmashuffle.core.transport.WindowUse windowUse;
-
-    public Tenants(VerbsContext context, EngineConfig config, ServiceLimits limits, boolean service,
-                   java.util.function.Function<String, String> userOf,
-                   java.util.function.Function<String, OutputSearches.Lookups> lookups, int cqEntries,
-                   org.rdmashuffle.core.transport.MemoryRegistration registration) {
-        this(context, config, limits, service, userOf, lookups, cqEntries, registration,
-                org.rdmashuffle.core.transport.WindowUse.OFF);
-    }
-
-    /** @param windowUse whether tenants' reducers read through memory windows */
     public Tenants(VerbsContext context, EngineConfig config, ServiceLimits limits, boolean service,
                    java.util.function.Function<String, String> userOf,
                    java.util.function.Function<String, OutputSearches.Lookups> lookups, int cqEntries,

@@ -35,18 +35,12 @@ public final class QueuePairFactory {
      */
     public QueuePairFactory(CompletionPoller[] pollers, int fetchingSendWr, int servingSendWr, int maxReadSge,
                             EngineConfig.PostPath postPath) {
-        this(pollers, fetchingSendWr, servingSendWr, maxReadSge, postPath, false);
-    }
-
-    /** @param passiveServing serving QPs never initiate their connection (a node's service: reducers dial it) */
-    public QueuePairFactory(CompletionPoller[] pollers, int fetchingSendWr, int servingSendWr, int maxReadSge,
-                            EngineConfig.PostPath postPath, boolean passiveServing) {
-        this(pollers, fetchingSendWr, servingSendWr, maxReadSge, postPath, passiveServing, false);
+        this(pollers, fetchingSendWr, servingSendWr, maxReadSge, postPath, false, false);
     }
 
     /**
-     * @param servingWindows serving QPs post memory-window binds too ({@code
-     *        servingSendWr} counts them)
+     * @param passiveServing serving QPs never initiate their connection (a node's service: reducers dial it)
+     * @param servingWindows serving QPs post memory-window binds too ({@code servingSendWr} counts them)
      */
     public QueuePairFactory(CompletionPoller[] pollers, int fetchingSendWr, int servingSendWr, int maxReadSge,
                             EngineConfig.PostPath postPath, boolean passiveServing, boolean servingWindows) {
