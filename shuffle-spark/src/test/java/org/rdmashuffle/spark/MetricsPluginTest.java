@@ -147,7 +147,9 @@ class MetricsPluginTest {
             warm(sc);
             assertEquals(500, Workloads.pairs(sc, 20_000, 500).groupByKey(4).count());
             String endpoint = sc.sc().uiWebUrl().get() + "/metrics/prometheus";
-            Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("executors_fallenBack", 0L) == 2);
+            // Executors report that they fell back and the blocks they fetched on separate ticks: wait for both.
+            Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("executors_fallenBack", 0L) == 2
+                    && s.getOrDefault("fallback_blocks_engineUnavailable", 0L) > 0);
             assertEquals(2L, m.get("executors_fallenBack"), m.toString());
             assertEquals(2L, m.get("executors_fallenBack_no_device"), m.toString());
             assertEquals(0L, m.get("executors_fallenBack_other"), m.toString());
