@@ -38,6 +38,8 @@ final class MapReduceCluster implements AutoCloseable {
         }
     }
 
+    private static final String TASK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
+
     MapReduceCluster(Path work) throws IOException {
         rdmaPort = freePort();
         PinnedAuxServices conf = new PinnedAuxServices();
@@ -55,6 +57,13 @@ final class MapReduceCluster implements AutoCloseable {
         conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
         conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
         conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
+        // What a test waits for, not what it tests: the RM's offers to the node, the AM's asks and the job
+        // client's polls are a second or more each by default (the client's 5 s), several times a job.
+        conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, 250);
+        conf.setLong(YarnConfiguration.NM_PROCESS_KILL_WAIT_MS, 500);
+        conf.setInt(MRJobConfig.MR_AM_TO_RM_HEARTBEAT_INTERVAL_MS, 250);
+        conf.setInt(org.apache.hadoop.mapreduce.Job.COMPLETION_POLL_INTERVAL_KEY, 250);
+        conf.setInt(org.apache.hadoop.mapreduce.Job.PROGRESS_MONITOR_POLL_INTERVAL_KEY, 250);
         conf.set("hadoop.tmp.dir", work.resolve("tmp").toString());
         conf.set(MRJobConfig.MR_AM_STAGING_DIR, work.resolve("staging").toString());
         yarn = new MiniMRYarnCluster("rdma-shuffle", 1);
@@ -66,11 +75,12 @@ final class MapReduceCluster implements AutoCloseable {
     JobConf jobConf() {
         JobConf job = new JobConf(yarn.getConfig());
         job.setInt(MRJobConfig.MR_AM_VMEM_MB, 512);
-        job.set(MRJobConfig.MR_AM_COMMAND_OPTS, "-Xmx320m");
+        // Short-lived JVMs on small data: C1 alone and the serial collector start and finish sooner.
+        job.set(MRJobConfig.MR_AM_COMMAND_OPTS, "-Xmx320m " + TASK_JVM);
         job.setInt(MRJobConfig.MAP_MEMORY_MB, 384);
         job.setInt(MRJobConfig.REDUCE_MEMORY_MB, 512);
-        job.set(MRJobConfig.MAP_JAVA_OPTS, "-Xmx256m");
-        job.set(MRJobConfig.REDUCE_JAVA_OPTS, "-Xmx384m --enable-native-access=ALL-UNNAMED");
+        job.set(MRJobConfig.MAP_JAVA_OPTS, "-Xmx256m " + TASK_JVM);
+        job.set(MRJobConfig.REDUCE_JAVA_OPTS, "-Xmx384m --enable-native-access=ALL-UNNAMED " + TASK_JVM);
         job.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 1.0f);
         job.set(HadoopSettings.PREFIX + EngineConfig.KEY_BIND_ADDRESS, "127.0.0.1");
         return job;

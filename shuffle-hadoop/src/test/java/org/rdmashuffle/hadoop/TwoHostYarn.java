@@ -93,6 +93,17 @@ final class TwoHostYarn {
         conf.setInt(MRJobConfig.REDUCE_CPU_VCORES, 1);
         conf.set(MRJobConfig.REDUCE_JAVA_OPTS, "-Xmx400m " + JVM_OPTS);
         conf.setFloat(MRJobConfig.COMPLETED_MAPS_FOR_REDUCE_SLOWSTART, 1.0f);
+        // On an emulated CPU one map can take twice as long as the other for no reason of its own; a
+        // speculative attempt then only adds a JVM's start to a saturated guest (a CI run had one).
+        conf.setBoolean(MRJobConfig.MAP_SPECULATIVE, false);
+        conf.setBoolean(MRJobConfig.REDUCE_SPECULATIVE, false);
+        // What the test waits for, not what it tests: the job client's completion poll (5 s by default),
+        // the RM's offers to a node and the AM's asks (1 s each), and the wait for a container's pid file.
+        conf.setInt(org.apache.hadoop.mapreduce.Job.COMPLETION_POLL_INTERVAL_KEY, 500);
+        conf.setInt(org.apache.hadoop.mapreduce.Job.PROGRESS_MONITOR_POLL_INTERVAL_KEY, 500);
+        conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, 500);
+        conf.setInt(MRJobConfig.MR_AM_TO_RM_HEARTBEAT_INTERVAL_MS, 500);
+        conf.setLong(YarnConfiguration.NM_PROCESS_KILL_WAIT_MS, 500);
         conf.set(RdmaShuffleConsumerPlugin.CONSUMER_PLUGIN_KEY, RdmaShuffleConsumerPlugin.class.getName());
         conf.setBoolean(HadoopSettings.MAPREDUCE_FALLBACK, false); // a block not over RDMA fails the job
         // Resource types (and the smallest allocation with them) are cached per JVM from the first
@@ -159,7 +170,11 @@ final class TwoHostYarn {
                 Thread.sleep(500);
             }
         } finally {
-            nm.stop();
+            // Bounded: past stopping its containers, a NodeManager's stop waits 10 s on a log-deletion timer
+            // it then cancels (Hadoop's NonAggregatingLogHandler), slower still on the emulated CPU; the
+            // test is over by now, and this JVM's exit ends what is left.
+            Thread stopping = Thread.ofPlatform().daemon().start(nm::stop);
+            stopping.join(TimeUnit.SECONDS.toMillis(5));
             rm.stop();
         }
     }

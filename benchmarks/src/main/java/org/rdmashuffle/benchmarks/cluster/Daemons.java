@@ -16,7 +16,7 @@ import java.util.regex.Pattern;
  * The long-running processes of one cluster on the bed (a Master and Workers, a ResourceManager and
  * NodeManagers), each started inside its host with its output in {@code logs/<name>.log}, and stopped
  * together: TERM in reverse order of start (so a Worker or NodeManager stops what it launched), then
- * KILL for what outlives the grace time.
+ * KILL for what outlives its grace time (counted from the TERM).
  */
 final class Daemons implements AutoCloseable {
     private final Path logs;
@@ -24,6 +24,7 @@ final class Daemons implements AutoCloseable {
     private final long graceSeconds;
     private final List<Process> started = new ArrayList<>();
     private final Map<String, Process> byName = new java.util.HashMap<>();
+    private final Map<Process, Long> graceOf = new java.util.HashMap<>();
 
     /** @param kind what the daemons are, for messages ("Spark", "YARN") */
     Daemons(Path logs, String kind, long graceSeconds) {
@@ -33,12 +34,22 @@ final class Daemons implements AutoCloseable {
     }
 
     void start(ClusterBed.Host host, String name, List<String> command, Map<String, String> env) throws IOException {
+        start(host, name, command, env, graceSeconds);
+    }
+
+    /**
+     * As {@link #start(ClusterBed.Host, String, List, Map)}, with its own grace time after TERM: for a
+     * daemon whose stop, past the part that matters, only waits out timers of its own.
+     */
+    void start(ClusterBed.Host host, String name, List<String> command, Map<String, String> env, long graceSeconds)
+            throws IOException {
         ProcessBuilder pb = new ProcessBuilder(host.command(command)).redirectErrorStream(true)
                 .redirectOutput(logs.resolve(name + ".log").toFile());
         pb.environment().putAll(env);
         Process p = pb.start();
         started.add(p);
         byName.put(name, p);
+        graceOf.put(p, graceSeconds);
     }
 
     /** Sends daemon {@code name} signal {@code signal} (as {@code kill -s}), e.g. PWR to decommission a Worker. */
@@ -124,8 +135,10 @@ final class Daemons implements AutoCloseable {
         for (Process p : started.reversed()) {
             p.destroy();
         }
+        long t0 = System.nanoTime();
         for (Process p : started) {
-            if (!p.waitFor(graceSeconds, TimeUnit.SECONDS)) {
+            long grace = TimeUnit.SECONDS.toNanos(graceOf.get(p)) - (System.nanoTime() - t0);
+            if (!p.waitFor(Math.max(0, grace), TimeUnit.NANOSECONDS)) {
                 p.descendants().forEach(ProcessHandle::destroyForcibly);
                 p.destroyForcibly();
                 p.waitFor(10, TimeUnit.SECONDS);

@@ -35,6 +35,13 @@ public final class YarnCluster implements AutoCloseable {
     public static final int MAP_MB = 768;
     public static final int REDUCE_MB = 1536;
     private static final long START_SECONDS = 180;
+    /**
+     * A NodeManager told to stop has stopped its containers within about 2 s (process-kill-wait below);
+     * the rest of its stop is 10 s of Hadoop's NonAggregatingLogHandler awaiting a log-deletion timer
+     * set hours ahead, which it then cancels: KILL after this, as the bed would at its close anyway.
+     */
+    private static final long NODE_MANAGER_GRACE_SECONDS = 5;
+    private static final long GRACE_SECONDS = 30;
     private static final Pattern REGISTERED = Pattern.compile("NodeManager from node (\\S+)\\(cmPort");
     /**
      * Left out of {@code yarn.nodemanager.aux-services} when no stand-in for Spark's YARN shuffle jar is
@@ -56,7 +63,7 @@ public final class YarnCluster implements AutoCloseable {
         this.runDir = runDir;
         this.extraYarnSettings = Map.copyOf(extraYarnSettings);
         this.logs = Files.createDirectories(runDir.resolve("logs"));
-        this.daemons = new Daemons(logs, "YARN", 30);
+        this.daemons = new Daemons(logs, "YARN", GRACE_SECONDS);
     }
 
     /** Starts the ResourceManager and the NodeManagers and waits until every node has registered (bounded). */
@@ -82,11 +89,14 @@ public final class YarnCluster implements AutoCloseable {
                         "yarn.scheduler.capacity.maximum-am-resource-percent", "0.5"));
             }
             c.daemon(c.resourceManagerHost(), "resourcemanager", "384m",
-                    "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager");
+                    "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager",
+                    GRACE_SECONDS);
             c.daemon(c.resourceManagerHost(), "historyserver", "256m",
-                    "org.apache.hadoop.mapreduce.v2.hs.JobHistoryServer");
+                    "org.apache.hadoop.mapreduce.v2.hs.JobHistoryServer",
+                    GRACE_SECONDS);
             for (ClusterBed.Host h : c.nodeHosts()) {
-                c.daemon(h, "nodemanager-" + h.address(), "384m", "org.apache.hadoop.yarn.server.nodemanager.NodeManager");
+                c.daemon(h, "nodemanager-" + h.address(), "384m", "org.apache.hadoop.yarn.server.nodemanager.NodeManager",
+                        NODE_MANAGER_GRACE_SECONDS);
             }
             c.awaitNodes();
             return c;
@@ -151,6 +161,10 @@ public final class YarnCluster implements AutoCloseable {
         y.put("yarn.nodemanager.log-dirs", containerLogs(h).toString());
         y.put("yarn.nodemanager.resource.memory-mb", Integer.toString(NODE_MB));
         y.put("yarn.scheduler.minimum-allocation-mb", "256");
+        // What a test waits for, not what it tests: the RM's offers to a node, the wait for a container's pid
+        // file and a job client's polls (mapred-site) are seconds each by default, several times a job.
+        y.put("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms", "250");
+        y.put("yarn.nodemanager.process-kill-wait.ms", "500");
         y.put("yarn.nodemanager.pmem-check-enabled", "false");
         y.put("yarn.nodemanager.vmem-check-enabled", "false");
         // Build machines' disks are often fuller than the 90 % at which a node calls its dirs bad.
@@ -164,6 +178,9 @@ public final class YarnCluster implements AutoCloseable {
         String mapredHome = "HADOOP_MAPRED_HOME=" + home.dir();
         Map<String, String> m = new LinkedHashMap<>();
         m.put("mapreduce.framework.name", "yarn");
+        m.put("yarn.app.mapreduce.am.scheduler.heartbeat.interval-ms", "250");
+        m.put("mapreduce.client.completion.pollinterval", "250");
+        m.put("mapreduce.client.progressmonitor.pollinterval", "250");
         // A job's client asks the history server for the final status once the application master is gone.
         m.put("mapreduce.jobhistory.address", resourceManagerHost().address() + ":10020");
         m.put("mapreduce.jobhistory.webapp.address", resourceManagerHost().address() + ":19888");
@@ -303,9 +320,10 @@ public final class YarnCluster implements AutoCloseable {
         }
     }
 
-    private void daemon(ClusterBed.Host host, String name, String heap, String className) throws IOException {
+    private void daemon(ClusterBed.Host host, String name, String heap, String className, long graceSeconds)
+            throws IOException {
         daemons.start(host, name, home.command(confDir(host), heap, logs, name + ".log", className, List.of()),
-                home.environment(confDir(host)));
+                home.environment(confDir(host)), graceSeconds);
     }
 
     private void awaitNodes() throws IOException, InterruptedException {
