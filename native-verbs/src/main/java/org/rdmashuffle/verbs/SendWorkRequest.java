@@ -90,6 +90,10 @@ public final class SendWorkRequest {
             throw new IllegalArgumentException("work request " + index + ": IBV_WR_FLUSH is posted with ibv_wr_flush "
                     + "(WorkRequestBuilder.flush); struct ibv_send_wr has no fields for a flush's placement and level");
         }
+        if (opcode == WorkRequestOpcode.ATOMIC_WRITE) {
+            throw new IllegalArgumentException("work request " + index + ": IBV_WR_ATOMIC_WRITE is posted with "
+                    + "ibv_wr_atomic_write (WorkRequestBuilder.atomicWrite); struct ibv_send_wr has no field for its 8 bytes");
+        }
         memory.set(ValueLayout.JAVA_INT, wr + OPCODE, opcode.code());
         return this;
     }

@@ -66,6 +66,15 @@ public interface WorkRequestBuilder {
      */
     WorkRequestBuilder flush(int rkey, long remoteAddress, long length, int placement, int level);
 
+    /**
+     * {@code ibv_wr_atomic_write}: writes the 8 bytes of {@code value} (in this machine's byte order) at
+     * {@code remoteAddress} of region {@code rkey} as one: no reader there sees half of them. The address
+     * must be 8-byte aligned (else the peer answers an invalid request) and the region allow remote
+     * writes; completes with {@link WorkCompletionOpcode#ATOMIC_WRITE}. Needs {@link SendOps#ATOMIC_WRITE},
+     * which a QP gets only on a device with atomic write ({@link DeviceAttributes#supportsAtomicWrite()}).
+     */
+    WorkRequestBuilder atomicWrite(int rkey, long remoteAddress, long value);
+
     /** {@code IBV_FLUSH_GLOBAL}. */
     int FLUSH_GLOBAL = 1;
     /** {@code IBV_FLUSH_PERSISTENT}. */

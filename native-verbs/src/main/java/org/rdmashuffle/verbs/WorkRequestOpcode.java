@@ -19,7 +19,12 @@ public enum WorkRequestOpcode {
      * FLUSH: posted only with {@link WorkRequestBuilder#flush} ({@code ibv_wr_flush}); {@code struct
      * ibv_send_wr} has no fields for its placement and level, so {@link SendWorkRequest#opcode} refuses it.
      */
-    FLUSH(14);
+    FLUSH(14),
+    /**
+     * ATOMIC_WRITE: posted only with {@link WorkRequestBuilder#atomicWrite} ({@code ibv_wr_atomic_write});
+     * {@code struct ibv_send_wr} has no field for its 8 bytes, so {@link SendWorkRequest#opcode} refuses it.
+     */
+    ATOMIC_WRITE(15);
 
     private final int code;
 
@@ -46,13 +51,15 @@ public enum WorkRequestOpcode {
             case 8 -> BIND_MW;
             case 9 -> SEND_WITH_INV;
             case 14 -> FLUSH;
+            case 15 -> ATOMIC_WRITE;
             default -> null;
         };
     }
 
-    /** True when the request carries a remote address and rkey ({@code wr.rdma}, {@code wr.atomic}, a flush). */
+    /** True when the request carries a remote address and rkey ({@code wr.rdma}, {@code wr.atomic}, a flush, an atomic write). */
     public boolean isOneSided() {
-        return this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM || this == RDMA_READ || isAtomic() || this == FLUSH;
+        return this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM || this == RDMA_READ || isAtomic() || this == FLUSH
+                || this == ATOMIC_WRITE;
     }
 
     /** True for the operations the sending device performs on itself, with nothing sent to the peer. */

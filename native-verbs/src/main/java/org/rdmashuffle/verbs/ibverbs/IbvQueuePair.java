@@ -129,6 +129,12 @@ final class IbvQueuePair implements QueuePair {
         if (op == null) {
             throw new VerbsException(call, Errno.EOPNOTSUPP, pd.context.device().name() + " has no extended QPs");
         }
+        if ((sendOps & SendOps.ATOMIC_WRITE) != 0 && !pd.context.queryDevice().supportsAtomicWrite()) {
+            // rxe's library (44 on) accepts the QP on any kernel; 6.1's rxe then fails every such request
+            // with a local QP operation error. Refused here instead, as a library without the op would.
+            throw new VerbsException(call, Errno.EOPNOTSUPP, "RC QP with send ops " + SendOps.describe(sendOps) + " on "
+                    + pd.context.device().name() + ": the device has no ATOMIC_WRITE (IB_UVERBS_DEVICE_ATOMIC_WRITE; rxe: Linux 6.2 and later)");
+        }
         ibv_qp_init_attr_ex.comp_mask(init, Verbs.IBV_QP_INIT_ATTR_PD() | Verbs.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS());
         ibv_qp_init_attr_ex.pd(init, pd.pd);
         ibv_qp_init_attr_ex.send_ops_flags(init, Integer.toUnsignedLong(sendOps));

@@ -67,6 +67,9 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
      * so the field exists whenever it is read.
      */
     private static final long WR_FLUSH = ibv_qp_ex.wr_atomic_write$offset() + ADDRESS.byteSize();
+    /** void (*wr_atomic_write)(struct ibv_qp_ex *, uint32_t rkey, uint64_t remote_addr, const void *atomic_wr). */
+    private static final MethodHandle QP_INT_LONG_ADDRESS = LINKER.downcallHandle(
+            FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS), CRITICAL);
 
     private static final long WR_ID = ibv_qp_ex.wr_id$offset();
     private static final long WR_FLAGS = ibv_qp_ex.wr_flags$offset();
@@ -91,9 +94,12 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
     private final MemorySegment localInv;
     private final MemorySegment sendInv;
     private final MemorySegment flush;
+    private final MemorySegment atomicWrite;
     /** The bind_info of wr_bind_mw: providers copy it into the WQE during the call, so one is reused. */
     private final Arena arena = Arena.ofShared();
     private final MemorySegment bindInfo = arena.allocate(ibv_mw_bind_info.layout());
+    /** wr_atomic_write's 8 bytes: copied into the WQE during the call (rxe, mlx5), so one is reused too. */
+    private final MemorySegment atomicValue = arena.allocate(ValueLayout.JAVA_LONG);
     /** Windows bound since start and the keys they take once complete posts them. */
     private long[] boundWindows = new long[4];
     private int[] boundKeys = new int[4];
@@ -120,6 +126,7 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
         localInv = fn(ibv_qp_ex.wr_local_inv$offset());
         sendInv = fn(ibv_qp_ex.wr_send_inv$offset());
         flush = (sendOps & SendOps.FLUSH) != 0 ? fn(WR_FLUSH) : MemorySegment.NULL;
+        atomicWrite = (sendOps & SendOps.ATOMIC_WRITE) != 0 ? fn(ibv_qp_ex.wr_atomic_write$offset()) : MemorySegment.NULL;
     }
 
     /** A function pointer of the struct; NULL ones (operations the provider lacks) fail when used. */
@@ -283,6 +290,21 @@ final class IbvWorkRequestBuilder implements WorkRequestBuilder {
             QP_INT_LONG_LONG_BYTE_BYTE.invokeExact(flush, qpx, rkey, remoteAddress, length, (byte) placement, (byte) level);
         } catch (Throwable t) {
             throw rethrow("ibv_wr_flush", t);
+        }
+        return this;
+    }
+
+    @Override
+    public WorkRequestBuilder atomicWrite(int rkey, long remoteAddress, long value) {
+        if (atomicWrite.equals(MemorySegment.NULL)) {
+            throw new IllegalStateException("ibv_wr_atomic_write: QP " + qpNumber + " was created without SendOps.ATOMIC_WRITE"
+                    + " (a QP gets it only on a device with atomic write)");
+        }
+        atomicValue.set(ValueLayout.JAVA_LONG, 0, value);
+        try {
+            QP_INT_LONG_ADDRESS.invokeExact(atomicWrite, qpx, rkey, remoteAddress, atomicValue);
+        } catch (Throwable t) {
+            throw rethrow("ibv_wr_atomic_write", t);
         }
         return this;
     }

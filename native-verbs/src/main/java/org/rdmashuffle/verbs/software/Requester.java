@@ -104,7 +104,7 @@ final class Requester {
         QueuePairState state = qp.state;
         if (state == QueuePairState.RESET || state == QueuePairState.INIT || state == QueuePairState.RTR) {
             return Errno.EINVAL;
-        } else if (op == null || op == WorkRequestOpcode.FLUSH || wr.sgeCount() > qp.capabilities.maxSendSge()) {
+        } else if (op == null || op == WorkRequestOpcode.FLUSH || op == WorkRequestOpcode.ATOMIC_WRITE || wr.sgeCount() > qp.capabilities.maxSendSge()) {
             return Errno.EINVAL;
         } else if (op.isLocal() && (wr.sgeCount() != 0 || (wr.flags() & SendFlags.INLINE) != 0)) {
             return Errno.EINVAL; // a bind or invalidation carries no data (rxe's validate_send_wr)
@@ -241,6 +241,7 @@ final class Requester {
             case BIND_MW -> WorkCompletionOpcode.BIND_MW.code();
             case LOCAL_INV -> WorkCompletionOpcode.LOCAL_INV.code();
             case FLUSH -> WorkCompletionOpcode.FLUSH.code();
+            case ATOMIC_WRITE -> WorkCompletionOpcode.ATOMIC_WRITE.code();
         };
     }
 

@@ -109,7 +109,7 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
         if ((config.sendOps() & ~SUPPORTED_SEND_OPS) != 0) {
             throw new VerbsException("ibv_create_qp_ex", Errno.EOPNOTSUPP, "RC QP with send ops "
                     + SendOps.describe(config.sendOps()) + " on " + device.name() + ": it supports "
-                    + SendOps.describe(SUPPORTED_SEND_OPS) + " (no FLUSH: a write is visible once it completes)");
+                    + SendOps.describe(SUPPORTED_SEND_OPS) + " (no FLUSH: a write is visible once it completes; no ATOMIC_WRITE)");
         }
         this.builder = config.sendOps() == 0 ? null : new SoftWorkRequestBuilder(this, config.sendOps(),
                 config.maxSendWr(), config.maxSendSge(), Math.max(config.maxInlineData(), 0));

@@ -183,6 +183,13 @@ final class SoftWorkRequestBuilder implements WorkRequestBuilder {
                 + " (a QP gets it only from a library and device with FLUSH)");
     }
 
+    /** Nor with {@link SendOps#ATOMIC_WRITE}: its device has no atomic write. */
+    @Override
+    public WorkRequestBuilder atomicWrite(int rkey, long remoteAddress, long value) {
+        throw new IllegalStateException("ibv_wr_atomic_write: QP " + qp.qpNumber() + " was created without SendOps.ATOMIC_WRITE"
+                + " (a QP gets it only on a device with atomic write)");
+    }
+
     @Override
     public WorkRequestBuilder sge(int lkey, long address, int length) {
         if (current != null) {
