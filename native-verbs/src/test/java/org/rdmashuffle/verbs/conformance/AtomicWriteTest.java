@@ -37,6 +37,15 @@ class AtomicWriteTest {
         }
     }
 
+    /** A loopback pair with atomic write and a 64-byte region of the peer with {@code access}, on a device that has it. */
+    private static void onTarget(int access, java.util.function.BiConsumer<Loopback, MemoryRegion> test) {
+        Assumptions.assumeTrue(deviceWritesAtomically(), "the device has no atomic write (rxe: Linux 6.2 and later)");
+        try (Loopback l = Loopback.openFailFastWithSendOps(SendOps.ATOMIC_WRITE);
+             MemoryRegion target = l.pd.allocateAndRegister(64, access)) {
+            test.accept(l, target);
+        }
+    }
+
     /** Posts one signaled atomic write of {@link #VALUE} and returns its completion. */
     private static VerbsTestSupport.Completion atomicWrite(Loopback l, MemoryRegion target, long offset, long wrId) {
         WorkRequestBuilder b = l.a.workRequestBuilder();
@@ -48,9 +57,7 @@ class AtomicWriteTest {
 
     @Test
     void anAtomicWriteLandsItsEightBytesAndNothingAroundThem() {
-        Assumptions.assumeTrue(deviceWritesAtomically(), "the device has no atomic write (rxe: Linux 6.2 and later)");
-        try (Loopback l = Loopback.openFailFastWithSendOps(SendOps.ATOMIC_WRITE);
-             MemoryRegion target = l.pd.allocateAndRegister(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE)) {
+        onTarget(Access.LOCAL_WRITE | Access.REMOTE_WRITE, (l, target) -> {
             VerbsTestSupport.Completion c = atomicWrite(l, target, 16, 1);
             assertEquals(WorkCompletionStatus.SUCCESS, c.status(), c::toString);
             assertEquals(1, c.wrId());
@@ -61,32 +68,28 @@ class AtomicWriteTest {
                     assertEquals(0L, target.segment().get(ValueLayout.JAVA_LONG, i), "bytes at " + i + " untouched");
                 }
             }
-        }
+        });
     }
 
     @Test
     void anAtomicWriteToAnUnalignedAddressIsAnInvalidRequest() {
-        Assumptions.assumeTrue(deviceWritesAtomically(), "the device has no atomic write (rxe: Linux 6.2 and later)");
-        try (Loopback l = Loopback.openFailFastWithSendOps(SendOps.ATOMIC_WRITE);
-             MemoryRegion target = l.pd.allocateAndRegister(64, Access.LOCAL_WRITE | Access.REMOTE_WRITE)) {
+        onTarget(Access.LOCAL_WRITE | Access.REMOTE_WRITE, (l, target) -> {
             VerbsTestSupport.Completion c = atomicWrite(l, target, 4, 2);
             assertEquals(WorkCompletionStatus.REM_INV_REQ_ERR, c.status(), c::toString);
             assertEquals(2, c.wrId());
             assertEquals(-1L, target.segment().mismatch(java.lang.foreign.MemorySegment.ofArray(new byte[64])),
                     "nothing written");
-        }
+        });
     }
 
     @Test
     void anAtomicWriteToARegionThePeerMayNotWriteIsARemoteAccessError() {
-        Assumptions.assumeTrue(deviceWritesAtomically(), "the device has no atomic write (rxe: Linux 6.2 and later)");
-        try (Loopback l = Loopback.openFailFastWithSendOps(SendOps.ATOMIC_WRITE);
-             MemoryRegion target = l.pd.allocateAndRegister(64, Access.LOCAL_WRITE | Access.REMOTE_READ)) {
+        onTarget(Access.LOCAL_WRITE | Access.REMOTE_READ, (l, target) -> {
             VerbsTestSupport.Completion c = atomicWrite(l, target, 8, 3);
             assertEquals(WorkCompletionStatus.REM_ACCESS_ERR, c.status(), c::toString);
             assertEquals(3, c.wrId());
             assertEquals(0L, target.segment().get(ValueLayout.JAVA_LONG, 8), "nothing written");
-        }
+        });
     }
 
     @Test
