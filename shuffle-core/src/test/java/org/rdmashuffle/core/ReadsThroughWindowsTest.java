@@ -14,6 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.protocol.BlockDescriptor;
 import org.rdmashuffle.core.protocol.BlockId;
+import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.server.ServingWindows;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 
@@ -95,6 +96,40 @@ class ReadsThroughWindowsTest {
             node.service.tenantOf("app-a").registry().unregisterShuffle("app-a", 1);
             assertEquals(0, w.windows(), "every window went with its region");
             assertEquals(0, node.service.tenantOf("app-a").registry().registeredRegions());
+        }
+    }
+
+    /**
+     * An application whose reducer connections hold as many windows as it may
+     * ({@code maxMemoryWindowsPerApplication}), each used within the lease, is answered "busy" for an
+     * output that needs another, and nothing is allocated for it; once the lease has passed for a
+     * window (the timer takes it back, or the next answer that needs room does) the output is served.
+     */
+    @Test
+    void anApplicationHoldingAsManyWindowsAsItMayIsAnsweredBusy_andServedOnceOneIsIdlePastItsLease() throws Exception {
+        EngineConfig config = withWindows().set(EngineConfig.KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, "2")
+                .set(EngineConfig.KEY_FETCH_TIMEOUT, "1s"); // the lease
+        try (ServiceNode node = new ServiceNode(config)) {
+            List<EngineTestSupport.MapOutput> outputs = registerOutputs(node, 0, 3, 2, 2_000);
+            try (HostileReducer r = new HostileReducer(node.clientProvider, node.service.address(), "app-a", ServiceNode.SECRET_A)) {
+                r.postReceives();
+                for (int m = 0; m < 2; m++) {
+                    assertEquals(WorkCompletionStatus.SUCCESS, r.read(r.describe(0, List.of(new BlockId(0, m, 0, 2))).getFirst()));
+                }
+                ServingWindows w = node.service.tenantOf("app-a").windows();
+                assertEquals(2, w.windows());
+                BlockId third = new BlockId(0, 2, 0, 2);
+                Message refused = r.ask(new Message.FetchRequest(1, 0, List.of(third)));
+                assertTrue(refused instanceof Message.ErrorResponse e && e.reason().contains("busy"), String.valueOf(refused));
+                assertEquals(2, w.windows(), "nothing allocated for the refused output");
+
+                Thread.sleep(1_500); // past the lease of both windows: neither was named since
+                BlockDescriptor d = r.describe(0, List.of(third)).getFirst();
+                assertEquals(WorkCompletionStatus.SUCCESS, r.read(d));
+                assertArrayEquals(outputs.get(2).bytes(third), r.landed((int) d.length()));
+                assertTrue(w.windows() <= 2, "never more than the limit: " + w.windows());
+                assertTrue(w.takenBack() >= 1, "an idle window made room");
+            }
         }
     }
 

@@ -79,6 +79,7 @@ public final class EngineConfig {
     public static final String KEY_ON_DEMAND_PAGING = "onDemandPaging";
     /** Reads through type 2 memory windows bound per serving connection: false, auto or true ({@link MemoryWindows}). */
     public static final String KEY_MEMORY_WINDOWS = "memoryWindows";
+    public static final String KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION = "maxMemoryWindowsPerApplication";
     public static final String KEY_MAX_SERVED_CONNECTIONS = "maxServedConnections";
     public static final String KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION = "maxServedConnectionsPerApplication";
     public static final String KEY_REGISTERED_MEMORY_LIMIT_PER_USER = "registeredMemoryLimitPerUser";
@@ -123,6 +124,7 @@ public final class EngineConfig {
     PostPath postPath = PostPath.BUILDER;
     OnDemandPaging onDemandPaging = OnDemandPaging.AUTO;
     MemoryWindows memoryWindows = MemoryWindows.FALSE;
+    int maxMemoryWindowsPerApplication = 16384;
     int maxServedConnections = 1024;
     int maxServedConnectionsPerApplication = 512;
     /** Unset (-1): half of registeredMemoryLimit. */
@@ -167,7 +169,8 @@ public final class EngineConfig {
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
                 KEY_CONTROL_CLIENT_THREADS,
-                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_MEMORY_WINDOWS, KEY_MAX_SERVED_CONNECTIONS,
+                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_MEMORY_WINDOWS, KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION,
+                KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, KEY_REGISTERED_MEMORY_LIMIT_PER_USER, KEY_MAX_REGISTERED_REGIONS,
                 KEY_MAX_INDEX_MEMORY, KEY_MAX_SERVED_CONNECTIONS_PER_USER, KEY_LOOKUP_TIMEOUT, KEY_SOFTWARE_BIND_ADDRESS,
                 KEY_SOFTWARE_PORT, KEY_SOFTWARE_SENDFILE);
@@ -209,6 +212,7 @@ public final class EngineConfig {
             case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = Integer.parseInt(v);
             case KEY_REGISTERED_MEMORY_LIMIT_PER_USER -> registeredMemoryLimitPerUser = parseBytes(v);
             case KEY_MAX_REGISTERED_REGIONS -> maxRegisteredRegions = Integer.parseInt(v);
+            case KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION -> maxMemoryWindowsPerApplication = Integer.parseInt(v);
             case KEY_MAX_INDEX_MEMORY -> maxIndexMemory = parseBytes(v);
             case KEY_MAX_SERVED_CONNECTIONS_PER_USER -> maxServedConnectionsPerUser = Integer.parseInt(v);
             case KEY_LOOKUP_TIMEOUT -> lookupTimeout = parseDuration(v);
@@ -268,6 +272,8 @@ public final class EngineConfig {
         require(maxRegisteredRegions >= 4 && maxRegisteredRegions <= 32768, KEY_MAX_REGISTERED_REGIONS, "4..32768",
                 maxRegisteredRegions);
         require(maxIndexMemory >= (1 << 20), KEY_MAX_INDEX_MEMORY, "at least 1m", maxIndexMemory);
+        require(maxMemoryWindowsPerApplication >= 1, KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, "positive",
+                maxMemoryWindowsPerApplication);
         require(maxServedConnectionsPerUser == -1 || maxServedConnectionsPerUser >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_USER,
                 "positive", maxServedConnectionsPerUser);
         require(lookupTimeout.toMillis() > 0, KEY_LOOKUP_TIMEOUT, "positive", lookupTimeout);
@@ -313,6 +319,7 @@ public final class EngineConfig {
         m.put(KEY_POST_PATH, postPath.name().toLowerCase(Locale.ROOT));
         m.put(KEY_ON_DEMAND_PAGING, onDemandPaging.name().toLowerCase(Locale.ROOT));
         m.put(KEY_MEMORY_WINDOWS, memoryWindows.name().toLowerCase(Locale.ROOT));
+        m.put(KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, Integer.toString(maxMemoryWindowsPerApplication));
         m.put(KEY_MAX_SERVED_CONNECTIONS, Integer.toString(maxServedConnections));
         m.put(KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, Integer.toString(maxServedConnectionsPerApplication));
         m.put(KEY_REGISTERED_MEMORY_LIMIT_PER_USER, Long.toString(registeredMemoryLimitPerUser()));
@@ -455,6 +462,9 @@ public final class EngineConfig {
 
     /** Regions (each a mapping, and with sendfile a descriptor) a serving node keeps registered at once; a quarter per application, half per user. */
     public int maxRegisteredRegions() { return maxRegisteredRegions; }
+
+    /** With {@link #memoryWindows()} in use: windows one application's reducers may hold on a service at once. */
+    public int maxMemoryWindowsPerApplication() { return maxMemoryWindowsPerApplication; }
 
     /** Heap a serving node spends on the indexes of map outputs found on disk; a quarter per application, half per user. */
     public long maxIndexMemory() { return maxIndexMemory; }

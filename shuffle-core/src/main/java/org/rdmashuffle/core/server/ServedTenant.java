@@ -41,7 +41,8 @@ public final class ServedTenant {
             throw e;
         }
         if (windowUse.on()) {
-            this.windows = new ServingWindows(domain.pd(), limits.lease().toNanos(), System::nanoTime);
+            this.windows = new ServingWindows(domain.pd(), config.maxMemoryWindowsPerApplication(), limits.lease().toNanos(),
+                    System::nanoTime);
             registry.readThroughWindows(windows);
             domain.adopt(() -> { // its connections are retired by now; windows before regions and the PD
                 windows.close();

@@ -34,9 +34,9 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  *
  * <p>Bounds: at most {@value #BIND_SLOTS} binds of the application posted and not completed (what its
  * queue pairs' send queues and its share of a completion queue hold, a flush of all included); an
- * answer needing more waits for them on a server thread ({@link Keys#room}). At most {@value
- * #MAX_WINDOWS} windows at once; beyond that the least recently used window outside its lease goes,
- * and if there is none the block is answered "busy".
+ * answer needing more waits for them on a server thread ({@link Keys#room}). At most {@code
+ * maxMemoryWindowsPerApplication} windows at once (16,384 unless set); beyond that the least recently
+ * used window outside its lease goes, and if there is none the block is answered "busy".
  *
  * <p>Owns every window it allocated, on its tenant's PD. Threads: pollers and server threads
  * ({@link Keys}), pollers ({@link #completed}), the timer ({@link #sweep}), whoever closes a region
@@ -47,9 +47,6 @@ import org.rdmashuffle.verbs.ProtectionDomain;
 public final class ServingWindows implements AutoCloseable {
     /** Binds one application may have posted and not completed (and reserved for answers under way). */
     public static final int BIND_SLOTS = org.rdmashuffle.core.transport.WindowUse.BIND_SLOTS_PER_TENANT;
-    /** Windows one application's connections may hold at once. */
-    static final int MAX_WINDOWS = 16384;
-
     private static final System.Logger LOG = System.getLogger(ServingWindows.class.getName());
 
     /** One connection's window over one region. */
@@ -80,6 +77,7 @@ public final class ServingWindows implements AutoCloseable {
     }
 
     private final ProtectionDomain pd;
+    private final int maxWindows;
     private final long leaseNanos;
     private final LongSupplier clock;
     private final Map<DataConnection, PerConnection> connections = new HashMap<>();
@@ -94,10 +92,12 @@ public final class ServingWindows implements AutoCloseable {
 
     /**
      * @param pd the application's protection domain, where its regions and queue pairs are
+     * @param maxWindows windows the application's connections may hold at once
      * @param leaseNanos how long a window stays after the last answer that named its region
      */
-    public ServingWindows(ProtectionDomain pd, long leaseNanos, LongSupplier clock) {
+    public ServingWindows(ProtectionDomain pd, int maxWindows, long leaseNanos, LongSupplier clock) {
         this.pd = pd;
+        this.maxWindows = maxWindows;
         this.leaseNanos = leaseNanos;
         this.clock = clock;
     }
@@ -168,8 +168,8 @@ public final class ServingWindows implements AutoCloseable {
         if (slotsUsed >= BIND_SLOTS) {
             return -1;
         }
-        if (windows >= MAX_WINDOWS && !takeBackOneIdle(now)) {
-            throw new ServerBusyRefusal("the application's reducers hold " + MAX_WINDOWS
+        if (windows >= maxWindows && !takeBackOneIdle(now)) {
+            throw new ServerBusyRefusal("the application's reducers hold " + maxWindows
                     + " memory windows, all used within the lease");
         }
         MemoryWindow w = pd.allocateWindow(MemoryWindowType.TYPE_2);
