@@ -15,6 +15,9 @@
 # another host (pair-tests.sh): the engine and the verbs across the wire, the main Spark job and a
 # MapReduce job, each engine choosing its own GID.
 # --pair --bench instead measures RDMA_READ bandwidth across the wire (pair-bench.sh).
+# --pair --executor-memlock KIB runs host 1's Spark Worker, and so its executors, under that memlock
+# limit without CAP_IPC_LOCK, as a container's non-root process: with 8192 (containerd's) on a kernel
+# whose rxe pages on demand, the main job's executor there registers on demand (docs/kubernetes.md).
 #
 # Builds on the host (Maven in the guest costs ~13 s just to start), writes the test classpath to a
 # file, boots once, and starts one JVM with JUnit's console launcher over that classpath. The XML
@@ -25,7 +28,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-bench=0 pair=0 build=1 rdma_core="" kernel=${SOFTROCE_KERNEL:-bookworm}
+bench=0 pair=0 build=1 rdma_core="" kernel=${SOFTROCE_KERNEL:-bookworm} executor_memlock=
 reports=""
 while (($#)); do
   case $1 in
@@ -33,9 +36,10 @@ while (($#)); do
     --pair) pair=1 ;;
     --rdma-core) rdma_core=$2; shift ;;
     --kernel) kernel=$2; shift ;;
+    --executor-memlock) executor_memlock=$2; shift ;;
     --built) build=0 ;; # the modules and the classpath file are already built (bin/test's second run)
     --reports) reports=$2; shift ;;
-    *) echo "usage: $0 [--bench] [--reports DIR] | --pair [--reports DIR] [--rdma-core VERSION] [--kernel SUITE]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--bench] [--reports DIR] | --pair [--reports DIR] [--executor-memlock KIB] [--rdma-core VERSION] [--kernel SUITE]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -143,7 +147,7 @@ elif ((pair)); then
   # The MapReduce job's JVMs (YARN's daemons, its test, the tasks) run on Hadoop's class path alone.
   hadoop_cp="$root/shuffle-hadoop/target/test-classes:$root/shuffle-hadoop/target/classes:$root/shuffle-core/target/classes"
   hadoop_cp+=":$root/native-verbs/target/classes:$(cat "$root/shuffle-hadoop/target/test-classpath.txt")"
-  guest_cmd="JVM='${jvm[*]}' CP='$cp' HADOOP_CP='$hadoop_cp' REPORTS='$reports' KIT='$kit' bash '$here/pair-tests.sh'"
+  guest_cmd="JVM='${jvm[*]}' CP='$cp' HADOOP_CP='$hadoop_cp' REPORTS='$reports' KIT='$kit' EXECUTOR_MEMLOCK_KIB='$executor_memlock' bash '$here/pair-tests.sh'"
 fi
 
 if [[ -n $rdma_core ]]; then

@@ -7,7 +7,8 @@
 # submits a sort) on Hadoop's.
 # Environment: JVM (java and its flags), CP (test classpath), HADOOP_CP (shuffle-hadoop's test class
 # path), REPORTS (the share both guests mount), KIT (the Spark kit, spark-standalone.sh), and the
-# harness's SOFTROCE_* (device, GID index, own and peer address, host index).
+# harness's SOFTROCE_* (device, GID index, own and peer address, host index); EXECUTOR_MEMLOCK_KIB, if
+# set, the memlock limit host 1's Worker and its executors run under, without CAP_IPC_LOCK.
 # The hosts meet through files in REPORTS; each leaves "<host>.exit" when it ends, so the other
 # stops waiting at once instead of at its deadline. Host 0 leaves "phase1.done" when the first JVM's
 # tests are over: host 1 then stops what served them (and Spark), keeping YARN for the second.
@@ -61,8 +62,17 @@ if ((SOFTROCE_HOST_INDEX == 1)); then
     trap 'kill $master $(jobs -p) 2>/dev/null; wait' EXIT
     trap 'exit 143' TERM
     for i in $(seq 2400); do grep -q "I have been elected leader" "$logs/master.log" && break; sleep 0.5; done
-    bash "$spark" "$KIT" worker "$SOFTROCE_ADDR" "$MASTER_URL" >"$logs/worker.log" 2>&1 &
+    if [[ -n ${EXECUTOR_MEMLOCK_KIB:-} ]]; then # as a container's non-root process: the limit binds
+      ( ulimit -l "$EXECUTOR_MEMLOCK_KIB" && exec setpriv --bounding-set=-ipc_lock bash "$spark" "$KIT" worker "$SOFTROCE_ADDR" \
+        "$MASTER_URL" ) >"$logs/worker.log" 2>&1 &
+    else
+      bash "$spark" "$KIT" worker "$SOFTROCE_ADDR" "$MASTER_URL" >"$logs/worker.log" 2>&1 &
+    fi
     wait_for phase1.done 3600 >/dev/null || true
+    # The executors' logs (their engine's start line says how it registers memory) onto the share.
+    find "${SPARK_KIT_WORK:-/tmp/spark-worker}/work" -name stderr 2>/dev/null | while read -r f; do
+      cp "$f" "$logs/executor-$(basename "$(dirname "$(dirname "$f")")")-$(basename "$(dirname "$f")").stderr" || true
+    done
   ) &
   cluster=$!
   for i in $(seq 1200); do

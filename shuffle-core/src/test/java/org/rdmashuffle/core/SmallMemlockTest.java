@@ -21,12 +21,13 @@ import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
 
 /**
  * The engine under a container's memlock limit (containerd's 8 MiB for a non-root UID), on a real
- * device. Where the device pages on demand (ODP: ConnectX-5 and later) and its paging passes the data
- * check ({@code OnDemandPagingCheck}), the engine registers on demand and serves and fetches far more
- * than the limit while pinning almost nothing; where it does not page on demand, or its paging fails
- * the check (rxe in Linux 7.2 returns wrong bytes for reads not aligned to pages), the libibverbs
- * provider is unavailable and says the limit, what it needs, how to raise it and why on-demand paging
- * is no way round it, and {@code auto} falls back to the software provider, by name.
+ * device. Where the device pages on demand (ODP: ConnectX-5 and later; rxe in Linux 7.2) and its paging
+ * passes the data check ({@code OnDemandPagingCheck}: at any offset, or -- rxe in Linux 7.2 and 7.3 --
+ * only for transfers from page boundaries, which the engine then keeps to), the engine registers on
+ * demand and serves and fetches far more than the limit while pinning nothing; where it does not page
+ * on demand (rxe in Linux 6.1), or its paging fails the check, the libibverbs provider is unavailable
+ * and says the limit, what it needs, how to raise it and why on-demand paging is no way round it, and
+ * {@code auto} falls back to the software provider, by name.
  *
  * <p>Runs only in a JVM started under such a limit: softroce/guest-tests.sh runs this class alone under
  * {@code ulimit -l 8192} with {@code -Drdmashuffle.test.smallMemlock=true} (without which it skips,

@@ -75,6 +75,7 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
             String active = null;
             boolean onDemand = false;
             String onDemandFailure = null;
+            boolean pageStartOnly = false;
             for (VerbsDevice d : list) {
                 try (VerbsContext ctx = d.open()) {
                     int ports = ctx.queryDevice().physicalPortCount();
@@ -85,7 +86,10 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                             active = d.name() + " port " + p + " (" + port.linkLayer() + ", MTU " + port.activeMtu().bytes() + ")";
                             onDemand = ctx.queryDevice().supportsOnDemandPaging(DeviceAttributes.ODP_ENGINE_RC_CAPS);
                             if (onDemand && pinningLow(memlock, minMemlock, ipcLock)) { // relied on only then: check it gives every byte
-                                onDemandFailure = org.rdmashuffle.verbs.OnDemandPagingCheck.failure(ctx, p);
+                                org.rdmashuffle.verbs.OnDemandPagingCheck.Result check =
+                                        org.rdmashuffle.verbs.OnDemandPagingCheck.check(ctx, p);
+                                onDemandFailure = check.why();
+                                pageStartOnly = check.pageStartOnly();
                             }
                         }
                     }
@@ -97,7 +101,7 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
                 }
             }
             return assess(null, deviceListFailure, list.size(), seen, active, memlock, minMemlock, ipcLock, onDemand,
-                    onDemandFailure);
+                    onDemandFailure, pageStartOnly);
         } catch (RuntimeException | LinkageError e) {
             return Availability.unavailable("probing libibverbs failed: " + e);
         }
@@ -121,6 +125,17 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
     static Availability assess(String loadFailure, String deviceListFailure, int devices, List<String> portsSeen,
                                String activePort, long memlock, long minMemlock, boolean ipcLock, boolean onDemand,
                                String onDemandFailure) {
+        return assess(loadFailure, deviceListFailure, devices, portsSeen, activePort, memlock, minMemlock, ipcLock, onDemand,
+                onDemandFailure, false);
+    }
+
+    /**
+     * As above; {@code pageStartOnly}: the device's paging gives every byte only for transfers that start
+     * on page boundaries, which the engine then keeps to ({@code OnDemandPagingCheck.Result#pageStartOnly}).
+     */
+    static Availability assess(String loadFailure, String deviceListFailure, int devices, List<String> portsSeen,
+                               String activePort, long memlock, long minMemlock, boolean ipcLock, boolean onDemand,
+                               String onDemandFailure, boolean pageStartOnly) {
         if (loadFailure != null) {
             return Availability.unavailable(Trouble.NO_DEVICE.line(loadFailure, "libibverbs (rdma-core) to reach a device",
                     "install libibverbs1 and ibverbs-providers (rdma-core 44 or later)"));
@@ -140,7 +155,8 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
         boolean low = pinningLow(memlock, minMemlock, ipcLock);
         if (low && onDemand && onDemandFailure == null) {
             return Availability.ok(activePort + "; memlock limit " + bytes(memlock) + ", below the " + bytes(minMemlock)
-                    + " pinning needs: memory is registered on demand (ODP, the device has it) instead");
+                    + " pinning needs: memory is registered on demand (ODP, the device has it) instead"
+                    + (pageStartOnly ? ", every transfer starting on a page boundary (its paging gets others wrong)" : ""));
         }
         if (low) {
             return Availability.unavailable(Trouble.MEMLOCK.line("memlock limit is " + bytes(memlock),

@@ -6,6 +6,7 @@ import java.util.HexFormat;
 import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.GidChoice;
 import org.rdmashuffle.verbs.GidEntry;
+import org.rdmashuffle.verbs.OnDemandPagingCheck;
 import org.rdmashuffle.verbs.PortAttributes;
 import org.rdmashuffle.verbs.Verbs;
 import org.rdmashuffle.verbs.VerbsContext;
@@ -94,8 +95,22 @@ public final class Doctor {
                             + ", at most " + a.maxMw() : "no",
                     a.supportsFlush() ? "yes" : "no", a.supportsAtomicWrite() ? "yes" : "no", a.deviceCapFlags(),
                     a.deviceCapFlagsEx());
+            int active = -1;
             for (int p = 1; p <= a.physicalPortCount(); p++) {
-                port(ctx, ctx.queryPort(p));
+                PortAttributes port = ctx.queryPort(p);
+                port(ctx, port);
+                if (active < 0 && port.isActive()) {
+                    active = p;
+                }
+            }
+            if (active > 0 && a.supportsOnDemandPaging(DeviceAttributes.ODP_ENGINE_RC_CAPS)) {
+                // The capability bits are not the whole story (rxe in Linux 7.2): the data check the engine runs.
+                OnDemandPagingCheck.Result check = OnDemandPagingCheck.check(ctx, active);
+                out.println("    on-demand paging's data check (port " + active + "): " + (check.failure() == null
+                        ? "every byte, at any offset"
+                        : check.pageStartOnly() ? "every byte only for transfers from page boundaries: the engine reads so "
+                                + "(pageAlignedReads) -- " + check.failure()
+                        : "fails, on-demand paging is not used -- " + check.why()));
             }
         } catch (VerbsException e) {
             out.println("    cannot query: " + e.getMessage());

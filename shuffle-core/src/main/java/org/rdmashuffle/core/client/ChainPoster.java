@@ -12,7 +12,9 @@ import org.rdmashuffle.core.transport.ReadPlan;
  * chain's own ({@code chainLength} requests, {@code maxChainBytes}). Reads next to each other in one
  * remote region become one request scattering into their own buffers ({@link Coalescer}); only a
  * chain's last request is signaled. A chain posts the reads that got buffers, so a fetch never waits
- * on buffers only it could free. One per fetcher; runs under its lock (the plan is reused).
+ * on buffers only it could free. With page-aligned reads each read starts on a page boundary, its
+ * {@linkplain Read#lead lead} before the block, and joins no other. One per fetcher; runs under its
+ * lock (the plan is reused).
  */
 final class ChainPoster {
     private final PeerChannel channel;
@@ -26,7 +28,7 @@ final class ChainPoster {
         this.channel = channel;
         this.context = context;
         this.limits = limits;
-        this.coalescer = new Coalescer(limits.maxSge());
+        this.coalescer = new Coalescer(limits.pageAlignedReads() ? 1 : limits.maxSge());
     }
 
     /**
@@ -47,13 +49,14 @@ final class ChainPoster {
             int requests = 0;
             Coalescer sizing = coalescer.reset(null);
             for (Read r : queued) {
+                long span = r.align(limits.pageAlignedReads());
                 int need = sizing.requestsFor(r);
-                if (take > 0 && (requests + need > limits.chainLength() || bytes + r.length > limits.maxChainBytes())) {
+                if (take > 0 && (requests + need > limits.chainLength() || bytes + span > limits.maxChainBytes())) {
                     break;
                 }
                 sizing.add(r, 0, 0);
                 take++;
-                bytes += r.length;
+                bytes += span;
                 requests += need;
             }
             if (inFlight.bytes() > 0 && inFlight.bytes() + bytes > limits.maxBytesInFlight()) {
@@ -71,9 +74,11 @@ final class ChainPoster {
             Read unregistered = null;
             for (int k = 0; k < take; k++) {
                 Read r = it.next();
+                // A read that comes with a buffer is a piece in one an earlier piece of its block used: a whole
+                // fetch buffer (a piece is more than half of one), so any piece fits with any lead.
                 if (r.buffer == null) {
                     try {
-                        r.buffer = context.buffers().allocate(r.length);
+                        r.buffer = context.buffers().allocate(r.span());
                     } catch (RuntimeException e) { // registering a slab failed: this read fails, the rest go on
                         allocationFailure = e;
                         unregistered = r;
@@ -89,7 +94,7 @@ final class ChainPoster {
             // wait for a release that never comes.
             long kept = 0;
             for (Read r : reads) {
-                kept += r.length;
+                kept += r.span();
             }
             context.budget().release(bytes - kept, reads.isEmpty());
             if (unregistered != null) {
@@ -105,7 +110,7 @@ final class ChainPoster {
                 context.budget().await(waiter);
                 Read head = queued.peek();
                 try {
-                    head.buffer = context.buffers().allocate(head.length);
+                    head.buffer = context.buffers().allocate(head.span());
                 } catch (RuntimeException e) { // the slab it waited for failed to register: it fails, as above
                     allocationFailure = e;
                     queued.remove(head);

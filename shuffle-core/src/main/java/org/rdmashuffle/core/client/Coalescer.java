@@ -6,6 +6,8 @@ import org.rdmashuffle.core.transport.ReadPlan;
  * Turns reads into read requests: a read that continues the previous one in the same remote region
  * joins its request as one more scatter entry, while the request has SGEs left and stays under
  * {@link #MAX_REQUEST_BYTES}. Every read is at most one fetch buffer, so it is one entry of one request.
+ * A read with a {@linkplain Read#lead lead} starts its own request there (and, with reads from page
+ * boundaries, one SGE per request keeps every buffer's first byte a packet's first).
  * One per fetcher, {@linkplain #reset reset} for each chain (it allocates nothing per read).
  */
 final class Coalescer {
@@ -37,7 +39,8 @@ final class Coalescer {
     }
 
     private boolean joins(Read r) {
-        return open && r.rkey == rkey && r.address == end && sges < maxSge && requestBytes + r.length <= MAX_REQUEST_BYTES;
+        return open && r.lead == 0 && r.rkey == rkey && r.address == end && sges < maxSge
+                && requestBytes + r.length <= MAX_REQUEST_BYTES;
     }
 
     void add(Read r, long localAddress, int lkey) {
@@ -50,9 +53,9 @@ final class Coalescer {
         } else {
             open = true;
             sges = 1;
-            requestBytes = r.length;
+            requestBytes = r.span();
             if (plan != null) {
-                plan.read(r.rkey, r.address).sge(localAddress, (int) r.length, lkey);
+                plan.read(r.rkey, r.address - r.lead).sge(localAddress, (int) r.span(), lkey);
             }
         }
         rkey = r.rkey;

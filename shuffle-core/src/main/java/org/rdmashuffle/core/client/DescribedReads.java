@@ -28,9 +28,16 @@ final class DescribedReads {
     private final FetchContext context;
     private final PiecedBlock.Recycler recycler;
     private final long timeoutNanos;
+    /**
+     * The most a block read whole may have, and a piece of a larger one: a fetch buffer, less a page
+     * where reads are page-aligned (a read's lead then fits, and pieces stay whole pages apart).
+     */
+    private final int pieceBytes;
 
     DescribedReads(ReadQueue queued, LayoutCache layouts, LayoutsAsked asked, Set<PiecedBlock> pieced, SpareReads spares,
-                   FetchContext context, PiecedBlock.Recycler recycler, long timeoutNanos) {
+                   FetchContext context, PiecedBlock.Recycler recycler, long timeoutNanos, boolean pageAlignedReads) {
+        // Fetch buffers are at least 1 MiB (fetchBufferMemory), so a page less leaves whole pages.
+        this.pieceBytes = context.buffers().slabBytes() - (pageAlignedReads ? org.rdmashuffle.core.transport.MemoryRegistration.PAGE : 0);
         this.queued = queued;
         this.layouts = layouts;
         this.asked = asked;
@@ -52,7 +59,7 @@ final class DescribedReads {
         MapOutputLayout l = known == null ? null : known.layout();
         long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
         long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
-        if (length < 0 || ResponseCheck.tooManyPieces(length, context.buffers().slabBytes())) {
+        if (length < 0 || ResponseCheck.tooManyPieces(length, pieceBytes)) {
             return false;
         }
         read(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
@@ -86,7 +93,7 @@ final class DescribedReads {
 
     /** Checks each descriptor against what was asked and queues its reads; returns what is wrong, if anything. */
     Throwable fromAnswer(Request req, Message.FetchResponse r, List<Wanted> empty) {
-        Throwable wrong = ResponseCheck.descriptors(r, req.blocks(), context.buffers().slabBytes());
+        Throwable wrong = ResponseCheck.descriptors(r, req.blocks(), pieceBytes);
         if (wrong != null) {
             return wrong;
         }
@@ -112,7 +119,6 @@ final class DescribedReads {
         if (w.queuedSince < 0) {
             w.queuedSince = now;
         }
-        int pieceBytes = context.buffers().slabBytes();
         if (length == 0) {
             empty.add(w);
         } else if (length <= pieceBytes) {

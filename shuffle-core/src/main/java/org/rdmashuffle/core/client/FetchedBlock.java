@@ -40,13 +40,16 @@ public final class FetchedBlock {
      */
     private final Object source;
     private final long size;
+    /** Where a contiguous block's bytes start in its buffer: its read's lead ({@code Read#lead}), 0 unless reads are page-aligned. */
+    private final int lead;
     private final long rawLength;
     /** Set once, by {@link #release()}: a field, not an AtomicBoolean, as there is one of these per block. */
     private volatile boolean released;
 
-    FetchedBlock(BlockId id, RegisteredBuffer buffer, long size, long rawLength) {
+    FetchedBlock(BlockId id, RegisteredBuffer buffer, int lead, long size, long rawLength) {
         this.id = id;
         this.source = buffer;
+        this.lead = lead;
         this.size = size;
         this.rawLength = rawLength;
     }
@@ -54,12 +57,13 @@ public final class FetchedBlock {
     FetchedBlock(PiecedBlock pieced) {
         this.id = pieced.wanted.id;
         this.source = pieced;
+        this.lead = 0;
         this.size = pieced.length;
         this.rawLength = pieced.rawLength;
     }
 
     static FetchedBlock empty(BlockId id) {
-        return new FetchedBlock(id, null, 0, 0);
+        return new FetchedBlock(id, null, 0, 0, 0);
     }
 
     public BlockId id() {
@@ -86,7 +90,7 @@ public final class FetchedBlock {
     /** The bytes, in place (no copy); a contiguous block only. */
     public MemorySegment data() {
         requireContiguous();
-        return source instanceof RegisteredBuffer b ? b.segment(size) : NOTHING;
+        return source instanceof RegisteredBuffer b ? b.slabMemory().asSlice(b.offset() + lead, size) : NOTHING;
     }
 
     /** A read-only view of the bytes (no copy); a contiguous block only. */
@@ -130,7 +134,7 @@ public final class FetchedBlock {
         }
 
         private long start() {
-            return source instanceof RegisteredBuffer b ? b.offset() : 0;
+            return source instanceof RegisteredBuffer b ? b.offset() + lead : 0;
         }
 
         private long left() {

@@ -293,7 +293,9 @@ public final class FetchingConnections {
                 config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos(),
                 // The peer's lease, if shorter than our timeout: a description is trusted for half of it.
                 theirs.leaseMillis() > 0 ? Math.min(config.fetchTimeout().toNanos(), theirs.leaseMillis() * 1_000_000L)
-                        : config.fetchTimeout().toNanos()));
+                        : config.fetchTimeout().toNanos(),
+                // Reads from page boundaries where our buffers' paging or the peer's regions' needs them.
+                own.registration().pageAlignedReads() || theirs.pageAlignedReads()));
         c.handle(new FetcherOwner(f));
         servedBy.put(f, new ServerSide(peer, theirs.endpoints().getFirst().qpNumber()));
         register.accept(c);

@@ -38,11 +38,17 @@ public final class PeerFetcher {
      * is trusted for half of it.
      */
     public record Limits(int chainLength, int maxSge, long maxChainBytes, long maxBytesInFlight, int maxChainsInFlight,
-                         int maxBlocksPerRequest, long timeoutNanos, long leaseNanos) {
+                         int maxBlocksPerRequest, long timeoutNanos, long leaseNanos, boolean pageAlignedReads) {
         public Limits(int chainLength, int maxSge, long maxChainBytes, long maxBytesInFlight, int maxChainsInFlight,
                       int maxBlocksPerRequest, long timeoutNanos) {
             this(chainLength, maxSge, maxChainBytes, maxBytesInFlight, maxChainsInFlight, maxBlocksPerRequest, timeoutNanos,
-                    timeoutNanos);
+                    timeoutNanos, false);
+        }
+
+        /** As it is, each read from a page boundary of the peer's region and of its buffer ({@link Read#lead}). */
+        public Limits withPageAlignedReads() {
+            return new Limits(chainLength, maxSge, maxChainBytes, maxBytesInFlight, maxChainsInFlight, maxBlocksPerRequest,
+                    timeoutNanos, leaseNanos, true);
         }
     }
 
@@ -82,7 +88,8 @@ public final class PeerFetcher {
         this.poster = new ChainPoster(channel, context, limits);
         this.queued = new ReadQueue(limits.timeoutNanos(), limits.leaseNanos(), context.nanoTime());
         this.pieces = new PiecedBlocks(this, queued, context, channel.peer());
-        this.described = new DescribedReads(queued, layouts, asked, pieces.set(), spares, context, pieces, limits.timeoutNanos());
+        this.described = new DescribedReads(queued, layouts, asked, pieces.set(), spares, context, pieces, limits.timeoutNanos(),
+                limits.pageAlignedReads());
         this.answers = new AnswerReader(awaiting, described, layouts, pieces.set());
     }
 
@@ -271,7 +278,7 @@ public final class PeerFetcher {
         for (int i = 0; i < reads.size(); i++) { // indexed: no iterator per chain
             Read r = reads.get(i);
             if (r.pieced == null) {
-                Outcomes.deliver(r.wanted, new FetchedBlock(r.wanted.id, r.buffer, r.length, r.rawLength));
+                Outcomes.deliver(r.wanted, new FetchedBlock(r.wanted.id, r.buffer, r.lead, r.length, r.rawLength));
             } else {
                 pieces.landed(r);
             }

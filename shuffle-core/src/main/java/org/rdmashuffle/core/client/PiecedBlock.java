@@ -51,6 +51,8 @@ final class PiecedBlock {
 
     // The consumer's side, under this.
     private final RegisteredBuffer[] landed;
+    /** Where each landed piece starts in its buffer: its read's {@linkplain Read#lead lead}. */
+    private final int[] leads;
     private int landedCount;
     private Throwable failure;
     private boolean closed;
@@ -71,6 +73,7 @@ final class PiecedBlock {
         }
         this.pieces = (int) n;
         this.landed = new RegisteredBuffer[pieces];
+        this.leads = new int[pieces];
         this.recycler = recycler;
         this.waitNanos = waitNanos;
     }
@@ -82,12 +85,16 @@ final class PiecedBlock {
         return new Read(wanted, where.address() + offset, len, where.rkey(), rawLength, describedAt, queuedAt, this, i, buffer);
     }
 
-    /** Piece {@code i} landed; false if the consumer closed the block or it failed (the caller releases the buffer). */
-    synchronized boolean landed(int i, RegisteredBuffer buffer) {
+    /**
+     * Piece {@code i} landed, {@code lead} bytes into {@code buffer}; false if the consumer closed the
+     * block or it failed (the caller releases the buffer).
+     */
+    synchronized boolean landed(int i, RegisteredBuffer buffer, int lead) {
         if (closed || failure != null || landed[i] != null) {
             return false;
         }
         landed[i] = buffer;
+        leads[i] = lead;
         landedCount++;
         notifyAll();
         return true;
@@ -211,8 +218,9 @@ final class PiecedBlock {
                     return null;
                 }
                 long len = Math.min(pieceBytes, length - (long) piece * pieceBytes);
-                current = take(piece++);
-                bytes = current.segment(len);
+                int i = piece++;
+                current = take(i);
+                bytes = current.slabMemory().asSlice(current.offset() + leads[i], len); // leads[i]: seen through take's lock
                 position = 0;
             }
             return bytes;

@@ -112,7 +112,7 @@ final class PiecedBlocks implements PiecedBlock.Recycler {
             handOver = !p.handedOver;
             p.handedOver = true;
         }
-        if (!p.landed(r.piece, r.buffer)) {
+        if (!p.landed(r.piece, r.buffer, r.lead)) {
             r.buffer.release(); // the fetch failed meanwhile: the stream says so
         }
         synchronized (fetcher) {

@@ -20,6 +20,12 @@ final class Read {
     long describedAt;
     /** When it entered the queue: past the fetch timeout there, it fails. */
     long queuedAt;
+    /**
+     * Bytes before {@code address} the read takes as well, so that it starts on a page boundary of the
+     * peer's region and of its buffer, the block landing this far into the buffer: set when it is
+     * posted, where reads are page-aligned ({@link PeerFetcher.Limits#pageAlignedReads}); else 0.
+     */
+    int lead;
     final PiecedBlock pieced;
     final int piece;
     RegisteredBuffer buffer;
@@ -38,7 +44,19 @@ final class Read {
         this.describedAt = describedAt;
         this.queuedAt = queuedAt;
         this.buffer = null;
+        this.lead = 0;
         return this;
+    }
+
+    /** Bytes the read takes: its lead, then the block's (or piece's) own. */
+    long span() {
+        return lead + length;
+    }
+
+    /** Sets {@link #lead} for reads from page boundaries ({@code pageAligned}), else 0; returns the span. */
+    long align(boolean pageAligned) {
+        lead = pageAligned ? (int) (address & (org.rdmashuffle.core.transport.MemoryRegistration.PAGE - 1)) : 0;
+        return span();
     }
 
     Read(Wanted wanted, long address, long length, int rkey, long rawLength, long describedAt, long queuedAt,

@@ -36,6 +36,22 @@ public final class EngineConfig {
         FALSE
     }
 
+    /**
+     * Whether every RDMA_READ starts on a page boundary of the remote region and of the local buffer, the
+     * block landing as far into its buffer as it starts into its page; see transport.MemoryRegistration.
+     */
+    public enum PageAlignedReads {
+        /**
+         * Where needed: this engine registers on demand on a device whose paging is right only from page
+         * boundaries, or a serving peer says its regions are such (the connect reply).
+         */
+        AUTO,
+        /** Always (tests; a device with the same fault the start check misses). */
+        TRUE,
+        /** Never: a device whose paging is right only from page boundaries is not used on demand. */
+        FALSE
+    }
+
     /** Whether a serving connection's reducer reads through memory windows bound for its own queue pair; see transport.WindowUse. */
     public enum MemoryWindows {
         /** Windows where the device has type 2 windows and nothing else rules them out; else plain regions, the reason logged. */
@@ -77,6 +93,8 @@ public final class EngineConfig {
     public static final String KEY_POST_PATH = "postPath";
     /** Registering memory on demand (ODP) instead of pinning it: auto, true or false ({@link OnDemandPaging}). */
     public static final String KEY_ON_DEMAND_PAGING = "onDemandPaging";
+    /** Reads that start on page boundaries: auto, true or false ({@link PageAlignedReads}). */
+    public static final String KEY_PAGE_ALIGNED_READS = "pageAlignedReads";
     /** Reads through type 2 memory windows bound per serving connection: false, auto or true ({@link MemoryWindows}). */
     public static final String KEY_MEMORY_WINDOWS = "memoryWindows";
     public static final String KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION = "maxMemoryWindowsPerApplication";
@@ -123,6 +141,7 @@ public final class EngineConfig {
     Duration idleTimeout = Duration.ofSeconds(120);
     PostPath postPath = PostPath.BUILDER;
     OnDemandPaging onDemandPaging = OnDemandPaging.AUTO;
+    PageAlignedReads pageAlignedReads = PageAlignedReads.AUTO;
     MemoryWindows memoryWindows = MemoryWindows.FALSE;
     int maxMemoryWindowsPerApplication = 16384;
     int maxServedConnections = 1024;
@@ -169,7 +188,7 @@ public final class EngineConfig {
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
                 KEY_CONTROL_CLIENT_THREADS,
-                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_MEMORY_WINDOWS, KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION,
+                KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_PAGE_ALIGNED_READS, KEY_MEMORY_WINDOWS, KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION,
                 KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, KEY_REGISTERED_MEMORY_LIMIT_PER_USER, KEY_MAX_REGISTERED_REGIONS,
                 KEY_MAX_INDEX_MEMORY, KEY_MAX_SERVED_CONNECTIONS_PER_USER, KEY_LOOKUP_TIMEOUT, KEY_SOFTWARE_BIND_ADDRESS,
@@ -207,6 +226,7 @@ public final class EngineConfig {
             case KEY_IDLE_TIMEOUT -> idleTimeout = parseDuration(v);
             case KEY_POST_PATH -> postPath = choice(PostPath.class, key, v.replace('-', '_'));
             case KEY_ON_DEMAND_PAGING -> onDemandPaging = choice(OnDemandPaging.class, key, v);
+            case KEY_PAGE_ALIGNED_READS -> pageAlignedReads = choice(PageAlignedReads.class, key, v);
             case KEY_MEMORY_WINDOWS -> memoryWindows = choice(MemoryWindows.class, key, v);
             case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = Integer.parseInt(v);
             case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = Integer.parseInt(v);
@@ -318,6 +338,7 @@ public final class EngineConfig {
         m.put(KEY_IDLE_TIMEOUT, idleTimeout.toMillis() + "ms");
         m.put(KEY_POST_PATH, postPath.name().toLowerCase(Locale.ROOT));
         m.put(KEY_ON_DEMAND_PAGING, onDemandPaging.name().toLowerCase(Locale.ROOT));
+        m.put(KEY_PAGE_ALIGNED_READS, pageAlignedReads.name().toLowerCase(Locale.ROOT));
         m.put(KEY_MEMORY_WINDOWS, memoryWindows.name().toLowerCase(Locale.ROOT));
         m.put(KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, Integer.toString(maxMemoryWindowsPerApplication));
         m.put(KEY_MAX_SERVED_CONNECTIONS, Integer.toString(maxServedConnections));
@@ -447,6 +468,7 @@ public final class EngineConfig {
     public PostPath postPath() { return postPath; }
 
     public OnDemandPaging onDemandPaging() { return onDemandPaging; }
+    public PageAlignedReads pageAlignedReads() { return pageAlignedReads; }
     public MemoryWindows memoryWindows() { return memoryWindows; }
     public int maxServedConnections() { return maxServedConnections; }
     public int maxServedConnectionsPerApplication() { return maxServedConnectionsPerApplication; }

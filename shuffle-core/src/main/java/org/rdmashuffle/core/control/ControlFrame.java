@@ -26,9 +26,10 @@ final class ControlFrame {
      * refuses a client of another version with an ERROR naming both, a client a server of another.
      * A NodeManager's service and an application's executors may come from different releases;
      * without this a mismatch shows as a malformed message much later. Raise it when an encoding changes.
-     * (0: the releases before it was sent; 2: the server proves itself last, a CONNECT reply carries the lease.)
+     * (0: the releases before it was sent; 2: the server proves itself last, a CONNECT reply carries the lease;
+     * 3: CONNECT carries flags, the reply's saying whether its regions are read from page boundaries only.)
      */
-    static final byte PROTOCOL_VERSION = 2;
+    static final byte PROTOCOL_VERSION = 3;
 
     /** The ERROR text a server sends a client of protocol version {@code theirs}. */
     static String versionRefusal(int theirs) {

@@ -11,7 +11,8 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
  * The control-plane request that sets up a data connection, and its reply: the sender's receive
  * buffer size (so the other side never sends a message it cannot take), in the reply the server's
  * lease (how long it keeps a described region registered: the reducer trusts a description for half
- * of the shorter of that and its own fetch timeout), and one endpoint per queue pair. Strictly parsed.
+ * of the shorter of that and its own fetch timeout), its flags ({@link #PAGE_ALIGNED_READS}), and one
+ * endpoint per queue pair. Strictly parsed: a flag this release does not know is refused.
  */
 public final class ConnectCodec {
     /** Control-plane request type of the exchange. */
@@ -23,16 +24,32 @@ public final class ConnectCodec {
      */
     public static final byte DISCONNECT = 2;
     public static final int MAX_QUEUE_PAIRS = 64;
+    /**
+     * Flag: read this side's regions only from page boundaries (its memory is on demand on a device whose
+     * paging is right only for transfers that start on a page: transport.MemoryRegistration).
+     */
+    public static final int PAGE_ALIGNED_READS = 1;
+    private static final int KNOWN_FLAGS = PAGE_ALIGNED_READS;
 
     /** One side of the exchange; {@code leaseMillis} is the server's lease (0 in a request). */
-    public record Connect(int receiveBufferSize, long leaseMillis, List<QueuePairEndpoint> endpoints) {
+    public record Connect(int receiveBufferSize, long leaseMillis, int flags, List<QueuePairEndpoint> endpoints) {
         public Connect {
             endpoints = List.copyOf(endpoints);
         }
 
-        /** A request: no lease. */
+        /** No flags. */
+        public Connect(int receiveBufferSize, long leaseMillis, List<QueuePairEndpoint> endpoints) {
+            this(receiveBufferSize, leaseMillis, 0, endpoints);
+        }
+
+        /** A request: no lease, no flags. */
         public Connect(int receiveBufferSize, List<QueuePairEndpoint> endpoints) {
             this(receiveBufferSize, 0, endpoints);
+        }
+
+        /** Whether this side's regions are read only from page boundaries. */
+        public boolean pageAlignedReads() {
+            return (flags & PAGE_ALIGNED_READS) != 0;
         }
     }
 
@@ -41,8 +58,8 @@ public final class ConnectCodec {
 
     public static byte[] encode(Connect c) {
         List<byte[]> parts = c.endpoints().stream().map(EndpointCodec::encode).toList();
-        ByteBuffer out = ByteBuffer.allocate(16 + parts.stream().mapToInt(p -> 2 + p.length).sum());
-        out.putInt(c.receiveBufferSize()).putLong(c.leaseMillis()).putInt(parts.size());
+        ByteBuffer out = ByteBuffer.allocate(20 + parts.stream().mapToInt(p -> 2 + p.length).sum());
+        out.putInt(c.receiveBufferSize()).putLong(c.leaseMillis()).putInt(c.flags()).putInt(parts.size());
         for (byte[] p : parts) {
             out.putShort((short) p.length).put(p);
         }
@@ -54,10 +71,14 @@ public final class ConnectCodec {
             ByteBuffer in = ByteBuffer.wrap(bytes);
             int receiveBufferSize = in.getInt();
             long leaseMillis = in.getLong();
+            int flags = in.getInt();
             int n = in.getInt();
             if (receiveBufferSize < 64 || n < 1 || n > MAX_QUEUE_PAIRS || leaseMillis < 0) {
                 throw new MalformedMessageException("connect with a " + receiveBufferSize + "-byte receive buffer, a lease of "
                         + leaseMillis + " ms and " + n + " queue pairs");
+            }
+            if ((flags & ~KNOWN_FLAGS) != 0) {
+                throw new MalformedMessageException("connect with unknown flags 0x" + Integer.toHexString(flags & ~KNOWN_FLAGS));
             }
             List<QueuePairEndpoint> endpoints = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
@@ -72,7 +93,7 @@ public final class ConnectCodec {
             if (in.hasRemaining()) {
                 throw new MalformedMessageException("connect with " + in.remaining() + " trailing bytes");
             }
-            return new Connect(receiveBufferSize, leaseMillis, endpoints);
+            return new Connect(receiveBufferSize, leaseMillis, flags, endpoints);
         } catch (BufferUnderflowException e) {
             throw new MalformedMessageException("connect of " + bytes.length + " bytes is truncated", e);
         }

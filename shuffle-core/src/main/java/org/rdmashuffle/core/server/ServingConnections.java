@@ -115,9 +115,10 @@ public final class ServingConnections {
         Served entry = new Served(session, ofSession, c);
         ofSession.put(c.qpNumber(0), entry);
         session.onClose(entry);
-        // The lease tells the reducer how long a described region stays registered for its reads.
+        // The lease tells the reducer how long a described region stays registered for its reads; the
+        // flag, that this device's paging needs reads of our regions to start on page boundaries.
         return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), config.fetchTimeout().toMillis(),
-                made.endpoints()));
+                tenant.registration().pageAlignedReads() ? ConnectCodec.PAGE_ALIGNED_READS : 0, made.endpoints()));
     }
 
     private record SetUp(DataConnection connection, List<QueuePairEndpoint> endpoints) {

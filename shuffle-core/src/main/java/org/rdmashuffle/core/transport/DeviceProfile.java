@@ -68,7 +68,7 @@ public record DeviceProfile(GidChoice gid, ConnectOptions options, ConnectOption
         long minPinned = (long) (config.receiveBuffers() + config.sendBuffers()) * config.receiveBufferSize()
                 + fetchBufferSlab(config);
         MemoryRegistration registration = MemoryRegistration.choose(config, context.device().name(), device, pinnable, minPinned,
-                () -> org.rdmashuffle.verbs.OnDemandPagingCheck.failure(context, config.port()));
+                () -> org.rdmashuffle.verbs.OnDemandPagingCheck.check(context, config.port()));
         WindowUse windows = WindowUse.choose(config, device, registration);
         int bindSlots = windows.on() ? WindowUse.BIND_SLOTS_PER_TENANT : 0;
         // A queue pair entering ERR flushes every outstanding request, signaled or not (window binds too),

@@ -20,6 +20,8 @@ public final class ReceivePool implements AutoCloseable {
     private final SharedReceiveQueue srq;
     private final int buffers;
     private final int bufferBytes;
+    /** Bytes from one slot's start to the next: {@code bufferBytes}, or whole pages where every transfer starts on one. */
+    private final long stride;
     private final int lowWater;
     private final long idBase;
     private final MemoryRegion region;
@@ -48,9 +50,10 @@ public final class ReceivePool implements AutoCloseable {
         this.srq = srq;
         this.buffers = buffers;
         this.bufferBytes = bufferBytes;
+        this.stride = registration.pageAlignedReads() ? roundUpToPage(bufferBytes) : bufferBytes;
         this.lowWater = lowWater;
         this.idBase = idBase;
-        this.region = pd.allocateAndRegister((long) buffers * bufferBytes, registration.access(Access.LOCAL_WRITE));
+        this.region = pd.allocateAndRegister(buffers * stride, registration.access(Access.LOCAL_WRITE));
         this.batch = ReceiveWorkRequests.allocate(Math.min(batchSize, buffers), 1);
         try {
             for (int i = 0; i < buffers; i++) {
@@ -69,13 +72,13 @@ public final class ReceivePool implements AutoCloseable {
         if (length < 0 || length > bufferBytes) {
             throw new IllegalArgumentException("received length " + length + " in a " + bufferBytes + "-byte receive buffer");
         }
-        return region.segment().asSlice((long) slot * bufferBytes, length);
+        return region.segment().asSlice(slot * stride, length);
     }
 
     /** Hands slot {@code wrId} back: it is posted with the next batch (or now, below the low-water mark). */
     public void repost(long wrId) {
         int slot = slot(wrId);
-        batch.set(batched++, idBase + slot, region, (long) slot * bufferBytes, bufferBytes);
+        batch.set(batched++, idBase + slot, region, slot * stride, bufferBytes);
         if (batched == batch.capacity() || posted < lowWater) {
             flush();
         }
@@ -103,6 +106,11 @@ public final class ReceivePool implements AutoCloseable {
     /** Slots consumed and handed back but not yet posted. */
     public int pendingReposts() {
         return batched;
+    }
+
+    /** {@code bytes} rounded up to whole pages ({@link MemoryRegistration#PAGE}). */
+    static long roundUpToPage(long bytes) {
+        return (bytes + MemoryRegistration.PAGE - 1) & -MemoryRegistration.PAGE;
     }
 
     public int bufferBytes() {

@@ -14,13 +14,16 @@ import org.rdmashuffle.verbs.ProtectionDomain;
 public final class SendBufferPool implements AutoCloseable {
     private final MemoryRegion region;
     private final int slotBytes;
+    /** Bytes from one slot's start to the next: {@code slotBytes}, or whole pages where every transfer starts on one. */
+    private final long stride;
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
     private final int slots;
 
     public SendBufferPool(ProtectionDomain pd, int slots, int slotBytes, MemoryRegistration registration) {
         this.slots = slots;
         this.slotBytes = slotBytes;
-        this.region = pd.allocateAndRegister((long) slots * slotBytes, registration.access(Access.LOCAL_WRITE));
+        this.stride = registration.pageAlignedReads() ? ReceivePool.roundUpToPage(slotBytes) : slotBytes;
+        this.region = pd.allocateAndRegister(slots * stride, registration.access(Access.LOCAL_WRITE));
         for (int i = 0; i < slots; i++) {
             free.add(i);
         }
@@ -40,7 +43,7 @@ public final class SendBufferPool implements AutoCloseable {
     }
 
     public MemorySegment slot(int slot) {
-        return region.segment().asSlice((long) slot * slotBytes, slotBytes);
+        return region.segment().asSlice(slot * stride, slotBytes);
     }
 
     public int lkey() {

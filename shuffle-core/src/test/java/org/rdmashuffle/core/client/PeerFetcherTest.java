@@ -1,5 +1,7 @@
 package org.rdmashuffle.core.client;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -35,6 +37,8 @@ class PeerFetcherTest {
     private static final long TIMEOUT = TimeUnit.SECONDS.toNanos(10);
     private static final int SLAB = 64 << 10;
     private static final int RKEY = 7;
+    /** Where the recording channel's peer region starts (a page boundary, as a mapped file's). */
+    private static final long PEER_BASE = 0x100000;
 
     private final Arena arena = Arena.ofShared();
     private final AtomicLong clock = new AtomicLong(1_000_000_000L);
@@ -136,7 +140,7 @@ class PeerFetcherTest {
     @Test
     void aBlockLargerThanABufferIsReadInPieces_andAConsumerReleasingItEarlyGetsEveryBufferBack() {
         // One SGE per request and one request per chain: each piece is a chain of its own.
-        PeerFetcher f = new PeerFetcher(channel, context, new PeerFetcher.Limits(1, 1, 1 << 20, 8 << 20, 8, 64, TIMEOUT, TIMEOUT));
+        PeerFetcher f = new PeerFetcher(channel, context, new PeerFetcher.Limits(1, 1, 1 << 20, 8 << 20, 8, 64, TIMEOUT, TIMEOUT, false));
         BlockId big = BlockId.of(0, 1, 0);
         f.fetch(List.of(big), listener);
         Message.FetchRequest asked = channel.onlyRequest();
@@ -152,6 +156,58 @@ class PeerFetcherTest {
         assertEquals(0, buffers.outstanding(), "a piece landing for a released block gives its buffer back");
         assertEquals(2, channel.chains.size(), "no further piece is read for it");
         assertIdle(f);
+    }
+
+    @Test
+    void withPageAlignedReads_everyReadStartsOnAPageBoundaryAtBothEnds_andEachBlockIsReadWhereItsLeadPutsIt() {
+        // rxe in Linux 7.2 and 7.3 pages on demand right only for transfers that start on a page boundary.
+        PeerFetcher f = new PeerFetcher(channel, context,
+                new PeerFetcher.Limits(16, 16, 1 << 20, 8 << 20, 8, 64, TIMEOUT, TIMEOUT, false).withPageAlignedReads());
+        byte[] peer = new byte[1 << 20];
+        new java.util.Random(7).nextBytes(peer);
+        channel.peerMemory = MemorySegment.ofArray(peer);
+        List<BlockId> blocks = blocks(3);
+        f.fetch(blocks, listener);
+        Message.FetchRequest asked = channel.onlyRequest();
+        long[] at = {0x1234, 0x1234 + 100, 0x9007}; // two next to each other inside a page, one 7 bytes into one
+        long[] length = {100, 5_000, 3L * SLAB - 5}; // the last one larger than a buffer: read in pieces
+        List<BlockDescriptor> ds = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            BlockId b = blocks.get(i);
+            ds.add(new BlockDescriptor(b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), PEER_BASE + at[i], length[i], RKEY));
+        }
+        f.onMessage(new Message.FetchResponse(asked.requestId(), ds));
+        completeChains(f);
+        assertEquals(blocks, delivered.stream().map(FetchedBlock::id).toList(), "the pieced one handed over at its first piece");
+        for (int i = 0; i < 2; i++) {
+            assertArrayEquals(java.util.Arrays.copyOfRange(peer, (int) at[i], (int) (at[i] + length[i])),
+                    delivered.get(i).data().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), "block " + i);
+        }
+        // Read the pieced block a piece at a time, the pieces its buffers read next completed in between.
+        int pieceBytes = SLAB - 4096;
+        java.io.InputStream in = delivered.get(2).openStream();
+        java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+        for (long left = length[2]; left > 0; left -= pieceBytes) {
+            got.writeBytes(assertDoesNotThrow(() -> in.readNBytes((int) Math.min(pieceBytes, length[2] - got.size()))));
+            completeChains(f);
+        }
+        assertArrayEquals(java.util.Arrays.copyOfRange(peer, (int) at[2], (int) (at[2] + length[2])), got.toByteArray(), "block 2");
+        assertEquals(2 + 4, channel.requests.size(), "the two blocks next to each other are not joined; four pieces");
+        for (long[] r : channel.requests) {
+            assertEquals(3, r.length, "one scatter entry per read");
+            assertEquals(0, r[0] % 4096, "remote start on a page: " + Long.toHexString(r[0]));
+            assertEquals(0, r[1] % 4096, "local start on a page: " + Long.toHexString(r[1]));
+        }
+        assertIdle(f);
+    }
+
+    /** Completes every chain posted and not yet completed, in order. */
+    private int completed;
+
+    private void completeChains(PeerFetcher f) {
+        while (completed < channel.chains.size()) {
+            f.onChainCompleted(channel.chains.get(completed++).id(), null);
+        }
     }
 
     // ------------------------------------------------------------------ time
@@ -260,7 +316,7 @@ class PeerFetcherTest {
 
     private PeerFetcher fetcher(int chainLength, int maxChainsInFlight) {
         return new PeerFetcher(channel, context, new PeerFetcher.Limits(chainLength, 16, 1 << 20, 8 << 20,
-                maxChainsInFlight, 64, TIMEOUT, TIMEOUT));
+                maxChainsInFlight, 64, TIMEOUT, TIMEOUT, false));
     }
 
     private static List<BlockId> blocks(int n) {
@@ -336,6 +392,10 @@ class PeerFetcherTest {
         final List<Posted> chains = new ArrayList<>();
         RuntimeException failPosts;
         boolean retired;
+        /** Where reads are served from, as a peer's region at {@link #PEER_BASE} would (null: posts are only recorded). */
+        MemorySegment peerMemory;
+        /** Every read request posted: remote address, then each SGE's address and length. */
+        final List<long[]> requests = new ArrayList<>();
 
         @Override
         public String peer() {
@@ -355,6 +415,19 @@ class PeerFetcherTest {
             int sges = 0;
             for (int i = 0; i < plan.requests(); i++) {
                 sges += plan.sgeCount(i);
+                long[] request = new long[1 + 2 * plan.sgeCount(i)];
+                request[0] = plan.remoteAddress(i);
+                long from = plan.remoteAddress(i) - PEER_BASE;
+                for (int j = 0; j < plan.sgeCount(i); j++) {
+                    request[1 + 2 * j] = plan.sgeAddress(i, j);
+                    request[2 + 2 * j] = plan.sgeLength(i, j);
+                    if (peerMemory != null) { // the read itself, done at once: completed when the test says
+                        MemorySegment.copy(peerMemory, from, MemorySegment.ofAddress(plan.sgeAddress(i, j))
+                                .reinterpret(plan.sgeLength(i, j)), 0, plan.sgeLength(i, j));
+                        from += plan.sgeLength(i, j);
+                    }
+                }
+                requests.add(request);
             }
             chains.add(new Posted(chainId, plan.requests(), sges, plan.remoteAddress(0)));
         }

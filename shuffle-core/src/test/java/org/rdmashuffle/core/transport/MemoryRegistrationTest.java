@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.DeviceAttributes;
+import org.rdmashuffle.verbs.OnDemandPagingCheck;
 
 /** Pinned or on demand: each setting against devices with and without ODP, under limits small and large. */
 class MemoryRegistrationTest {
@@ -27,7 +28,7 @@ class MemoryRegistrationTest {
     private static final DeviceAttributes READ_ONLY_ODP = device(DeviceAttributes.ODP_SUPPORT, DeviceAttributes.ODP_SUPPORT_READ);
 
     /** The data check of a device whose on-demand paging gives every byte. */
-    private static final java.util.function.Supplier<String> WORKS = () -> null;
+    private static final java.util.function.Supplier<OnDemandPagingCheck.Result> WORKS = () -> new OnDemandPagingCheck.Result(null, null);
 
     private static EngineConfig config(String onDemandPaging) {
         return EngineConfig.defaults().set(EngineConfig.KEY_ON_DEMAND_PAGING, onDemandPaging);
@@ -70,7 +71,8 @@ class MemoryRegistrationTest {
 
     @Test
     void aDeviceWhoseOnDemandPagingFailsTheDataCheck_isNotUsedOnDemand_andALimitTooSmallToPinSaysBoth() {
-        java.util.function.Supplier<String> wrongBytes = () -> "rxe0's on-demand paging returned wrong bytes";
+        java.util.function.Supplier<OnDemandPagingCheck.Result> wrongBytes = () -> new OnDemandPagingCheck.Result(
+                "rxe0's on-demand paging returned wrong bytes", "rxe0's on-demand paging returned wrong bytes even from page boundaries");
         MemoryRegistration pinned = MemoryRegistration.choose(config("auto"), "rxe0", ODP, 256 * MIB, MIN_PINNED, wrongBytes);
         assertFalse(pinned.onDemand());
         assertTrue(pinned.reason().contains("returned wrong bytes"), pinned.reason());
@@ -86,6 +88,38 @@ class MemoryRegistrationTest {
         MemoryRegistration.choose(config("auto"), "rxe0", ODP, UNLIMITED, MIN_PINNED, () -> {
             throw new AssertionError("checked without need");
         });
+    }
+
+    /** rxe in Linux 7.2 and 7.3: wrong bytes for transfers that start inside a page, every byte from page boundaries. */
+    private static final java.util.function.Supplier<OnDemandPagingCheck.Result> RIGHT_FROM_PAGE_STARTS = () ->
+            new OnDemandPagingCheck.Result("rxe0's on-demand paging returned wrong bytes", null);
+
+    @Test
+    void aDeviceRightOnlyFromPageBoundaries_isUsedOnDemandWithPageAlignedReads_unlessTheyAreTurnedOff() {
+        MemoryRegistration small = MemoryRegistration.choose(config("auto"), "rxe0", ODP, 8 * MIB, MIN_PINNED, RIGHT_FROM_PAGE_STARTS);
+        assertTrue(small.onDemand() && small.pageAlignedReads(), small.reason());
+        assertTrue(small.reason().contains("every transfer from a page boundary (rxe0's paging gets others wrong)"), small.reason());
+        MemoryRegistration forced = MemoryRegistration.choose(config("true"), "rxe0", ODP, UNLIMITED, MIN_PINNED, RIGHT_FROM_PAGE_STARTS);
+        assertTrue(forced.onDemand() && forced.pageAlignedReads(), forced.reason());
+        // Where pinning is not limited, auto pins: no page-aligned reads are needed for our own memory.
+        MemoryRegistration unlimited = MemoryRegistration.choose(config("auto"), "rxe0", ODP, UNLIMITED, MIN_PINNED, RIGHT_FROM_PAGE_STARTS);
+        assertFalse(unlimited.onDemand() || unlimited.pageAlignedReads(), unlimited.reason());
+
+        EngineConfig off = config("auto").set(EngineConfig.KEY_PAGE_ALIGNED_READS, "false");
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> MemoryRegistration.choose(off, "rxe0", ODP, 8 * MIB, MIN_PINNED, RIGHT_FROM_PAGE_STARTS));
+        assertTrue(e.getMessage().startsWith("RS03 memlock: saw memlock limit 8 MiB")
+                && e.getMessage().contains("right from page boundaries, but pageAlignedReads=false"), e.getMessage());
+        MemoryRegistration offUnlimited = MemoryRegistration.choose(off.set(EngineConfig.KEY_ON_DEMAND_PAGING, "auto"), "rxe0", ODP,
+                256 * MIB, MIN_PINNED, RIGHT_FROM_PAGE_STARTS);
+        assertFalse(offUnlimited.onDemand(), offUnlimited.reason());
+
+        // true: every read from a page boundary, on any device (the host suite's software provider too).
+        MemoryRegistration on = MemoryRegistration.choose(config("false").set(EngineConfig.KEY_PAGE_ALIGNED_READS, "true"), "soft0",
+                NO_ODP, UNLIMITED, MIN_PINNED, WORKS);
+        assertTrue(!on.onDemand() && on.pageAlignedReads() && on.reason().endsWith("pageAlignedReads=true"), on.reason());
+        assertFalse(MemoryRegistration.choose(config("auto"), "rxe0", ODP, 8 * MIB, MIN_PINNED, WORKS).pageAlignedReads(),
+                "a device right at any offset reads at any offset");
     }
 
     @Test
