@@ -18,7 +18,8 @@ import java.lang.foreign.ValueLayout;
  * on-demand paging is about to be relied on.
  */
 public final class OnDemandPagingCheck {
-    private static final int PAGE = 4096;
+    /** The page the check's transfers start on, and so the one an engine keeping to page boundaries aligns to. */
+    public static final int PAGE = 4096;
     /** Bytes of each region: four pages, so every transfer crosses pages. */
     private static final int REGION = 4 * PAGE;
     private static final int FROM = 1_234;
@@ -64,11 +65,6 @@ public final class OnDemandPagingCheck {
     public static Result check(VerbsContext context, int port) {
         String failure = run(context, port, false);
         return new Result(failure, failure == null ? null : run(context, port, true));
-    }
-
-    /** Null when an unaligned read between two untouched on-demand regions gives every byte; else what went wrong. */
-    public static String failure(VerbsContext context, int port) {
-        return run(context, port, false);
     }
 
     private static String run(VerbsContext context, int port, boolean pageStart) {

@@ -21,9 +21,6 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  * registered. Mutable fields are guarded by the registry's lock.
  */
 final class MapOutput {
-    /** Pages are what registering pins: a region of one byte costs one. */
-    static final long PAGE = 4096;
-
     final String app;
     final int shuffleId;
     final long mapId;
@@ -72,9 +69,9 @@ final class MapOutput {
         return index.size();
     }
 
-    /** What its region counts against the registered-memory limits: whole pages. */
+    /** What its region counts against the registered-memory limits: whole pages (a region of one byte pins one). */
     long pinnedBytes() {
-        return (size() + PAGE - 1) / PAGE * PAGE;
+        return MemoryRegistration.roundUpToPage(size());
     }
 
     /**

@@ -36,8 +36,13 @@ public record MemoryRegistration(boolean onDemand, boolean pageAlignedReads, Str
         this(onDemand, false, reason);
     }
 
-    /** Bytes of a page: where {@link #pageAlignedReads()} makes transfers start. */
-    public static final int PAGE = 4096;
+    /** Bytes of a page: where {@link #pageAlignedReads()} makes transfers start (the page the check verified). */
+    public static final int PAGE = OnDemandPagingCheck.PAGE;
+
+    /** {@code bytes} rounded up to whole pages: what registering them pins, a slot's stride on pages. */
+    public static long roundUpToPage(long bytes) {
+        return (bytes + PAGE - 1) & -PAGE;
+    }
 
     /** {@code access}, with {@link Access#ON_DEMAND} when registering on demand. */
     public int access(int access) {

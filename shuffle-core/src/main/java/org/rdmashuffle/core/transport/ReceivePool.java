@@ -50,7 +50,7 @@ public final class ReceivePool implements AutoCloseable {
         this.srq = srq;
         this.buffers = buffers;
         this.bufferBytes = bufferBytes;
-        this.stride = registration.pageAlignedReads() ? roundUpToPage(bufferBytes) : bufferBytes;
+        this.stride = registration.pageAlignedReads() ? MemoryRegistration.roundUpToPage(bufferBytes) : bufferBytes;
         this.lowWater = lowWater;
         this.idBase = idBase;
         this.region = pd.allocateAndRegister(buffers * stride, registration.access(Access.LOCAL_WRITE));
@@ -106,11 +106,6 @@ public final class ReceivePool implements AutoCloseable {
     /** Slots consumed and handed back but not yet posted. */
     public int pendingReposts() {
         return batched;
-    }
-
-    /** {@code bytes} rounded up to whole pages ({@link MemoryRegistration#PAGE}). */
-    static long roundUpToPage(long bytes) {
-        return (bytes + MemoryRegistration.PAGE - 1) & -MemoryRegistration.PAGE;
     }
 
     public int bufferBytes() {

@@ -22,7 +22,7 @@ public final class SendBufferPool implements AutoCloseable {
     public SendBufferPool(ProtectionDomain pd, int slots, int slotBytes, MemoryRegistration registration) {
         this.slots = slots;
         this.slotBytes = slotBytes;
-        this.stride = registration.pageAlignedReads() ? ReceivePool.roundUpToPage(slotBytes) : slotBytes;
+        this.stride = registration.pageAlignedReads() ? MemoryRegistration.roundUpToPage(slotBytes) : slotBytes;
         this.region = pd.allocateAndRegister(slots * stride, registration.access(Access.LOCAL_WRITE));
         for (int i = 0; i < slots; i++) {
             free.add(i);
