@@ -127,5 +127,8 @@ class MemoryRegistrationTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> EngineConfig.fromProperties("x.", k -> k.equals("x.onDemandPaging") ? "sometimes" : null));
         assertTrue(e.getMessage().startsWith("x.onDemandPaging=sometimes"), e.getMessage());
+        IllegalArgumentException aligned = assertThrows(IllegalArgumentException.class,
+                () -> EngineConfig.fromProperties("x.", k -> k.equals("x.pageAlignedReads") ? "mostly" : null));
+        assertTrue(aligned.getMessage().startsWith("x.pageAlignedReads=mostly"), aligned.getMessage());
     }
 }
