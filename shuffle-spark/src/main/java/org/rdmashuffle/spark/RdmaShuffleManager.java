@@ -2,11 +2,13 @@ package org.rdmashuffle.spark;
 
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 
 import org.apache.spark.ShuffleDependency;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
+import org.apache.spark.network.shuffle.BlockStoreClient;
 import org.apache.spark.shuffle.BaseShuffleHandle;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.apache.spark.shuffle.ShuffleBlockResolver;
@@ -85,6 +87,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
     final FallbackFetches fallbacks = new FallbackFetches();
     /** What this executor's fetches moved over each transport. */
     final TransportCounts counts = new TransportCounts();
+    /** The block store client the last reduce task used, for the next with the same engine locations. */
+    private volatile RdmaBlockStoreClient lastClient;
 
     public RdmaShuffleManager(SparkConf conf) {
         this.conf = conf;
@@ -169,6 +173,13 @@ public final class RdmaShuffleManager implements ShuffleManager {
     @Override
     public ShuffleBlockResolver shuffleBlockResolver() {
         return sort.shuffleBlockResolver();
+    }
+
+    /** A reduce task's block store client for these engine locations (by executor id); shared while they stay the same. */
+    RdmaBlockStoreClient blockStoreClient(RdmaShuffleEngine e, Map<String, InetSocketAddress> engines, BlockStoreClient builtIn) {
+        RdmaBlockStoreClient c = RdmaBlockStoreClient.reuseOrMake(lastClient, this, e, engines, builtIn);
+        lastClient = c;
+        return c;
     }
 
     IndexShuffleBlockResolver indexResolver() {

@@ -124,7 +124,7 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
             // blocks arrive. Connecting to all of them now keeps their set-ups out of the later waits.
             engine.connectAhead(peersToFetchFrom(byAddress, blockManager));
         }
-        RdmaBlockStoreClient client = new RdmaBlockStoreClient(manager, engine, engines, blockManager.blockStoreClient());
+        RdmaBlockStoreClient client = manager.blockStoreClient(engine, engines, blockManager.blockStoreClient());
 
         Iterator<Tuple2<BlockId, InputStream>> streams = new ShuffleBlockFetcherIterator(
                 context,

@@ -210,6 +210,64 @@ class RdmaBlockStoreClientTest {
         }
     }
 
+    /**
+     * Reduce tasks that see the same engine locations share one client (Spark's client makes a logger
+     * per instance); a task that sees another location, or another engine or built-in client, gets its own.
+     */
+    @Test
+    void tasksSeeingTheSameEnginesShareAClient_andOthersGetTheirOwn() {
+        BlockStoreClient builtIn = unused();
+        java.util.HashMap<String, InetSocketAddress> seen = new java.util.HashMap<>(Map.of(EXECUTOR, server.address()));
+        RdmaBlockStoreClient first = manager.blockStoreClient(client, seen, builtIn);
+        seen.put("exec-2", new InetSocketAddress("127.0.0.1", 1)); // the task's own map: changing it later is no matter
+        RdmaBlockStoreClient same = manager.blockStoreClient(client, new java.util.HashMap<>(Map.of(EXECUTOR, server.address())),
+                builtIn);
+        assertTrue(first == same, "a task seeing the same engines reuses the client");
+        RdmaBlockStoreClient moved = manager.blockStoreClient(client,
+                Map.of(EXECUTOR, new InetSocketAddress("127.0.0.1", server.address().getPort() + 1)), builtIn);
+        assertTrue(moved != same, "an executor's engine elsewhere: a new client");
+        assertTrue(manager.blockStoreClient(server, Map.of(EXECUTOR, new InetSocketAddress("127.0.0.1",
+                server.address().getPort() + 1)), builtIn) != moved, "another engine: a new client");
+        assertTrue(manager.blockStoreClient(server, Map.of(EXECUTOR, new InetSocketAddress("127.0.0.1",
+                server.address().getPort() + 1)), unused()) != moved, "another built-in client: a new client");
+    }
+
+    /** A shared client fetches for whoever calls it: two listeners at once each get their own blocks, intact. */
+    @Test
+    void aSharedClientServesTwoTasksAtOnce() throws Exception {
+        byte[] data = new byte[1 << 16];
+        new java.util.Random(7).nextBytes(data);
+        Path file = dir.resolve("shuffle_0_0_0.data");
+        java.nio.file.Files.write(file, data);
+        server.registerMapOutput(0, 0L, file, new long[] {0, 1000, 1 << 15, 1 << 16});
+        RdmaBlockStoreClient shared = manager.blockStoreClient(client, Map.of(EXECUTOR, server.address()), unused());
+        Arrivals a = new Arrivals();
+        Arrivals b = new Arrivals();
+        shared.fetchBlocks("127.0.0.1", 1, EXECUTOR, new String[] {"shuffle_0_0_0", "shuffle_0_0_2"}, a, null);
+        shared.fetchBlocks("127.0.0.1", 1, EXECUTOR, new String[] {"shuffle_0_0_1"}, b, null);
+        Object one = a.queue.poll(30, TimeUnit.SECONDS);
+        Object other = a.queue.poll(30, TimeUnit.SECONDS);
+        boolean inOrder = one instanceof ManagedBuffer m && m.size() == 1000; // arrival order is the engine's
+        assertBytes(data, 0, 1000, inOrder ? one : other);
+        assertBytes(data, 1 << 15, 1 << 16, inOrder ? other : one);
+        assertBytes(data, 1000, 1 << 15, b.queue.poll(30, TimeUnit.SECONDS));
+        assertEquals(null, a.queue.poll(200, TimeUnit.MILLISECONDS), "task a got only its own blocks");
+        assertEquals(null, b.queue.poll(200, TimeUnit.MILLISECONDS), "task b got only its own blocks");
+    }
+
+    private static void assertBytes(byte[] data, int from, int to, Object arrived) throws Exception {
+        if (!(arrived instanceof ManagedBuffer m)) {
+            throw new AssertionError("expected a block of bytes [" + from + ", " + to + "), got " + arrived,
+                    arrived instanceof Throwable t ? t : null);
+        }
+        try (InputStream in = m.createInputStream()) {
+            assertTrue(java.util.Arrays.equals(java.util.Arrays.copyOfRange(data, from, to), in.readAllBytes()),
+                    "bytes [" + from + ", " + to + ")");
+        } finally {
+            m.release();
+        }
+    }
+
     private static BlockStoreClient unused() {
         return new BlockStoreClient() {
             @Override

@@ -13,7 +13,28 @@ import java.util.Map;
  * given back by the registry when the table lets it go. Guarded by the registry's lock.
  */
 final class OutputTable {
-    private record ShuffleKey(String app, int shuffleId) {
+    /**
+     * Hashed for every registration and every block request (on the poller): plain methods, where a
+     * record's generated ones showed in profiles as method-handle frames.
+     */
+    private static final class ShuffleKey {
+        final String app;
+        final int shuffleId;
+
+        ShuffleKey(String app, int shuffleId) {
+            this.app = app;
+            this.shuffleId = shuffleId;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof ShuffleKey k && k.shuffleId == shuffleId && k.app.equals(app);
+        }
+
+        @Override
+        public int hashCode() {
+            return 31 * app.hashCode() + shuffleId;
+        }
     }
 
     private final Map<ShuffleKey, Map<Long, MapOutput>> outputs = new HashMap<>();
@@ -59,7 +80,7 @@ final class OutputTable {
         List<MapOutput> removed = new ArrayList<>();
         for (Iterator<Map.Entry<ShuffleKey, Map<Long, MapOutput>>> it = outputs.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<ShuffleKey, Map<Long, MapOutput>> e = it.next();
-            if (e.getKey().app().equals(app)) {
+            if (e.getKey().app.equals(app)) {
                 it.remove();
                 removed.addAll(e.getValue().values());
             }
