@@ -41,7 +41,7 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
     /**
      * A client for these engine locations: {@code last} when it was made for the same ones (the reduce
      * tasks of a stage see the same executors), else a new one. Spark's {@code BlockStoreClient} makes
-     * a logger per instance, which cost about 1.5% of a reduce task's CPU at 1,000 reducers (JFR,
+     * a logger per instance, about 1.5% of the reduce tasks' profile samples at 1,000 reducers (JFR,
      * docs/benchmarks.md); the client keeps no state of its own between calls, so tasks may share it.
      */
     static RdmaBlockStoreClient reuseOrMake(RdmaBlockStoreClient last, RdmaShuffleManager manager, RdmaShuffleEngine engine,
