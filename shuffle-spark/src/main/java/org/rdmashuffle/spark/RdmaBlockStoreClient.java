@@ -46,8 +46,8 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
      */
     static RdmaBlockStoreClient reuseOrMake(RdmaBlockStoreClient last, RdmaShuffleManager manager, RdmaShuffleEngine engine,
                                             Map<String, InetSocketAddress> engines, BlockStoreClient builtIn) {
-        if (last != null && last.manager == manager && last.engine == engine && last.builtIn == builtIn
-                && last.engines.equals(engines)) {
+        // last is manager's own (RdmaShuffleManager.blockStoreClient): only what a task brings is compared.
+        if (last != null && last.engine == engine && last.builtIn == builtIn && last.engines.equals(engines)) {
             return last;
         }
         return new RdmaBlockStoreClient(manager, engine, Map.copyOf(engines), builtIn);
