@@ -206,7 +206,12 @@ class ExecutorExitTest {
              TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, ANY_APP)));
              JavaSparkContext sc = new JavaSparkContext(serviceConf("rdma half down", sparkService.getPort(), nobody, true))) {
             SparkClusterSupport.awaitExecutors(sc, 2);
-            assertRightResult(pairs(sc).partitionBy(new HashPartitioner(4)));
+            String meeting = scratch.resolve("maps-met").toString();
+            JavaPairRDD<Integer, String> spread = pairs(sc).mapPartitionsToPair(rows -> {
+                SparkClusterSupport.meetOnExecutors(meeting, 2); // outputs on both: some blocks are remote
+                return rows;
+            }, true);
+            assertRightResult(spread.partitionBy(new HashPartitioner(4)));
             long[] counts = SparkClusterSupport.fetchCounts(sc);
             assertEquals(0, counts[0], "blocks fetched over RDMA with nothing at the RDMA port");
             assertTrue(counts[1] > 0, "blocks fetched from Spark's half over TCP: " + counts[1]);

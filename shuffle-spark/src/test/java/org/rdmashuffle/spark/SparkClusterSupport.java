@@ -65,6 +65,36 @@ final class SparkClusterSupport {
         }
     }
 
+    /**
+     * Called from a task: records this executor under {@code dir} and waits (at most a minute) until
+     * tasks have started on {@code n} executors. A stage whose tasks all call it runs on all of them,
+     * so its map outputs are spread and some blocks must be fetched remotely: left to the scheduler,
+     * a slow-starting executor can get no map and its peer then reads every block locally.
+     */
+    static void meetOnExecutors(String dir, int n) throws IOException, InterruptedException {
+        Path d = Files.createDirectories(Path.of(dir));
+        Path mine = d.resolve(org.apache.spark.SparkEnv.get().executorId());
+        try {
+            Files.createFile(mine);
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            // an earlier task of this executor
+        }
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            long seen;
+            try (java.util.stream.Stream<Path> s = Files.list(d)) {
+                seen = s.count();
+            }
+            if (seen >= n) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("tasks started on only " + seen + " of " + n + " executors in a minute");
+            }
+            Thread.sleep(20);
+        }
+    }
+
     /** What carries each executor's shuffle, one line per executor JVM. */
     static List<String> describeExecutors(JavaSparkContext sc) {
         return new ArrayList<>(new java.util.LinkedHashSet<>(sc.parallelize(java.util.stream.IntStream.range(0, 40).boxed().toList(), 40)
