@@ -133,6 +133,47 @@ class ReadsThroughWindowsTest {
         }
     }
 
+    /**
+     * One request naming more outputs than the application has bind slots, with the window limit one
+     * above the slots and every window inside its lease: the answer waits for its first binds to
+     * complete, then allocates the one window left and is answered "busy" naming the next block.
+     * Nothing beyond the limit is allocated, and the windows already bound serve the next request.
+     */
+    @Test
+    void aRequestThatWaitedForBindSlots_thenMeetsTheWindowLimit_isAnsweredBusyNamingTheBlock() throws Exception {
+        int limit = ServingWindows.BIND_SLOTS + 1;
+        EngineConfig config = withWindows().set(EngineConfig.KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, Integer.toString(limit));
+        try (ServiceNode node = new ServiceNode(config)) {
+            Path d = Files.createDirectories(dir.resolve("over-the-limit"));
+            List<BlockId> blocks = new ArrayList<>();
+            List<EngineTestSupport.MapOutput> outputs = new ArrayList<>();
+            for (int m = 0; m <= limit; m++) {
+                EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(d, 0, m, new int[] {100}, m);
+                node.service.registerMapOutput("app-a", 0, m, o.file(), o.offsets());
+                outputs.add(o);
+                blocks.add(BlockId.of(0, m, 0));
+            }
+            try (HostileReducer r = new HostileReducer(node.clientProvider, node.service.address(), "app-a", ServiceNode.SECRET_A)) {
+                r.postReceives();
+                ServingWindows w = node.service.tenantOf("app-a").windows();
+                Message refused = r.ask(new Message.FetchRequest(1, 0, blocks));
+                assertTrue(refused instanceof Message.ErrorResponse e && e.reason().contains("busy")
+                        && blocks.getLast().equals(e.block()), String.valueOf(refused));
+                assertEquals(limit, w.windows(), "the limit, and not one window more");
+                assertTrue(w.binds() >= ServingWindows.BIND_SLOTS, "the first binds were posted before the wait: " + w.binds());
+
+                List<BlockId> within = blocks.subList(0, limit);
+                List<BlockDescriptor> described = r.describe(0, within);
+                for (int m : new int[] {0, limit - 1}) {
+                    BlockDescriptor one = described.get(m);
+                    assertEquals(WorkCompletionStatus.SUCCESS, r.read(one), "output " + m);
+                    assertArrayEquals(outputs.get(m).bytes(within.get(m)), r.landed((int) one.length()));
+                }
+                assertEquals(limit, w.windows(), "served through the windows already bound");
+            }
+        }
+    }
+
     /** Writes {@code count} outputs of shuffle {@code shuffle} for application a and registers them with the service. */
     private List<EngineTestSupport.MapOutput> registerOutputs(ServiceNode node, int shuffle, int count, int partitions,
                                                               int maxPartitionBytes) throws java.io.IOException {
