@@ -349,6 +349,98 @@ class LayoutCacheFetchTest {
         }
     }
 
+    /**
+     * Reduce tasks one after another, each reading its partition of every output of a peer that has
+     * more outputs than the layout cache holds (70 outputs of 1,000 partitions; the cache holds 65,536
+     * partitions). The cache keeps the layouts it took and takes no more while full, and once a layout
+     * told their size no request asks for one it could not keep: each output's layout crosses the wire
+     * at most once, all of them with the first task's answers, and the later tasks read the cached
+     * outputs' blocks with no request and ask for the others' without layouts. (Evicting the least recently
+     * used, as it did, threw out every layout before the next task came back to it, and every request
+     * asked for layouts again.) Every block intact.
+     */
+    @Test
+    void moreOutputsThanTheCacheHolds_readInTurnByTask_sendEachLayoutOnce() throws Exception {
+        try (EnginePair pair = withReceiveBuffersOf("64k")) {
+            List<Long> maps = new java.util.ArrayList<>();
+            for (long m = 0; m < 70; m++) {
+                maps.add(m);
+            }
+            assertTrue(maps.size() * 1000 > 65_536, "more partitions than the cache holds");
+            registerOutputs(pair, 9, maps, 1000, 16);
+            java.util.Map<Long, Integer> layoutsSent = new java.util.concurrent.ConcurrentHashMap<>();
+            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                @Override
+                public Message message(DataConnection.Role role, Message m) {
+                    if (m instanceof Message.FetchResponse r) {
+                        r.layouts().forEach(l -> layoutsSent.merge(l.mapId(), 1, Integer::sum));
+                    }
+                    return m;
+                }
+            });
+            AtomicInteger requests = countRequests(pair);
+            List<String> perTask = new java.util.ArrayList<>();
+            int lastTaskRequests = 0;
+            for (int p = 0; p < 6; p++) { // one task after another, like an executor's one core
+                List<BlockId> blocks = new java.util.ArrayList<>();
+                for (long m : maps) {
+                    blocks.add(BlockId.of(9, m, p));
+                }
+                int before = requests.get();
+                int layoutsBefore = layoutsSent.values().stream().mapToInt(Integer::intValue).sum();
+                Collector got = new Collector(blocks.size());
+                pair.client.fetchBlocks(pair.server.address(), blocks, got);
+                got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+                lastTaskRequests = requests.get() - before;
+                perTask.add(lastTaskRequests + " requests, "
+                        + (layoutsSent.values().stream().mapToInt(Integer::intValue).sum() - layoutsBefore) + " layouts");
+            }
+            layoutsSent.forEach((map, n) -> assertEquals(1, n, "layout of output " + map + " sent " + n + " times; tasks: " + perTask));
+            assertTrue(layoutsSent.size() <= maps.size(), perTask.toString());
+            assertTrue(lastTaskRequests <= 1, "the last task's requests (only the outputs not cached need one): " + perTask);
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /**
+     * A shuffle read to the end fills the cache (70 outputs of 1,000 partitions); the next shuffle's
+     * layouts push its least recently used out, instead of waiting for them to age out: the next
+     * shuffle's second task reads every block from layouts, with no request.
+     */
+    @Test
+    void theNextShufflesLayoutsPushOutTheLastOnes() throws Exception {
+        try (EnginePair pair = withReceiveBuffersOf("64k")) {
+            List<Long> many = new java.util.ArrayList<>();
+            for (long m = 0; m < 70; m++) {
+                many.add(m);
+            }
+            registerOutputs(pair, 10, many, 1000, 16);
+            List<Long> few = List.of(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L);
+            registerOutputs(pair, 11, few, 1000, 16);
+            for (int p = 0; p < 3; p++) { // shuffle 10's tasks, one after another: the cache fills with its layouts
+                fetchInTurn(pair, 10, many, p);
+            }
+            AtomicInteger requests = countRequests(pair);
+            fetchInTurn(pair, 11, few, 0);
+            int first = requests.get();
+            fetchInTurn(pair, 11, few, 1);
+            assertTrue(first >= 1, "the first task of shuffle 11 asked for nothing");
+            assertEquals(first, requests.get(), "requests of shuffle 11's second task (its layouts were not kept)");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /** One task: partition p of every output in {@code maps}, awaited, every block intact. */
+    private static void fetchInTurn(EnginePair pair, int shuffle, List<Long> maps, int p) throws InterruptedException {
+        List<BlockId> blocks = new java.util.ArrayList<>();
+        for (long m : maps) {
+            blocks.add(BlockId.of(shuffle, m, p));
+        }
+        Collector got = new Collector(blocks.size());
+        pair.client.fetchBlocks(pair.server.address(), blocks, got);
+        got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+    }
+
     /** Two engines (the small test config) whose receive buffers are {@code size}: answers hold only so much. */
     private static EnginePair withReceiveBuffersOf(String size) throws Exception {
         org.rdmashuffle.core.config.EngineConfig small = EngineTestSupport.smallConfig()

@@ -19,10 +19,12 @@ import org.rdmashuffle.benchmarks.spark.ShuffleJob;
  * no namespace of the bed and no process of the run.
  *
  * <pre>
- *   ClusterJob --hosts N [--rate RATE] [--cores C] [--run-dir DIR] [--profile] [ShuffleJob arguments...]
+ *   ClusterJob --hosts N [--rate RATE] [--cores C] [--run-dir DIR] [--profile] [--cpu-by-thread] [ShuffleJob arguments...]
  * </pre>
  * {@code --profile} records every executor (both shuffles alike) with JDK Flight Recorder's profiling
- * settings, one file per executor JVM under {@code <run dir>/jfr/}.
+ * settings, one file per executor JVM under {@code <run dir>/jfr/}. {@code --cpu-by-thread} samples
+ * every thread of the run's processes from {@code /proc} and prints each stage's CPU on the whole
+ * machine by who spent it ({@link CpuByStage}).
  */
 public final class ClusterJob {
     private static final long JOB_MINUTES = 90;
@@ -40,6 +42,7 @@ public final class ClusterJob {
         int cores = 1;
         Path runDir = null;
         boolean profile = false;
+        boolean cpuByThread = false;
         List<String> jobArgs = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -48,6 +51,7 @@ public final class ClusterJob {
                 case "--cores" -> cores = Integer.parseInt(args[++i]);
                 case "--run-dir" -> runDir = Path.of(args[++i]);
                 case "--profile" -> profile = true;
+                case "--cpu-by-thread" -> cpuByThread = true;
                 default -> jobArgs.add(args[i]);
             }
         }
@@ -61,7 +65,7 @@ public final class ClusterJob {
                     + ". Run it as root (sudo bin/shuffle-job --hosts " + hosts + " ...), or without --hosts for local-cluster.");
             System.exit(ClusterBed.CANNOT);
         }
-        Result r = run(hosts, rate, cores, runDir, profile, jobArgs, System.out);
+        Result r = run(hosts, rate, cores, runDir, profile, cpuByThread, jobArgs, System.out);
         System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", r.leftNamespaces().size(),
                 r.leftProcesses().size());
         r.leftNamespaces().forEach(n -> System.out.println("  left: namespace " + n));
@@ -75,17 +79,17 @@ public final class ClusterJob {
      */
     public static Result run(int workers, String rate, int cores, Path runDir, List<String> jobArgs, PrintStream echo)
             throws IOException, InterruptedException {
-        return run(workers, rate, cores, runDir, false, jobArgs, echo);
+        return run(workers, rate, cores, runDir, false, false, jobArgs, echo);
     }
 
-    private static Result run(int workers, String rate, int cores, Path runDir, boolean profile, List<String> jobArgs,
-                              PrintStream echo) throws IOException, InterruptedException {
+    private static Result run(int workers, String rate, int cores, Path runDir, boolean profile, boolean cpuByThread,
+                              List<String> jobArgs, PrintStream echo) throws IOException, InterruptedException {
         List<String> args = new ArrayList<>(jobArgs);
         args.addAll(List.of("--executors", Integer.toString(workers)));
         List<String> output = new ArrayList<>();
         int exit;
         ClusterRun run = ClusterRun.start(workers, rate, cores, runDir, echo);
-        try (run) {
+        try (run; ThreadCpuSampler sampler = cpuByThread ? ThreadCpuSampler.start(run.runDir()) : null) {
             List<String> confs = profile ? List.of(run.profilingConf("executors", echo)) : List.of(); // both shuffles alike
             Process driver = run.submit(ShuffleJob.class.getName(), confs, args, "driver.log");
             driver.getOutputStream().close();
@@ -97,6 +101,9 @@ public final class ClusterJob {
             printed.join(30);
             output.addAll(printed.lines());
             exit = driver.exitValue();
+            if (sampler != null) {
+                CpuByStage.print(sampler, output, echo);
+            }
             if (exit != 0) {
                 echo.println("the driver exited with status " + exit + "; its log: " + run.logs().resolve("driver.log"));
                 tail(run.logs().resolve("driver.log"), 40, echo);

@@ -76,11 +76,12 @@ public final class FetchBenchmark {
         String name();
 
         /**
-         * Asks for these blocks: partitions {@code [partitions[i], partitions[i] + batch)} of map {@code maps[i]}, each
+         * Asks for these blocks of the workload's shuffle ({@link FetchWorkload#engineShuffle}):
+         * partitions {@code [partitions[i], partitions[i] + batch)} of map {@code maps[i]}, each
          * one block (a ShuffleBlockBatchId where {@code batch > 1}); {@code issued} is when (System.nanoTime), for the
          * latency of each.
          */
-        void fetch(long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued);
+        void fetch(int shuffle, long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued);
     }
 
     private record Sample(String system, String workload, long wallNanos, long clientCpu, long serverCpu, long allocated,
@@ -181,7 +182,7 @@ public final class FetchBenchmark {
                     return "Spark NettyBlockTransferService";
                 }
 
-                public void fetch(long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued) {
+                public void fetch(int shuffle, long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued) {
                     String[] ids = new String[maps.length];
                     for (int i = 0; i < maps.length; i++) {
                         // Spark's names: shuffle_S_M_R, or shuffle_S_M_START_END for a batch (sent with batchFetchEnabled)
@@ -209,7 +210,9 @@ public final class FetchBenchmark {
                 }
             });
             long mapBase = 0;
-            for (FetchWorkload w : workloads) {
+            for (int index = 0; index < workloads.size(); index++) {
+                FetchWorkload w = workloads.get(index);
+                int shuffle = FetchWorkload.engineShuffle(index);
                 if (w.partitions() % batch != 0) {
                     throw new IllegalArgumentException(w.name() + ": " + w.partitions() + " partitions per map, not a multiple "
                             + "of --batch " + batch);
@@ -218,11 +221,11 @@ public final class FetchBenchmark {
                 System.out.printf("%s: %d blocks of %d B (%d MiB) from %d map outputs%s%n", w.name(), w.blocks(), w.blockBytes(),
                         w.totalBytes() >> 20, w.maps(), batch > 1 ? ", fetched " + batch + " partitions per block" : "");
                 for (Fetcher f : systems) {
-                    run(f, w, batch, mapBase, crcs, serverIn, serverOut); // warm-up, not recorded
+                    run(f, w, shuffle, batch, mapBase, crcs, serverIn, serverOut); // warm-up, not recorded
                 }
                 for (int r = 0; r < rounds; r++) {
                     for (Fetcher f : r % 2 == 0 ? systems : systems.reversed()) {
-                        Sample s = run(f, w, batch, mapBase, crcs, serverIn, serverOut);
+                        Sample s = run(f, w, shuffle, batch, mapBase, crcs, serverIn, serverOut);
                         samples.add(s);
                         System.out.printf("  round %d %-36s %6.3f GB/s%n", r + 1, s.system(), s.gbPerSecond());
                     }
@@ -250,10 +253,10 @@ public final class FetchBenchmark {
                 return name;
             }
 
-            public void fetch(long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued) {
+            public void fetch(int shuffle, long[] maps, int[] partitions, int batch, LinkedBlockingQueue<Delivered> to, long issued) {
                 List<BlockId> ids = new ArrayList<>(maps.length);
                 for (int i = 0; i < maps.length; i++) {
-                    ids.add(new BlockId(FetchWorkload.SHUFFLE, maps[i], partitions[i], partitions[i] + batch));
+                    ids.add(new BlockId(shuffle, maps[i], partitions[i], partitions[i] + batch));
                 }
                 engine.fetchBlocks(peer, ids, new BlockFetchListener() {
                     public void onBlockFetched(FetchedBlock b) {
@@ -289,7 +292,7 @@ public final class FetchBenchmark {
         return crcs;
     }
 
-    private static Sample run(Fetcher f, FetchWorkload w, int batch, long mapBase, int[][] crcs, PrintWriter serverIn,
+    private static Sample run(Fetcher f, FetchWorkload w, int shuffle, int batch, long mapBase, int[][] crcs, PrintWriter serverIn,
                               BufferedReader serverOut) throws Exception {
         var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
@@ -320,7 +323,7 @@ public final class FetchBenchmark {
                     maps[i] = mapBase + (next + i) % w.maps();
                     partitions[i] = (next + i) / w.maps() * batch;
                 }
-                f.fetch(maps, partitions, batch, queue, System.nanoTime());
+                f.fetch(shuffle, maps, partitions, batch, queue, System.nanoTime());
                 outstanding += k * blockBytes;
                 next += k;
             }

@@ -51,12 +51,13 @@ public final class FetchServer {
                 : RdmaShuffleEngine.start(FetchBenchmark.withSettings(EngineConfig.defaults().set(EngineConfig.KEY_PROVIDER,
                         "software"), variant), FetchBenchmark.APP, FetchBenchmark.SECRET);
         long mapBase = 0;
-        for (FetchWorkload w : workloads) {
+        for (int i = 0; i < workloads.size(); i++) {
+            FetchWorkload w = workloads.get(i);
             w.write(dir);
             for (int m = 0; m < w.maps(); m++) {
-                engine.registerMapOutput(FetchWorkload.SHUFFLE, mapBase + m, w.file(dir, m), w.offsets());
+                engine.registerMapOutput(FetchWorkload.engineShuffle(i), mapBase + m, w.file(dir, m), w.offsets());
                 if (second != null) {
-                    second.registerMapOutput(FetchWorkload.SHUFFLE, mapBase + m, w.file(dir, m), w.offsets());
+                    second.registerMapOutput(FetchWorkload.engineShuffle(i), mapBase + m, w.file(dir, m), w.offsets());
                 }
                 files.put(mapBase + m, w.file(dir, m).toFile());
                 byMap.put(mapBase + m, w);

@@ -15,6 +15,15 @@ import java.util.zip.CRC32C;
 record FetchWorkload(String name, int maps, int partitions, int blockBytes) {
     static final int SHUFFLE = 0;
 
+    /**
+     * The shuffle the engine serves and fetches the {@code index}-th workload of a run as: one of its own,
+     * as each reduce stage reads a shuffle of its own (the engine keeps what it learns per shuffle, such
+     * as layouts; Spark's Netty service keeps nothing and names every block with {@link #SHUFFLE}).
+     */
+    static int engineShuffle(int index) {
+        return SHUFFLE + index;
+    }
+
     int blocks() {
         return maps * partitions;
     }

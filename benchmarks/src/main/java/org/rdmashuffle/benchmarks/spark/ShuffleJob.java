@@ -50,7 +50,8 @@ public final class ShuffleJob {
     /** What one run produced and measured. */
     record Run(String shuffle, String result, long wallMs, long shuffleWriteBytes, long remoteBytesRead, long localBytesRead,
                long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers, int executorsLost,
-               int stagesRetried, long[] taskWaitsMs, List<StageAccounting.Stage> stages, List<String> prometheus) {
+               int stagesRetried, long[] taskWaitsMs, List<StageAccounting.Stage> stages, List<StageAccounting.Window> windows,
+               List<String> prometheus) {
         /** Each reduce task's fetch wait, largest first: a first-use cost shows as a few large ones. */
         String taskWaits() {
             StringBuilder b = new StringBuilder();
@@ -138,6 +139,8 @@ public final class ShuffleJob {
                 run.stages().forEach(st -> System.out.printf("    stage %d %s: %d tasks, %d ms, task run %d ms, CPU %d ms, GC %d ms, "
                         + "fetch wait %d ms, shuffle write %d ms%n", st.id(), st.shortName(), st.tasks(), st.durationMs(), st.runMs(),
                         st.cpuMs(), st.gcMs(), st.fetchWaitMs(), st.shuffleWriteMs()));
+                String runName = "round " + (r + 1) + " " + s;
+                run.windows().forEach(w -> System.out.println("    " + w.line(runName))); // for ClusterJob --cpu-by-thread
                 round.put(s, run);
                 runs.add(run);
             }
@@ -242,7 +245,8 @@ public final class ShuffleJob {
         if (o.profile() && !LocalCluster.submitted()) { // submitted: ClusterJob --profile records the executors
             java.nio.file.Path jfr = java.nio.file.Files.createDirectories(PROFILES.resolve(label.replaceAll("[^A-Za-z0-9=.-]", "_")));
             conf.set("spark.executor.extraJavaOptions", conf.get("spark.executor.extraJavaOptions")
-                    + " -XX:StartFlightRecording=settings=profile,filename=" + jfr.toAbsolutePath() + "/executor-%t-%p.jfr");
+                    + " -XX:StartFlightRecording=settings=profile,jdk.Compilation#threshold=0ms,filename=" + jfr.toAbsolutePath()
+                    + "/executor-%t-%p.jfr");
             System.out.println("profiling the " + label + " run's executors with JFR into " + jfr);
         }
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
@@ -307,6 +311,7 @@ public final class ShuffleJob {
             sc.sc().listenerBus().waitUntilEmpty(); // the last stage and task events delivered
             accounting.end();
             List<StageAccounting.Stage> stages = accounting.stages();
+            List<StageAccounting.Window> windows = accounting.windows();
             long[] taskWaits = metrics.taskWaits.stream().mapToLong(Long::longValue).sorted().toArray();
             long written = metrics.written.get();
             long remote = metrics.remote.get();
@@ -318,7 +323,7 @@ public final class ShuffleJob {
             List<String> prometheus = scrape == null ? List.of()
                     : scrape.finish(shuffle.equals("rdma"), remoteBlocks, remote, o.executors());
             return new Run(label, result, wallMs, written, remote, local, waitMs, records, remoteBlocks, carriers,
-                    metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages, prometheus);
+                    metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages, windows, prometheus);
         }
     }
 
@@ -407,5 +412,6 @@ public final class ShuffleJob {
         r.prometheus().forEach(System.out::println);
         System.out.println("where the time went, per stage (sums over each stage's tasks):");
         System.out.print(StageAccounting.table(r.stages()));
+        r.windows().forEach(w -> System.out.println(w.line(r.shuffle()))); // for ClusterJob --cpu-by-thread
     }
 }

@@ -40,6 +40,35 @@ public final class StageAccounting extends SparkListener {
         }
     }
 
+    /**
+     * When one stage ran (its attempts together), on the driver's wall clock in epoch ms: what a sampler
+     * outside the driver on the same machine (the cluster bed's hosts share its clock) lines its samples up with.
+     */
+    public record Window(int id, String shortName, long submittedMs, long completedMs) {
+        private static final String PREFIX = "stage window: ";
+
+        /** One line naming the run it belongs to ("round 1 rdma"), read back by {@link #parse}. */
+        public String line(String run) {
+            return PREFIX + run + " | " + id + " " + shortName + " | " + submittedMs + " " + completedMs;
+        }
+
+        /** The run and window of a line written by {@link #line}, or null if {@code line} is not one. */
+        public static Map.Entry<String, Window> parse(String line) {
+            int at = line.indexOf(PREFIX);
+            if (at < 0) {
+                return null;
+            }
+            String[] parts = line.substring(at + PREFIX.length()).split(" \\| ");
+            if (parts.length != 3) {
+                throw new IllegalArgumentException("not a stage window line: " + line);
+            }
+            String[] stage = parts[1].split(" ", 2);
+            String[] times = parts[2].trim().split(" ");
+            return Map.entry(parts[0], new Window(Integer.parseInt(stage[0]), stage.length > 1 ? stage[1] : "",
+                    Long.parseLong(times[0]), Long.parseLong(times[1])));
+        }
+    }
+
     /** Names of {@link Stage#figures()}. */
     public static final List<String> HEADERS = List.of("duration ms", "task run ms", "CPU ms", "GC ms", "deserialize ms",
             "result serialize ms", "shuffle write ms", "fetch wait ms", "records read", "records written", "shuffle bytes read",
@@ -64,6 +93,20 @@ public final class StageAccounting extends SparkListener {
         List<Stage> out = new ArrayList<>();
         stages.values().stream().sorted(Comparator.comparingLong((Sums s) -> s.submittedMs).thenComparingInt(s -> s.id))
                 .forEach(s -> out.add(s.stage()));
+        return out;
+    }
+
+    /** When each counted stage ran, in the order they were submitted (stages not completed left out). */
+    public List<Window> windows() {
+        List<Window> out = new ArrayList<>();
+        stages.values().stream().sorted(Comparator.comparingLong((Sums s) -> s.submittedMs).thenComparingInt(s -> s.id))
+                .forEach(s -> {
+                    synchronized (s) {
+                        if (s.submittedMs > 0 && s.completedMs >= s.submittedMs) {
+                            out.add(new Window(s.id, s.stage().shortName(), s.submittedMs, s.completedMs));
+                        }
+                    }
+                });
         return out;
     }
 

@@ -52,6 +52,15 @@ class StageAccountingTest {
             for (StageAccounting.Stage s : stages) {
                 assertEquals(s, StageAccounting.parse(StageAccounting.line(s)));
             }
+            List<StageAccounting.Window> windows = accounting.windows();
+            assertEquals(List.of(map.id(), reduce.id()), windows.stream().map(StageAccounting.Window::id).toList());
+            for (int i = 0; i < windows.size(); i++) {
+                StageAccounting.Window w = windows.get(i);
+                assertEquals(stages.get(i).durationMs(), w.completedMs() - w.submittedMs(), w.toString());
+                assertEquals(Map.entry("round 1 rdma", w), StageAccounting.Window.parse("    " + w.line("round 1 rdma")));
+            }
+            assertTrue(windows.get(0).completedMs() <= windows.get(1).submittedMs(), windows.toString());
+            assertEquals(null, StageAccounting.Window.parse("    stage 1 collect: 4 tasks"));
             StageAccounting.Stage total = StageAccounting.total("job", stages);
             assertEquals(7, total.tasks());
             assertEquals(map.bytesWritten(), total.bytesWritten());

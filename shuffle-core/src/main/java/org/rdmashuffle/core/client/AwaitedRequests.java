@@ -11,9 +11,9 @@ import org.rdmashuffle.core.protocol.Message;
 /**
  * The FetchRequests a fetcher sent and awaits answers to, by request id, with what each asked for.
  * Decides which layouts a request asks for: only for outputs with none held and none on the way
- * (each is worth sending once), and only as many as an answer of that shuffle holds ({@link
- * LayoutsAsked#room}) -- the blocks of those outputs fetched meanwhile wait for them. Not thread-safe:
- * its fetcher's lock.
+ * (each is worth sending once), only as many as an answer of that shuffle holds ({@link
+ * LayoutsAsked#room}) and the cache has room for beside the shuffle's own ({@link LayoutCache#room})
+ * -- the blocks of those outputs fetched meanwhile wait for them. Not thread-safe: its fetcher's lock.
  */
 final class AwaitedRequests {
     /** A FetchRequest awaiting its answer: for blocks to read, or to describe a pieced block again. */
@@ -26,13 +26,19 @@ final class AwaitedRequests {
     Message.FetchRequest add(long id, List<Wanted> batch, PiecedBlock refreshing, LayoutCache layouts, LayoutsAsked asked,
                              long now) {
         boolean withLayouts = false;
-        int room = refreshing == null ? asked.room(batch.getFirst().id.shuffleId()) : 0;
-        for (int i = 0, marked = 0; i < batch.size() && marked < room; i++) {
+        int shuffle = batch.getFirst().id.shuffleId();
+        int room = refreshing == null ? asked.room(shuffle) : 0;
+        // Only as many as the cache can keep, counting those on the way: a layout it cannot keep is
+        // bytes encoded, sent and decoded for nothing (the blocks waiting for it are asked for after).
+        long perLayout = Math.max(1, layouts.partitionsPerLayout(shuffle));
+        long free = room == 0 ? 0 : layouts.room(shuffle) - asked.onTheWayCount() * perLayout;
+        for (int i = 0, marked = 0; i < batch.size() && marked < room && free >= perLayout; i++) {
             BlockId b = batch.get(i).id;
             if (!layouts.has(b.shuffleId(), b.mapId()) && !asked.onTheWay(b.shuffleId(), b.mapId(), now)) {
                 asked.asking(b.shuffleId(), b.mapId(), now);
                 withLayouts = true;
                 marked++;
+                free -= perLayout;
             }
         }
         awaiting.put(id, new Request(batch, now, refreshing, withLayouts));

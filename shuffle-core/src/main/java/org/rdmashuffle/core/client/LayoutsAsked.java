@@ -60,6 +60,11 @@ final class LayoutsAsked {
         return a != null && now - a.since <= maxAgeNanos;
     }
 
+    /** Outputs whose layout a request on the way (or overdue, not yet answered) asks for. */
+    int onTheWayCount() {
+        return asked.size();
+    }
+
     /** A request about to be sent asks for this output's layout. */
     void asking(int shuffleId, long mapId, long now) {
         Asked a = asked.get(probe.of(shuffleId, mapId));

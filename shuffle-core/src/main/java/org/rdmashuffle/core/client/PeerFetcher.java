@@ -15,7 +15,8 @@ import org.rdmashuffle.core.protocol.Message;
  *
  * <ol>
  * <li>{@link #fetch} sends one FetchRequest per batch of blocks (as many as a receive buffer's answer
- * holds) and remembers who waits for them ({@link AwaitedRequests}).</li>
+ * holds) and remembers who waits for them ({@link AwaitedRequests}); beyond a bound on requests in
+ * flight, blocks wait for an answer to free a place ({@link UnsentBlocks}).</li>
  * <li>{@link #onMessage} reads the peer's answer ({@link AnswerReader}): descriptors become queued
  * reads ({@link DescribedReads}, which also reads blocks of outputs whose layout is cached), empty
  * blocks are delivered at once, a block larger than one fetch buffer is read in pieces
@@ -57,6 +58,8 @@ public final class PeerFetcher {
     private final FetchContext context;
     private final Limits limits;
     private final AwaitedRequests awaiting = new AwaitedRequests();
+    /** Blocks asked for that wait for room among the requests in flight. */
+    private final UnsentBlocks unsent = new UnsentBlocks();
     private final ReadQueue queued;
     private final ChainsInFlight inFlight = new ChainsInFlight();
     /** Layouts of outputs touched: their other blocks need no request. */
@@ -158,27 +161,24 @@ public final class PeerFetcher {
         layouts.forget(shuffleId, mapId);
     }
 
-    /** Sends one FetchRequest per batch (blocks of one shuffle, as many as an answer can hold). */
+    /**
+     * Asks for these blocks: one FetchRequest per batch (blocks of one shuffle, as many as an answer
+     * holds) while fewer than {@link UnsentBlocks#MAX_REQUESTS_IN_FLIGHT} await answers; the rest wait
+     * for an answer to free a place and go out with other calls' blocks ({@link UnsentBlocks}).
+     */
     private void request(List<Wanted> blocks) {
         List<Wanted> refused = null;
         Throwable why = null;
         synchronized (this) {
             if (failed) {
-                refused = blocks;
-                why = new IllegalStateException("the connection failed just before this fetch");
-            } else {
-                int i = 0;
-                while (i < blocks.size() && why == null) {
-                    int shuffle = blocks.get(i).id.shuffleId();
-                    List<Wanted> batch = new ArrayList<>();
-                    while (i < blocks.size() && batch.size() < limits.maxBlocksPerRequest()
-                            && blocks.get(i).id.shuffleId() == shuffle) {
-                        batch.add(blocks.get(i++));
-                    }
-                    why = send(batch, null);
+                if (!blocks.isEmpty()) {
+                    refused = blocks;
+                    why = new IllegalStateException("the connection failed just before this fetch");
                 }
-                if (why != null && i < blocks.size()) {
-                    refused = blocks.subList(i, blocks.size());
+            } else {
+                unsent.addAll(blocks);
+                while (why == null && !unsent.isEmpty() && UnsentBlocks.room(awaiting.size())) {
+                    why = send(unsent.nextBatch(limits.maxBlocksPerRequest()), null);
                 }
             }
         }
@@ -186,7 +186,7 @@ public final class PeerFetcher {
             Outcomes.failed(peer(), refused, BlockFetchException.Kind.FAILED, "the request could not be sent", why);
         }
         if (why != null) {
-            fail(why);
+            fail(why); // the request that could not be sent and the blocks still unsent fail with the connection
         }
     }
 
@@ -224,9 +224,7 @@ public final class PeerFetcher {
         if (a.broken() != null) {
             fail(a.broken());
         } else {
-            if (!a.askAgain().isEmpty()) {
-                request(a.askAgain());
-            }
+            request(a.askAgain()); // and an answered request's place goes to blocks waiting for one
             pump();
         }
     }
@@ -356,7 +354,7 @@ public final class PeerFetcher {
             if (late == null) {
                 expired = queued.takeExpired(now);
             }
-            if (!awaiting.isEmpty() || !queued.isEmpty() || inFlight.size() > 0 || !pieces.isEmpty()) {
+            if (!awaiting.isEmpty() || !unsent.isEmpty() || !queued.isEmpty() || inFlight.size() > 0 || !pieces.isEmpty()) {
                 idleSince = -1;
             } else if (idleSince < 0) {
                 idleSince = now;
@@ -418,6 +416,7 @@ public final class PeerFetcher {
             requests = awaiting.drain();
             reads = queued.drain();
             waitingForLayouts = asked.drain();
+            waitingForLayouts.addAll(unsent.drain());
             chains = inFlight.drain();
             pieces.drain(handedOver, notHandedOver, release);
         }
@@ -434,6 +433,11 @@ public final class PeerFetcher {
         if (!chains.isEmpty()) {
             context.budget().wakeWaiters();
         }
+    }
+
+    /** Blocks waiting for room among the requests in flight. */
+    public synchronized int unsentBlocks() {
+        return unsent.size();
     }
 
     /** Metadata requests awaiting an answer. */
