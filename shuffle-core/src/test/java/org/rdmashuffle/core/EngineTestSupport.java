@@ -49,6 +49,22 @@ final class EngineTestSupport {
     static final String TIMING = "timing";
 
     /** Small pools and short timeouts: tests exercise the bounds without much memory. */
+    /** Counts the FetchRequests {@code pair}'s fetching engine sends (its tamper hook: one per engine). */
+    static java.util.concurrent.atomic.AtomicInteger countFetchRequests(EnginePair pair) {
+        java.util.concurrent.atomic.AtomicInteger requests = new java.util.concurrent.atomic.AtomicInteger();
+        pair.client.tamper(new RdmaShuffleEngine.Tamper() {
+            @Override
+            public org.rdmashuffle.core.protocol.Message message(org.rdmashuffle.core.transport.DataConnection.Role role,
+                                                                  org.rdmashuffle.core.protocol.Message m) {
+                if (m instanceof org.rdmashuffle.core.protocol.Message.FetchRequest) {
+                    requests.incrementAndGet();
+                }
+                return m;
+            }
+        });
+        return requests;
+    }
+
     static EngineConfig smallConfig() {
         EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_RECEIVE_BUFFERS, "32")
                 .set(EngineConfig.KEY_RECEIVE_LOW_WATER, "4").set(EngineConfig.KEY_SEND_BUFFERS, "16")

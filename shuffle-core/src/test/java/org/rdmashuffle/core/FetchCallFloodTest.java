@@ -13,8 +13,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.EngineTestSupport.Collector;
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.protocol.BlockId;
-import org.rdmashuffle.core.protocol.Message;
-import org.rdmashuffle.core.transport.DataConnection;
 
 /**
  * A flood of blocks asked of one peer at once: 1,500 fetch calls made together, each for its
@@ -45,20 +43,7 @@ class FetchCallFloodTest {
                 pair.outputs.add(o);
                 maps.add(m);
             }
-            AtomicInteger requests = new AtomicInteger();
-            AtomicInteger withLayouts = new AtomicInteger();
-            pair.client.tamper(new RdmaShuffleEngine.Tamper() {
-                @Override
-                public Message message(DataConnection.Role role, Message m) {
-                    if (m instanceof Message.FetchRequest r) {
-                        requests.incrementAndGet();
-                        if (r.withLayouts()) {
-                            withLayouts.incrementAndGet();
-                        }
-                    }
-                    return m;
-                }
-            });
+            AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
             List<Collector> calls = new ArrayList<>();
             List<List<BlockId>> asked = new ArrayList<>();
             for (int p = 0; p < CALLS; p++) { // call p: partition p of every output, all calls before any answer is read

@@ -26,21 +26,6 @@ class LayoutCacheFetchTest {
     @TempDir
     Path dir;
 
-    /** Counts the FetchRequests the reducer sends. */
-    private static AtomicInteger countRequests(EnginePair pair) {
-        AtomicInteger requests = new AtomicInteger();
-        pair.client.tamper(new RdmaShuffleEngine.Tamper() {
-            @Override
-            public Message message(DataConnection.Role role, Message m) {
-                if (m instanceof Message.FetchRequest) {
-                    requests.incrementAndGet();
-                }
-                return m;
-            }
-        });
-        return requests;
-    }
-
     /** Writes map output 0 of {@code shuffle} (four partitions, bytes from {@code seed}) in {@code in} and registers it on the server. */
     private static EngineTestSupport.MapOutput registerOutput(EnginePair pair, Path in, int shuffle, long seed) throws Exception {
         EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(in, shuffle, 0, new int[] {5000, 6000, 7000, 8000}, seed);
@@ -64,7 +49,7 @@ class LayoutCacheFetchTest {
         try (EnginePair pair = EnginePair.open()) {
             EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(dir, 1, 0, sizes, 11);
             pair.server.registerMapOutput(1, 0, o.file(), o.offsets());
-            AtomicInteger requests = countRequests(pair);
+            AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
             assertArrayEquals(o.bytes(BlockId.of(1, 0, 0)), fetchOne(pair, BlockId.of(1, 0, 0)));
             assertEquals(1, requests.get(), "the first touch asks");
             for (int p = 1; p < sizes.length; p++) {
@@ -119,7 +104,7 @@ class LayoutCacheFetchTest {
     void aLostOutputInvalidatesTheCache() throws Exception {
         try (EnginePair pair = EnginePair.open()) {
             EngineTestSupport.MapOutput old = registerOutput(pair, dir, 3, 31);
-            AtomicInteger requests = countRequests(pair);
+            AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
             assertArrayEquals(old.bytes(BlockId.of(3, 0, 0)), fetchOne(pair, BlockId.of(3, 0, 0)));
             assertArrayEquals(old.bytes(BlockId.of(3, 0, 1)), fetchOne(pair, BlockId.of(3, 0, 1)));
             assertEquals(1, requests.get());
@@ -214,6 +199,21 @@ class LayoutCacheFetchTest {
             pair.server.registerMapOutput(shuffle, m, o.file(), o.offsets());
             pair.outputs.add(o);
         }
+    }
+
+    /** Counts, by output, the layouts the server's answers carry. */
+    private static java.util.Map<Long, Integer> countLayoutsByOutput(EnginePair pair) {
+        java.util.Map<Long, Integer> sent = new java.util.concurrent.ConcurrentHashMap<>();
+        pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+            @Override
+            public Message message(DataConnection.Role role, Message m) {
+                if (m instanceof Message.FetchResponse r) {
+                    r.layouts().forEach(l -> sent.merge(l.mapId(), 1, Integer::sum));
+                }
+                return m;
+            }
+        });
+        return sent;
     }
 
     /** Counts the layouts the server's answers carry. */
@@ -332,16 +332,7 @@ class LayoutCacheFetchTest {
         try (EnginePair pair = withReceiveBuffersOf("8k")) {
             List<Long> maps = List.of(0L, 1L, 2L, 3L, 4L, 5L);
             registerOutputs(pair, 8, maps, 1000, 700);
-            java.util.Map<Long, Integer> layoutsSent = new java.util.concurrent.ConcurrentHashMap<>();
-            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
-                @Override
-                public Message message(DataConnection.Role role, Message m) {
-                    if (m instanceof Message.FetchResponse r) {
-                        r.layouts().forEach(l -> layoutsSent.merge(l.mapId(), 1, Integer::sum));
-                    }
-                    return m;
-                }
-            });
+            java.util.Map<Long, Integer> layoutsSent = countLayoutsByOutput(pair);
             awaitIntact(pair, fetchTogether(pair, 8, maps, 12), 8, maps);
             layoutsSent.forEach((map, n) -> assertEquals(1, n, "layout of output " + map + " sent " + n + " times"));
             assertTrue(!layoutsSent.isEmpty(), "no layout fit an answer: the test's sizes are off");
@@ -354,8 +345,8 @@ class LayoutCacheFetchTest {
      * more outputs than the layout cache holds (70 outputs of 1,000 partitions; the cache holds 65,536
      * partitions). The cache keeps the layouts it took and takes no more while full, and once a layout
      * told their size no request asks for one it could not keep: each output's layout crosses the wire
-     * at most once, all of them with the first task's answers, and the later tasks read the cached
-     * outputs' blocks with no request and ask for the others' without layouts. (Evicting the least recently
+     * at most once, and the later tasks read the cached outputs' blocks with no request and ask for the
+     * others' without layouts. (Evicting the least recently
      * used, as it did, threw out every layout before the next task came back to it, and every request
      * asked for layouts again.) Every block intact.
      */
@@ -368,29 +359,14 @@ class LayoutCacheFetchTest {
             }
             assertTrue(maps.size() * 1000 > 65_536, "more partitions than the cache holds");
             registerOutputs(pair, 9, maps, 1000, 16);
-            java.util.Map<Long, Integer> layoutsSent = new java.util.concurrent.ConcurrentHashMap<>();
-            pair.server.tamper(new RdmaShuffleEngine.Tamper() {
-                @Override
-                public Message message(DataConnection.Role role, Message m) {
-                    if (m instanceof Message.FetchResponse r) {
-                        r.layouts().forEach(l -> layoutsSent.merge(l.mapId(), 1, Integer::sum));
-                    }
-                    return m;
-                }
-            });
-            AtomicInteger requests = countRequests(pair);
+            java.util.Map<Long, Integer> layoutsSent = countLayoutsByOutput(pair);
+            AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
             List<String> perTask = new java.util.ArrayList<>();
             int lastTaskRequests = 0;
             for (int p = 0; p < 6; p++) { // one task after another, like an executor's one core
-                List<BlockId> blocks = new java.util.ArrayList<>();
-                for (long m : maps) {
-                    blocks.add(BlockId.of(9, m, p));
-                }
                 int before = requests.get();
                 int layoutsBefore = layoutsSent.values().stream().mapToInt(Integer::intValue).sum();
-                Collector got = new Collector(blocks.size());
-                pair.client.fetchBlocks(pair.server.address(), blocks, got);
-                got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+                fetchInTurn(pair, 9, maps, p);
                 lastTaskRequests = requests.get() - before;
                 perTask.add(lastTaskRequests + " requests, "
                         + (layoutsSent.values().stream().mapToInt(Integer::intValue).sum() - layoutsBefore) + " layouts");
@@ -420,7 +396,7 @@ class LayoutCacheFetchTest {
             for (int p = 0; p < 3; p++) { // shuffle 10's tasks, one after another: the cache fills with its layouts
                 fetchInTurn(pair, 10, many, p);
             }
-            AtomicInteger requests = countRequests(pair);
+            AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
             fetchInTurn(pair, 11, few, 0);
             int first = requests.get();
             fetchInTurn(pair, 11, few, 1);

@@ -31,6 +31,8 @@ public final class ThreadCpuSampler implements AutoCloseable {
     /** The clock ticks /proc counts CPU time in, per second (USER_HZ: 100 on Linux's x86-64 builds). */
     static final long TICKS_PER_SECOND = 100;
     private static final long PERIOD_MS = 1000;
+    /** Snapshots kept at most (a snapshot a second: two hours, beyond ClusterJob's 90-minute bound); then sampling stops. */
+    static final int MAX_SNAPSHOTS = 7200;
 
     /** One thread the sampler has seen: its process, the process's kind and the thread's group. */
     record ThreadKey(long pid, long tid, String processKind, String group) {
@@ -61,7 +63,7 @@ public final class ThreadCpuSampler implements AutoCloseable {
     }
 
     private void sampleUntilStopped() {
-        while (!stopped) {
+        while (!stopped && snapshotCount() < MAX_SNAPSHOTS) {
             try {
                 Thread.sleep(PERIOD_MS);
             } catch (InterruptedException e) {
@@ -69,6 +71,10 @@ public final class ThreadCpuSampler implements AutoCloseable {
             }
             sampleOnce();
         }
+    }
+
+    private synchronized int snapshotCount() {
+        return snapshots.size();
     }
 
     private void sampleOnce() {
