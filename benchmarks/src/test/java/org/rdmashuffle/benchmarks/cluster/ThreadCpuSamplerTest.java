@@ -71,9 +71,11 @@ class ThreadCpuSamplerTest {
     void aBusyProcessOfTheRunIsSampled_andItsCpuShowsInItsWindow() throws Exception {
         assumeTrue(Files.isDirectory(Path.of("/proc/self/task")), "no /proc here");
         Path runDir = Files.createTempDirectory("cpu-sampler-run");
-        // A process whose command line names the run's directory burns CPU for a second or more, in
-        // itself: no child (a child's CPU would be the child's, and its command line does not name the run).
-        Process busy = new ProcessBuilder("sh", "-c", "i=0; while [ $i -lt 500000 ]; do i=$((i+1)); done", runDir.toString()).start();
+        // A process whose command line names the run's directory burns CPU for a few seconds, in itself:
+        // no child (a child's CPU would be the child's, and its command line does not name the run). Long
+        // enough that samples a second apart see it working: one that ends inside the first second is
+        // seen at its start only, and what it used after that sample is lost (ThreadCpuSampler says so).
+        Process busy = new ProcessBuilder("sh", "-c", "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done", runDir.toString()).start();
         try (ThreadCpuSampler sampler = ThreadCpuSampler.start(runDir)) {
             long from = System.currentTimeMillis();
             busy.waitFor();
