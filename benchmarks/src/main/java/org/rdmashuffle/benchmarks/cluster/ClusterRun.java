@@ -14,6 +14,7 @@ import java.util.jar.JarEntry;
 import java.util.jar.JarOutputStream;
 import java.util.stream.Stream;
 
+import org.rdmashuffle.benchmarks.jfr.CompileTime;
 import org.rdmashuffle.benchmarks.spark.ShuffleJob;
 
 /**
@@ -78,13 +79,6 @@ public final class ClusterRun implements AutoCloseable {
     }
 
     /**
-     * Every JIT compilation recorded with its duration (the profile settings keep those over 100 ms only):
-     * on the bed the executors' compiler threads use about a third of their CPU, and which code they
-     * compiled is what says whose that time is.
-     */
-    public static final String EVERY_COMPILATION = "jdk.Compilation#threshold=0ms";
-
-    /**
      * The {@code --conf} that records every executor started with it with JDK Flight Recorder's
      * profiling settings, one file per executor JVM under {@code <run dir>/jfr/<label>/} (the shipped
      * executor options are kept, the recording added to them).
@@ -93,7 +87,7 @@ public final class ClusterRun implements AutoCloseable {
         Path jfr = Files.createDirectories(runDir.resolve("jfr").resolve(label));
         echo.println("profiling executors with JFR into " + jfr);
         return "spark.executor.extraJavaOptions=" + cluster.home().setting("spark.executor.extraJavaOptions")
-                + " -XX:StartFlightRecording=settings=profile," + EVERY_COMPILATION + ",filename=" + jfr + "/executor-%t-%p.jfr";
+                + " -XX:StartFlightRecording=settings=profile," + CompileTime.EVERY_COMPILATION + ",filename=" + jfr + "/executor-%t-%p.jfr";
     }
 
     /** Where the run keeps its files; its processes' command lines name it. */

@@ -8,8 +8,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
+import java.util.TreeSet;
 
+import org.rdmashuffle.benchmarks.spark.ShuffleJob;
 import org.rdmashuffle.benchmarks.spark.StageAccounting;
 
 /**
@@ -30,11 +31,7 @@ final class CpuByStage {
         Map<String, Map<String, Map<String, Double>>> byRun = new LinkedHashMap<>();
         out.println();
         out.println("CPU by stage and thread, the whole machine (seconds of CPU; from /proc, sampled every second):");
-        for (String line : driverOutput) {
-            Map.Entry<String, StageAccounting.Window> w = StageAccounting.Window.parse(line);
-            if (w == null) {
-                continue;
-            }
+        for (Map.Entry<String, StageAccounting.Window> w : StageAccounting.Window.allIn(driverOutput)) {
             StageAccounting.Window window = w.getValue();
             Map<String, Double> cpu = sampler.cpuDuring(window.submittedMs(), window.completedMs());
             String stage = window.id() + " " + window.shortName();
@@ -61,17 +58,17 @@ final class CpuByStage {
     private static void printMedians(Map<String, Map<String, Map<String, Double>>> byRun, PrintStream out) {
         Map<String, List<Map<String, Map<String, Double>>>> bySystem = new LinkedHashMap<>(); // "rdma" -> rounds
         for (Map.Entry<String, Map<String, Map<String, Double>>> run : byRun.entrySet()) {
-            String system = run.getKey().replaceFirst("^round \\d+ ", "");
+            String system = StageAccounting.Window.systemOf(run.getKey());
             bySystem.computeIfAbsent(system, s -> new ArrayList<>()).add(run.getValue());
         }
         if (bySystem.size() < 2) {
             return;
         }
         Set<String> stages = new LinkedHashSet<>();
-        Map<String, Boolean> placeSet = new TreeMap<>();
+        Set<String> places = new TreeSet<>();
         bySystem.values().forEach(rounds -> rounds.forEach(round -> round.forEach((stage, cpu) -> {
             stages.add(stage);
-            cpu.keySet().forEach(p -> placeSet.put(p, true));
+            places.addAll(cpu.keySet());
         })));
         List<String> systems = new ArrayList<>(bySystem.keySet());
         out.println();
@@ -86,22 +83,16 @@ final class CpuByStage {
         }
         out.println(header);
         out.println(rule);
-        for (String place : placeSet.keySet()) {
+        for (String place : places) {
             StringBuilder row = new StringBuilder("| " + place + " |");
             for (String stage : stages) {
                 for (String system : systems) {
                     List<Double> values = new ArrayList<>();
                     bySystem.get(system).forEach(round -> values.add(round.getOrDefault(stage, Map.of()).getOrDefault(place, 0.0)));
-                    row.append(String.format(Locale.ROOT, " %.1f |", median(values)));
+                    row.append(String.format(Locale.ROOT, " %.1f |", ShuffleJob.medianOf(values))); // a round or more each
                 }
             }
             out.println(row);
         }
-    }
-
-    static double median(List<Double> values) {
-        List<Double> sorted = values.stream().sorted().toList();
-        int n = sorted.size();
-        return n == 0 ? 0 : n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
     }
 }

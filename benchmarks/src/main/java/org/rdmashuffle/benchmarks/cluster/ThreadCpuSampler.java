@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.BiConsumer;
 
 /**
  * Where a cluster run's CPU goes, thread by thread: every second it reads, from {@code /proc}, the CPU
@@ -44,7 +45,6 @@ public final class ThreadCpuSampler implements AutoCloseable {
 
     private final String runDir;
     private final Map<Long, ThreadKey> threads = new HashMap<>(); // by pid << 32 | tid; guarded by this
-    private final Map<Long, String> processKinds = new HashMap<>(); // guarded by this
     private final List<Snapshot> snapshots = new ArrayList<>(); // guarded by this
     private final Thread sampler;
     private volatile boolean stopped;
@@ -109,9 +109,6 @@ public final class ThreadCpuSampler implements AutoCloseable {
             } catch (IOException e) {
                 // the process ended between listing and reading: its total above is what it used
             }
-            synchronized (this) {
-                processKinds.put(pid, kind);
-            }
         });
         synchronized (this) {
             seen.forEach(threads::putIfAbsent);
@@ -170,15 +167,10 @@ public final class ThreadCpuSampler implements AutoCloseable {
         }
         long runTicks = 0;
         Map<Long, Long> liveByProcess = new HashMap<>();
-        for (Map.Entry<Long, Long> t : last.threads().entrySet()) {
-            ThreadKey key = threads.get(t.getKey());
-            long used = t.getValue() - first.threads().getOrDefault(t.getKey(), 0L); // a thread born since counts from 0
-            if (key == null || used <= 0) {
-                continue;
-            }
+        forEachThreadUsed(first, last, threads, (key, used) -> {
             out.merge(key.processKind() + ": " + category(key.processKind(), key.group()), seconds(used), Double::sum);
             liveByProcess.merge(key.pid(), used, Long::sum);
-        }
+        });
         Map<Long, String> kinds = new HashMap<>();
         threads.values().forEach(k -> kinds.put(k.pid(), k.processKind()));
         for (Map.Entry<Long, Long> p : last.processes().entrySet()) {
@@ -197,20 +189,28 @@ public final class ThreadCpuSampler implements AutoCloseable {
         return out;
     }
 
+    /** Each thread that used CPU between two snapshots, with the ticks it used (a thread born since counts from 0). */
+    private static void forEachThreadUsed(Snapshot first, Snapshot last, Map<Long, ThreadKey> threads,
+                                          BiConsumer<ThreadKey, Long> use) {
+        for (Map.Entry<Long, Long> t : last.threads().entrySet()) {
+            ThreadKey key = threads.get(t.getKey());
+            long used = t.getValue() - first.threads().getOrDefault(t.getKey(), 0L);
+            if (key != null && used > 0) {
+                use.accept(key, used);
+            }
+        }
+    }
+
     /** The threads' groups the sampler saw in {@code processKind}'s processes, by CPU between two moments, largest first. */
     public synchronized Map<String, Double> groupsDuring(String processKind, long fromMs, long toMs) {
         List<Snapshot> span = span(fromMs, toMs);
-        Snapshot first = span.isEmpty() ? null : span.get(0);
-        Snapshot last = span.isEmpty() ? null : lastSeen(span);
         Map<String, Double> byGroup = new HashMap<>();
-        if (first != null && last != null) {
-            for (Map.Entry<Long, Long> t : last.threads().entrySet()) {
-                ThreadKey key = threads.get(t.getKey());
-                long used = t.getValue() - first.threads().getOrDefault(t.getKey(), 0L);
-                if (key != null && used > 0 && key.processKind().equals(processKind)) {
+        if (!span.isEmpty()) {
+            forEachThreadUsed(span.get(0), lastSeen(span), threads, (key, used) -> {
+                if (key.processKind().equals(processKind)) {
                     byGroup.merge(key.group(), seconds(used), Double::sum);
                 }
-            }
+            });
         }
         Map<String, Double> sorted = new LinkedHashMap<>();
         byGroup.entrySet().stream().sorted(Map.Entry.<String, Double>comparingByValue().reversed())

@@ -32,6 +32,12 @@ import org.rdmashuffle.benchmarks.spark.StageAccounting;
  * machine where the compiler threads are not starved; on a saturated machine it includes waiting to run.
  */
 public final class CompileTime {
+    /**
+     * The JFR setting that records every JIT compilation with its duration (the profile settings keep
+     * those over 100 ms only): on the bed the executors' compiler threads use about a third of their CPU,
+     * and which code they compiled says whose that time is. Added by every {@code --profile}.
+     */
+    public static final String EVERY_COMPILATION = "jdk.Compilation#threshold=0ms";
     private static final int TOP_METHODS = 12;
 
     private CompileTime() {
@@ -51,13 +57,7 @@ public final class CompileTime {
             System.err.println("usage: CompileTime --console FILE DIR [DIR ...]");
             System.exit(2);
         }
-        List<Map.Entry<String, StageAccounting.Window>> windows = new ArrayList<>();
-        for (String line : console) {
-            Map.Entry<String, StageAccounting.Window> w = StageAccounting.Window.parse(line);
-            if (w != null) {
-                windows.add(w);
-            }
-        }
+        List<Map.Entry<String, StageAccounting.Window>> windows = StageAccounting.Window.allIn(console);
         Map<String, Map<String, Double>> byWindow = new LinkedHashMap<>();
         windows.forEach(w -> byWindow.put(name(w), new TreeMap<>()));
         Map<String, Double> outside = new TreeMap<>();
@@ -85,7 +85,7 @@ public final class CompileTime {
                             continue;
                         }
                         byWindow.get(name(in)).merge(owner, seconds, Double::sum);
-                        String system = in.getKey().replaceFirst("^round \\d+ ", "");
+                        String system = StageAccounting.Window.systemOf(in.getKey());
                         methodsBySystem.computeIfAbsent(system, k -> new HashMap<>())
                                 .merge(type + "." + (m == null ? "?" : m.getName()), seconds, Double::sum);
                     }

@@ -205,8 +205,8 @@ public final class ShuffleJob {
         return hosts;
     }
 
-    /** The median of per-round ratios (below 1: the plugin was faster). */
-    private static double medianOf(List<Double> ratios) {
+    /** The median of per-round ratios (below 1: the plugin was faster), or of any non-empty list of figures. */
+    public static double medianOf(List<Double> ratios) {
         List<Double> sorted = ratios.stream().sorted().toList();
         int n = sorted.size();
         return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
@@ -245,7 +245,8 @@ public final class ShuffleJob {
         if (o.profile() && !LocalCluster.submitted()) { // submitted: ClusterJob --profile records the executors
             java.nio.file.Path jfr = java.nio.file.Files.createDirectories(PROFILES.resolve(label.replaceAll("[^A-Za-z0-9=.-]", "_")));
             conf.set("spark.executor.extraJavaOptions", conf.get("spark.executor.extraJavaOptions")
-                    + " -XX:StartFlightRecording=settings=profile,jdk.Compilation#threshold=0ms,filename=" + jfr.toAbsolutePath()
+                    + " -XX:StartFlightRecording=settings=profile," + org.rdmashuffle.benchmarks.jfr.CompileTime.EVERY_COMPILATION
+                    + ",filename=" + jfr.toAbsolutePath()
                     + "/executor-%t-%p.jfr");
             System.out.println("profiling the " + label + " run's executors with JFR into " + jfr);
         }

@@ -52,6 +52,23 @@ public final class StageAccounting extends SparkListener {
             return PREFIX + run + " | " + id + " " + shortName + " | " + submittedMs + " " + completedMs;
         }
 
+        /** Every window {@code lines} (a job's console) holds, in order, each with the run it belongs to. */
+        public static List<Map.Entry<String, Window>> allIn(List<String> lines) {
+            List<Map.Entry<String, Window>> windows = new ArrayList<>();
+            for (String line : lines) {
+                Map.Entry<String, Window> w = parse(line);
+                if (w != null) {
+                    windows.add(w);
+                }
+            }
+            return windows;
+        }
+
+        /** The shuffle a run named as {@code ShuffleJob --compare} names them ("round 2 rdma") ran: "rdma". */
+        public static String systemOf(String run) {
+            return run.replaceFirst("^round \\d+ ", "");
+        }
+
         /** The run and window of a line written by {@link #line}, or null if {@code line} is not one. */
         public static Map.Entry<String, Window> parse(String line) {
             int at = line.indexOf(PREFIX);
