@@ -55,7 +55,7 @@ final class LayoutCache {
             partitionsPerLayout.put(shuffle, layout.partitions());
         }
         forget(shuffle, layout.mapId()); // described again: taken with its new age
-        if (layout.partitions() > MAX_PARTITIONS - partitionsOf(shuffle)) {
+        if (layout.partitions() > room(shuffle)) {
             return false;
         }
         Iterator<Map.Entry<OutputKey, Entry>> it = entries.entrySet().iterator();
