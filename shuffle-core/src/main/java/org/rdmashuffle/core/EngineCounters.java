@@ -23,13 +23,14 @@ package org.rdmashuffle.core;
  * @param completions work completions polled since start
  * @param pollerSleeps times a poller went to sleep on its completion channel
  * @param queuePairs queue pairs of our data connections, fetching and serving
+ * @param layoutCacheBytes what the map-output layouts reducers keep take now, of {@code layoutCacheMemory}
  */
 public record EngineCounters(int fetchConnections, int servingConnections, int controlConnections, int awaitingRequests,
                              int queuedReads, int chainsInFlight, int readRequestsInFlight, int sendsInFlight,
                              int fetchBuffersOutstanding, long bytesInFlight, long peakBytesInFlight, long readRequestsPosted,
                              long blocksRead, long registeredMapOutputBytes,
                              int receivesPosted, long receiveLowWaterEvents, long completions, long pollerSleeps,
-                             int queuePairs) {
+                             int queuePairs, long layoutCacheBytes) {
 
     /** Nothing requested, read, sent or held: what every test ends with. */
     public boolean nothingOutstanding() {

@@ -261,7 +261,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
                 transport.sender().outstanding(serving.tenantIndex().domains()), f.outstandingBuffers(), f.bytesInFlight(),
                 f.peakBytesInFlight(), f.readRequestsPosted(), f.blocksRead(), serving.registeredBytes(),
                 serving.postedReceives(), transport.lowWaterEvents(), transport.completions(), transport.pollerSleeps(),
-                transport.connections().servingQueuePairs() + f.queuePairs());
+                transport.connections().servingQueuePairs() + f.queuePairs(), f.layoutCacheBytes());
     }
 
     /** What operators' metrics systems publish of this engine (issue 36), read now; totals since start. */

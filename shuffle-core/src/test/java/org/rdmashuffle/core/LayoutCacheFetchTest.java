@@ -342,8 +342,8 @@ class LayoutCacheFetchTest {
 
     /**
      * Reduce tasks one after another, each reading its partition of every output of a peer that has
-     * more outputs than the layout cache holds (70 outputs of 1,000 partitions; the cache holds 65,536
-     * partitions). The cache keeps the layouts it took and takes no more while full, and once a layout
+     * more outputs than the layout cache holds (70 outputs of 1,000 partitions, about 8 KiB of layout
+     * each; the cache has 512 KiB). The cache keeps the layouts it took and takes no more while full, and once a layout
      * told their size no request asks for one it could not keep: each output's layout crosses the wire
      * at most once, and the later tasks read the cached outputs' blocks with no request and ask for the
      * others' without layouts. (Evicting the least recently
@@ -352,12 +352,12 @@ class LayoutCacheFetchTest {
      */
     @Test
     void moreOutputsThanTheCacheHolds_readInTurnByTask_sendEachLayoutOnce() throws Exception {
-        try (EnginePair pair = withReceiveBuffersOf("64k")) {
+        try (EnginePair pair = withLayoutCacheOf("512k", "60s")) {
             List<Long> maps = new java.util.ArrayList<>();
             for (long m = 0; m < 70; m++) {
                 maps.add(m);
             }
-            assertTrue(maps.size() * 1000 > 65_536, "more partitions than the cache holds");
+            assertTrue(maps.size() * 8L * 1001 > 512 << 10, "more layouts than the cache holds");
             registerOutputs(pair, 9, maps, 1000, 16);
             java.util.Map<Long, Integer> layoutsSent = countLayoutsByOutput(pair);
             AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
@@ -385,7 +385,7 @@ class LayoutCacheFetchTest {
      */
     @Test
     void theNextShufflesLayoutsPushOutTheLastOnes() throws Exception {
-        try (EnginePair pair = withReceiveBuffersOf("64k")) {
+        try (EnginePair pair = withLayoutCacheOf("512k", "60s")) {
             List<Long> many = new java.util.ArrayList<>();
             for (long m = 0; m < 70; m++) {
                 many.add(m);
@@ -415,6 +415,53 @@ class LayoutCacheFetchTest {
         Collector got = new Collector(blocks.size());
         pair.client.fetchBlocks(pair.server.address(), blocks, got);
         got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+    }
+
+    /**
+     * A connection closed (idle for a second) gives its layouts' memory back to the engine's budget: the
+     * next connection to the same peer keeps the layouts of a shuffle that took more than half of it,
+     * and once they have come its tasks ask for nothing. Were the closed connection's bytes still counted, the new cache
+     * would keep none and every task would ask again.
+     */
+    @Test
+    void aClosedConnectionsLayoutsLeaveRoomForTheNextConnections() throws Exception {
+        try (EnginePair pair = withLayoutCacheOf("512k", "1s")) {
+            List<Long> maps = new java.util.ArrayList<>();
+            for (long m = 0; m < 40; m++) { // about 320 KiB of layouts: more than half the cache, all of it kept
+                maps.add(m);
+            }
+            registerOutputs(pair, 12, maps, 1000, 16);
+            fetchInTurn(pair, 12, maps, 0);
+            fetchInTurn(pair, 12, maps, 1);
+            assertEquals(40 * (8L * 1001 + 128), pair.client.counters().layoutCacheBytes(), "what 40 layouts are counted as");
+            long deadline = System.nanoTime() + 15_000_000_000L;
+            while (pair.client.counters().fetchConnections() > 0) {
+                assertTrue(System.nanoTime() < deadline, "the idle connection was not closed within 15 s");
+                Thread.sleep(50);
+            }
+            assertEquals(0, pair.client.counters().layoutCacheBytes(), "held after its connection closed");
+            AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
+            // A new connection: its cache starts empty and fills again (an answer holds about 30 of
+            // these layouts: two tasks bring all 40).
+            fetchInTurn(pair, 12, maps, 2);
+            fetchInTurn(pair, 12, maps, 3);
+            int filling = requests.get();
+            fetchInTurn(pair, 12, maps, 4);
+            assertTrue(filling >= 1, "the new connection's first tasks asked for nothing");
+            assertEquals(filling, requests.get(), "requests of the new connection's third task (its layouts were not kept)");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /** Two engines (the small test config), the reducer's layout cache {@code memory} and its idle timeout {@code idle}. */
+    private static EnginePair withLayoutCacheOf(String memory, String idle) {
+        org.rdmashuffle.core.config.EngineConfig server = EngineTestSupport.smallConfig()
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "64k");
+        org.rdmashuffle.core.config.EngineConfig client = EngineTestSupport.smallConfig()
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "64k")
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_LAYOUT_CACHE_MEMORY, memory)
+                .set(org.rdmashuffle.core.config.EngineConfig.KEY_IDLE_TIMEOUT, idle);
+        return new EnginePair(server, EngineTestSupport.SECRET, client, EngineTestSupport.SECRET);
     }
 
     /** Two engines (the small test config) whose receive buffers are {@code size}: answers hold only so much. */

@@ -30,7 +30,7 @@ final class AwaitedRequests {
         int room = refreshing == null ? asked.room(shuffle) : 0;
         // Only as many as the cache can keep, counting those on the way: a layout it cannot keep is
         // bytes encoded, sent and decoded for nothing (the blocks waiting for it are asked for after).
-        long perLayout = Math.max(1, layouts.partitionsPerLayout(shuffle));
+        long perLayout = Math.max(1, layouts.costPerLayout(shuffle));
         long free = room == 0 ? 0 : layouts.room(shuffle) - asked.onTheWayCount() * perLayout;
         for (int i = 0, marked = 0; i < batch.size() && marked < room && free >= perLayout; i++) {
             BlockId b = batch.get(i).id;

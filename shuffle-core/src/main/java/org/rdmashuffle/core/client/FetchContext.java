@@ -4,7 +4,7 @@ import org.rdmashuffle.core.buffer.RegisteredBufferPool;
 
 /**
  * What every {@link PeerFetcher} of an engine shares: ids, the registered buffers reads land in, the
- * process-wide {@link FetchBudget}, and the clock its timeouts and leases are measured by. A test
+ * process-wide {@link FetchBudget} and {@link LayoutBudget}, and the clock its timeouts and leases are measured by. A test
  * gives a fetcher its own (a clock it moves by hand, a pool whose registrations fail on demand).
  */
 public interface FetchContext {
@@ -14,6 +14,9 @@ public interface FetchContext {
     RegisteredBufferPool buffers();
 
     FetchBudget budget();
+
+    /** The memory every fetcher's {@link LayoutCache} shares ({@code layoutCacheMemory}). */
+    LayoutBudget layoutBudget();
 
     /** A metadata request (a round trip to the peer) was handed to its connection: counted for operators. */
     default void requestSent() {

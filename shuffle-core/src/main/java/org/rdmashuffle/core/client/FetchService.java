@@ -42,6 +42,8 @@ public final class FetchService implements FetchSide {
     private final TransportContext transport;
     private final InetSocketAddress self;
     private final FetchBudget budget;
+    /** The memory every fetcher's layout cache shares. */
+    private final LayoutBudget layoutBudget;
     private final RegisteredBufferPool fetchBuffers;
     private final ControlClientPool controlClients;
     private final FetchingConnections fetching;
@@ -66,6 +68,7 @@ public final class FetchService implements FetchSide {
         this.self = self;
         this.idleNanos = config.idleTimeout().toNanos();
         this.budget = new FetchBudget(config.maxBytesInFlight(), transport.profile().maxChains());
+        this.layoutBudget = new LayoutBudget(config.layoutCacheMemory());
         // Exactly fetchBufferMemory: registered in slabs of 4 MiB, or of the largest power of two it holds if less.
         this.fetchBuffers = new RegisteredBufferPool(bytes -> {
             RuntimeException fault = fetchBufferFault;
@@ -203,7 +206,7 @@ public final class FetchService implements FetchSide {
         }
         return new FetchCounters(fetching.size(), controlClients.openConnections(), qps, awaiting, queued, chains, wrs,
                 fetchBuffers.outstanding(), budget.bytesInFlight(), budget.peakBytesInFlight(), budget.readRequestsPosted(),
-                budget.blocksRead());
+                budget.blocksRead(), layoutBudget.heldBytes());
     }
 
     /** Tests: registering a fetch-buffer slab fails with {@code fault} while it is set. */
@@ -294,6 +297,11 @@ public final class FetchService implements FetchSide {
         @Override
         public FetchBudget budget() {
             return budget;
+        }
+
+        @Override
+        public LayoutBudget layoutBudget() {
+            return layoutBudget;
         }
 
         @Override

@@ -55,8 +55,8 @@ public interface FetchSide {
     /** What the fetching side has under way, for {@code EngineCounters}. */
     record FetchCounters(int connections, int controlConnections, int queuePairs, int awaitingRequests, int queuedReads,
                          int chainsInFlight, int readRequestsInFlight, int outstandingBuffers, long bytesInFlight,
-                         long peakBytesInFlight, long readRequestsPosted, long blocksRead) {
-        static final FetchCounters NONE = new FetchCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+                         long peakBytesInFlight, long readRequestsPosted, long blocksRead, long layoutCacheBytes) {
+        static final FetchCounters NONE = new FetchCounters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     }
 
     /** The side of an engine that fetches nothing: a call's blocks fail, saying so; the rest does nothing. */

@@ -311,6 +311,7 @@ public final class FetchingConnections {
      */
     public void forget(PeerFetcher f) {
         fetchers.entrySet().removeIf(e -> e.getValue() == f);
+        f.dropLayouts();
         ServerSide side = servedBy.remove(f);
         if (side == null) {
             return;

@@ -12,90 +12,107 @@ import org.rdmashuffle.core.protocol.MapOutputLayout;
  * request message. An entry is used for half the server's lease from when it was described: the
  * server keeps the region registered for a whole lease from then, so a read posted within half of it
  * never finds the region gone. Invalidated by the adapters when Spark or MapReduce says an output is
- * lost or a shuffle is unregistered, and with its connection (a new one starts empty).
+ * lost or a shuffle is unregistered, and with its connection ({@link #close}: a new one starts empty).
  *
- * <p>Bounded by partitions held. A shuffle's layouts never push out others of the same shuffle:
- * once its layouts fill the cache, a new one is not taken and {@link #room} tells the requests not to
- * ask for more. Reduce tasks read a peer's outputs in the same order one after another, and with
- * more outputs than the cache holds, evicting the least recently used (as it did) threw out every
- * layout before the next task came back to it, so every request asked for layouts that crossed the
- * wire for nothing; kept, the first ones serve every task. Another shuffle's layouts (a stage done
- * with, whose layouts would otherwise sit until they age out) make room, least recently used first.
- * Not thread-safe: its {@link PeerFetcher}'s lock.
+ * <p>Bounded by the engine's {@link LayoutBudget}, shared with every other peer's cache: a layout
+ * costs its offsets and its entry ({@link LayoutBudget#cost}). A shuffle's layouts never push out
+ * others of the same shuffle: once the budget is spent, a new one is not taken and {@link #room}
+ * tells the requests not to ask for more. Reduce tasks read a peer's outputs in the same order one
+ * after another, and with more outputs than the cache holds, evicting the least recently used threw
+ * out every layout before the next task came back to it, so every request asked for layouts that
+ * crossed the wire for nothing; kept, the first ones serve every task. Another shuffle's layouts (a
+ * stage done with, whose layouts would otherwise sit until they age out) make room, least recently
+ * used first; those another peer's cache holds go when that cache makes room, or with its connection
+ * (closed after {@code idleTimeout} unused). Not thread-safe: its {@link PeerFetcher}'s lock.
  */
 final class LayoutCache {
-    /** Partition offsets held per peer: 512 KiB of longs. */
-    static final int MAX_PARTITIONS = 1 << 16;
     /** Shuffles whose layout size is remembered (a bound: the adapters forget shuffles unregistered). */
     private static final int MAX_SHUFFLES = 1024;
     /** Entries looked at, least recently used first, for one of another shuffle to make room: a bound on a put's work. */
     private static final int EVICTION_SCAN = 64;
 
     record Entry(MapOutputLayout layout, long describedAt) {
+        long cost() {
+            return LayoutBudget.cost(layout.partitions());
+        }
     }
 
     private final LinkedHashMap<OutputKey, Entry> entries = new LinkedHashMap<>(16, 0.75f, true); // least recently used first
-    /** Partitions held per shuffle (none: no entry). */
-    private final HashMap<Integer, Integer> partitionsOf = new HashMap<>();
-    /** Partitions per layout of each shuffle a layout of was offered: what asking for another costs. */
-    private final HashMap<Integer, Integer> partitionsPerLayout = new HashMap<>();
+    /** Bytes held per shuffle (none: no entry). */
+    private final HashMap<Integer, Long> bytesOf = new HashMap<>();
+    /** What a layout of each shuffle costs, as far as one offered told: what asking for another costs. */
+    private final HashMap<Integer, Long> costPerLayout = new HashMap<>();
     /** Filled in by each lookup: no key per block. */
     private final OutputKey probe = new OutputKey(0, 0);
     private final long maxAgeNanos;
-    private int partitions;
+    private final LayoutBudget budget;
+    /** Bytes of the budget this cache holds. */
+    private long bytes;
+    /** Closed with its connection: empty, and takes nothing more. */
+    private boolean closed;
 
-    LayoutCache(long maxAgeNanos) {
+    LayoutCache(long maxAgeNanos, LayoutBudget budget) {
         this.maxAgeNanos = maxAgeNanos;
+        this.budget = budget;
     }
 
     /** Takes {@code layout}, making room from other shuffles' layouts if it must; false if it was not taken. */
     boolean put(MapOutputLayout layout, long describedAt) {
+        if (closed) {
+            return false;
+        }
         int shuffle = layout.shuffleId();
-        if (partitionsPerLayout.size() < MAX_SHUFFLES || partitionsPerLayout.containsKey(shuffle)) {
-            partitionsPerLayout.put(shuffle, layout.partitions());
+        long cost = LayoutBudget.cost(layout.partitions());
+        if (costPerLayout.size() < MAX_SHUFFLES || costPerLayout.containsKey(shuffle)) {
+            costPerLayout.put(shuffle, cost);
         }
         forget(shuffle, layout.mapId()); // described again: taken with its new age
-        if (layout.partitions() > room(shuffle)) {
+        if (cost > room(shuffle)) {
             return false;
         }
         Iterator<Map.Entry<OutputKey, Entry>> it = entries.entrySet().iterator();
-        for (int looked = 0; partitions + layout.partitions() > MAX_PARTITIONS && it.hasNext() && looked < EVICTION_SCAN; looked++) {
+        for (int looked = 0; !budget.tryTake(cost); looked++) {
+            if (!it.hasNext() || looked == EVICTION_SCAN) {
+                return false;
+            }
             Map.Entry<OutputKey, Entry> e = it.next();
             if (e.getKey().shuffleId != shuffle || describedAt - e.getValue().describedAt() > maxAgeNanos) {
                 it.remove();
                 removed(e.getKey().shuffleId, e.getValue());
             }
         }
-        if (partitions + layout.partitions() > MAX_PARTITIONS) {
-            return false;
-        }
         entries.put(new OutputKey(shuffle, layout.mapId()), new Entry(layout, describedAt));
-        partitions += layout.partitions();
-        partitionsOf.merge(shuffle, layout.partitions(), Integer::sum);
+        bytes += cost;
+        bytesOf.merge(shuffle, cost, Long::sum);
         return true;
     }
 
-    /** Partitions of {@code shuffleId}'s layouts the cache can still take (others' layouts make room). */
-    int room(int shuffleId) {
-        return MAX_PARTITIONS - partitionsOf(shuffleId);
+    /**
+     * Bytes of {@code shuffleId}'s layouts the cache can still take: what the budget has free, and what
+     * this cache holds of other shuffles (they make room).
+     */
+    long room(int shuffleId) {
+        return closed ? 0 : budget.free() + bytes - bytesOf(shuffleId);
     }
 
-    /** How many partitions a layout of this shuffle holds, as far as one offered told; 0 if none was. */
-    int partitionsPerLayout(int shuffleId) {
-        return partitionsPerLayout.getOrDefault(shuffleId, 0);
+    /** What a layout of this shuffle costs, as far as one offered told; 0 if none was. */
+    long costPerLayout(int shuffleId) {
+        return costPerLayout.getOrDefault(shuffleId, 0L);
     }
 
-    private int partitionsOf(int shuffleId) {
-        return partitionsOf.getOrDefault(shuffleId, 0);
+    private long bytesOf(int shuffleId) {
+        return bytesOf.getOrDefault(shuffleId, 0L);
     }
 
     private void removed(int shuffleId, Entry e) {
-        partitions -= e.layout().partitions();
-        int left = partitionsOf(shuffleId) - e.layout().partitions();
+        long cost = e.cost();
+        bytes -= cost;
+        budget.give(cost);
+        long left = bytesOf(shuffleId) - cost;
         if (left > 0) {
-            partitionsOf.put(shuffleId, left);
+            bytesOf.put(shuffleId, left);
         } else {
-            partitionsOf.remove(shuffleId);
+            bytesOf.remove(shuffleId);
         }
     }
 
@@ -123,7 +140,7 @@ final class LayoutCache {
     }
 
     void forget(int shuffleId) {
-        partitionsPerLayout.remove(shuffleId);
+        costPerLayout.remove(shuffleId);
         for (Iterator<Map.Entry<OutputKey, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<OutputKey, Entry> e = it.next();
             if (e.getKey().shuffleId == shuffleId) {
@@ -131,5 +148,16 @@ final class LayoutCache {
                 removed(shuffleId, e.getValue());
             }
         }
+    }
+
+    /** Empties it, giving its bytes back to the budget, and takes nothing more: its connection is gone. */
+    void close() {
+        for (Entry e : entries.values()) {
+            budget.give(e.cost());
+        }
+        entries.clear();
+        bytesOf.clear();
+        bytes = 0;
+        closed = true;
     }
 }

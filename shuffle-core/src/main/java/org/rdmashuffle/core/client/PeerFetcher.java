@@ -86,7 +86,7 @@ public final class PeerFetcher {
         this.channel = channel;
         this.context = context;
         this.limits = limits;
-        this.layouts = new LayoutCache(limits.leaseNanos() / 2);
+        this.layouts = new LayoutCache(limits.leaseNanos() / 2, context.layoutBudget());
         this.asked = new LayoutsAsked(limits.leaseNanos() / 2);
         this.poster = new ChainPoster(channel, context, limits);
         this.queued = new ReadQueue(limits.timeoutNanos(), limits.leaseNanos(), context.nanoTime());
@@ -154,6 +154,14 @@ public final class PeerFetcher {
         if (!woken.isEmpty()) {
             request(woken);
         }
+    }
+
+    /**
+     * Empties its layout cache for good, giving the bytes back to the engine's budget: its connection is
+     * retired (done by {@link #fail} too; this covers a connection retired under it).
+     */
+    public synchronized void dropLayouts() {
+        layouts.close();
     }
 
     /** Forgets the layout of one output: it is lost (its map will run again, elsewhere or under another id). */
@@ -419,6 +427,7 @@ public final class PeerFetcher {
             waitingForLayouts.addAll(unsent.drain());
             chains = inFlight.drain();
             pieces.drain(handedOver, notHandedOver, release);
+            layouts.close(); // its bytes go back to the engine's budget: a new connection starts empty
         }
         // Destroy the queue pairs before touching their buffers: until then the device may still write.
         channel.retire();

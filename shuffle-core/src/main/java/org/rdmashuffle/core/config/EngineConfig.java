@@ -80,6 +80,7 @@ public final class EngineConfig {
     public static final String KEY_REGISTERED_MEMORY_LIMIT = "registeredMemoryLimit";
     public static final String KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION = "registeredMemoryLimitPerApplication";
     public static final String KEY_FETCH_BUFFER_MEMORY = "fetchBufferMemory";
+    public static final String KEY_LAYOUT_CACHE_MEMORY = "layoutCacheMemory";
     public static final String KEY_POLLER_THREADS = "pollerThreads";
     public static final String KEY_SERVER_THREADS = "serverThreads";
     public static final String KEY_CONTROL_CLIENT_THREADS = "controlClientThreads";
@@ -129,6 +130,7 @@ public final class EngineConfig {
     /** Unset (-1): a quarter of registeredMemoryLimit. */
     long registeredMemoryLimitPerApplication = -1;
     long fetchBufferMemory = 256L << 20;
+    long layoutCacheMemory = 16L << 20;
     int pollerThreads = 1;
     int serverThreads = 2;
     int controlClientThreads = 2;
@@ -186,8 +188,8 @@ public final class EngineConfig {
         return java.util.List.of(KEY_PROVIDER, KEY_DEVICE, KEY_PORT, KEY_GID_INDEX, KEY_BIND_ADDRESS, KEY_CONTROL_PORT,
                 KEY_QPS_PER_PEER, KEY_CHAIN_LENGTH, KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER,
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
-                KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
-                KEY_CONTROL_CLIENT_THREADS,
+                KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_LAYOUT_CACHE_MEMORY, KEY_POLLER_THREADS,
+                KEY_SERVER_THREADS, KEY_CONTROL_CLIENT_THREADS,
                 KEY_BUSY_POLL, KEY_HAND_OFF_FETCHES, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_PAGE_ALIGNED_READS, KEY_MEMORY_WINDOWS, KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION,
                 KEY_MAX_SERVED_CONNECTIONS,
                 KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, KEY_REGISTERED_MEMORY_LIMIT_PER_USER, KEY_MAX_REGISTERED_REGIONS,
@@ -216,6 +218,7 @@ public final class EngineConfig {
             case KEY_REGISTERED_MEMORY_LIMIT -> registeredMemoryLimit = parseBytes(v);
             case KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION -> registeredMemoryLimitPerApplication = parseBytes(v);
             case KEY_FETCH_BUFFER_MEMORY -> fetchBufferMemory = parseBytes(v);
+            case KEY_LAYOUT_CACHE_MEMORY -> layoutCacheMemory = parseBytes(v);
             case KEY_POLLER_THREADS -> pollerThreads = Integer.parseInt(v);
             case KEY_SERVER_THREADS -> serverThreads = Integer.parseInt(v);
             case KEY_CONTROL_CLIENT_THREADS -> controlClientThreads = Integer.parseInt(v);
@@ -273,6 +276,7 @@ public final class EngineConfig {
                 KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, "1.." + registeredMemoryLimit + " (" + KEY_REGISTERED_MEMORY_LIMIT + ")",
                 registeredMemoryLimitPerApplication);
         require(fetchBufferMemory >= (1 << 20), KEY_FETCH_BUFFER_MEMORY, "at least 1m", fetchBufferMemory);
+        require(layoutCacheMemory >= (64 << 10), KEY_LAYOUT_CACHE_MEMORY, "at least 64k", layoutCacheMemory);
         require(pollerThreads >= 1 && pollerThreads <= 64, KEY_POLLER_THREADS, "1..64", pollerThreads);
         require(serverThreads >= 1 && serverThreads <= 64, KEY_SERVER_THREADS, "1..64", serverThreads);
         require(controlClientThreads >= 1 && controlClientThreads <= 64, KEY_CONTROL_CLIENT_THREADS, "1..64",
@@ -328,6 +332,7 @@ public final class EngineConfig {
         m.put(KEY_REGISTERED_MEMORY_LIMIT, Long.toString(registeredMemoryLimit));
         m.put(KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, Long.toString(registeredMemoryLimitPerApplication()));
         m.put(KEY_FETCH_BUFFER_MEMORY, Long.toString(fetchBufferMemory));
+        m.put(KEY_LAYOUT_CACHE_MEMORY, Long.toString(layoutCacheMemory));
         m.put(KEY_POLLER_THREADS, Integer.toString(pollerThreads));
         m.put(KEY_SERVER_THREADS, Integer.toString(serverThreads));
         m.put(KEY_CONTROL_CLIENT_THREADS, Integer.toString(controlClientThreads));
@@ -424,6 +429,12 @@ public final class EngineConfig {
                 : Math.max(1, registeredMemoryLimit / 4);
     }
     public long fetchBufferMemory() { return fetchBufferMemory; }
+
+    /**
+     * What the map-output layouts a reducer keeps may take, across every peer: 8 bytes a partition
+     * and about 128 an output. A block of an output whose layout is kept is read with no request.
+     */
+    public long layoutCacheMemory() { return layoutCacheMemory; }
     public int pollerThreads() { return pollerThreads; }
     /** Threads answering fetch requests that need slow work (finding an output on disk, registering its file). */
     public int serverThreads() { return serverThreads; }

@@ -49,6 +49,7 @@ class PeerFetcherTest {
     private final AtomicInteger regionsOpen = new AtomicInteger();
     private final RegisteredBufferPool buffers = new RegisteredBufferPool(this::register, 4L * SLAB, SLAB, () -> { });
     private final FetchBudget budget = new FetchBudget(64 << 20, 1024);
+    private final LayoutBudget layouts = new LayoutBudget(1 << 20);
     private final FetchContext context = new FetchContext() {
         @Override
         public long nextId() {
@@ -63,6 +64,11 @@ class PeerFetcherTest {
         @Override
         public FetchBudget budget() {
             return budget;
+        }
+
+        @Override
+        public LayoutBudget layoutBudget() {
+            return layouts;
         }
 
         @Override

@@ -35,6 +35,16 @@ class EngineConfigTest {
     }
 
     @Test
+    void layoutCacheMemoryIsRead_andTooLittleIsRefusedNamingTheKey() {
+        assertEquals(16L << 20, read(Map.of()).layoutCacheMemory());
+        assertEquals(64L << 20, read(Map.of("rdma.shuffle.layoutCacheMemory", "64m")).layoutCacheMemory());
+        IllegalArgumentException small = assertThrows(IllegalArgumentException.class,
+                () -> read(Map.of("rdma.shuffle.layoutCacheMemory", "1k")));
+        assertTrue(small.getMessage().contains("layoutCacheMemory") && small.getMessage().contains("at least 64k"),
+                small.getMessage());
+    }
+
+    @Test
     void serverThreadsOutOfRangeOrNotANumber_isRefusedNamingTheKey() {
         IllegalArgumentException none = assertThrows(IllegalArgumentException.class,
                 () -> read(Map.of("rdma.shuffle.serverThreads", "0")));

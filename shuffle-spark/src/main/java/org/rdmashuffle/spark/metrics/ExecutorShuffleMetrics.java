@@ -89,6 +89,7 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
         gaugeOf("connections.fetching", e -> e.now().fetchConnections());
         gaugeOf("connections.serving", e -> e.now().servingConnections());
         gaugeOf("queuePairs", e -> e.now().queuePairs());
+        gaugeOf("fetch.layoutCacheBytes", e -> e.now().layoutCacheBytes());
         gaugeOf("registrations.count", e -> registrations(e).count());
         gaugeOf("registrations.bytes", e -> registrations(e).bytes());
         gaugeOf("registrations.millis", e -> registrations(e).nanos() / 1_000_000);
