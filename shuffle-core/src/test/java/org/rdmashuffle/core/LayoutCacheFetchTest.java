@@ -396,14 +396,25 @@ class LayoutCacheFetchTest {
             for (int p = 0; p < 3; p++) { // shuffle 10's tasks, one after another: the cache fills with its layouts
                 fetchInTurn(pair, 10, many, p);
             }
-            AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
-            fetchInTurn(pair, 11, few, 0);
-            int first = requests.get();
-            fetchInTurn(pair, 11, few, 1);
-            assertTrue(first >= 1, "the first task of shuffle 11 asked for nothing");
-            assertEquals(first, requests.get(), "requests of shuffle 11's second task (its layouts were not kept)");
+            assertLastTaskAsksForNothing(pair, 11, few, 1, "shuffle 11's");
             EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
         }
+    }
+
+    /**
+     * Tasks reading partitions 0 .. {@code filling - 1} of {@code maps} ask for blocks (and layouts);
+     * the task after them, partition {@code filling}, reads every block from kept layouts: no request.
+     */
+    private static void assertLastTaskAsksForNothing(EnginePair pair, int shuffle, List<Long> maps, int filling, String whose)
+            throws InterruptedException {
+        AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
+        for (int p = 0; p < filling; p++) {
+            fetchInTurn(pair, shuffle, maps, p);
+        }
+        int asked = requests.get();
+        fetchInTurn(pair, shuffle, maps, filling);
+        assertTrue(asked >= 1, whose + " first tasks asked for nothing");
+        assertEquals(asked, requests.get(), "requests of " + whose + " last task (its layouts were not kept)");
     }
 
     /** One task: partition p of every output in {@code maps}, awaited, every block intact. */
@@ -440,15 +451,9 @@ class LayoutCacheFetchTest {
                 Thread.sleep(50);
             }
             assertEquals(0, pair.client.counters().layoutCacheBytes(), "held after its connection closed");
-            AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
             // A new connection: its cache starts empty and fills again (an answer holds about 30 of
-            // these layouts: two tasks bring all 40).
-            fetchInTurn(pair, 12, maps, 2);
-            fetchInTurn(pair, 12, maps, 3);
-            int filling = requests.get();
-            fetchInTurn(pair, 12, maps, 4);
-            assertTrue(filling >= 1, "the new connection's first tasks asked for nothing");
-            assertEquals(filling, requests.get(), "requests of the new connection's third task (its layouts were not kept)");
+            // these layouts: two tasks, partitions 0 and 1 again, bring all 40).
+            assertLastTaskAsksForNothing(pair, 12, maps, 2, "the new connection's");
             EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
         }
     }
