@@ -4,8 +4,9 @@ import org.rdmashuffle.core.buffer.RegisteredBufferPool;
 
 /**
  * What every {@link PeerFetcher} of an engine shares: ids, the registered buffers reads land in, the
- * process-wide {@link FetchBudget} and {@link LayoutBudget}, and the clock its timeouts and leases are measured by. A test
- * gives a fetcher its own (a clock it moves by hand, a pool whose registrations fail on demand).
+ * process-wide {@link FetchBudget} and {@link LayoutBudget}, and the clock its timeouts and leases are
+ * measured by. A test gives a fetcher its own (a clock it moves by hand, a pool whose registrations
+ * fail on demand).
  */
 public interface FetchContext {
     /** A fresh id for a request or a chain; never repeats within the process. */
