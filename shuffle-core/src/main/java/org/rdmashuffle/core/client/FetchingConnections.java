@@ -311,7 +311,6 @@ public final class FetchingConnections {
      */
     public void forget(PeerFetcher f) {
         fetchers.entrySet().removeIf(e -> e.getValue() == f);
-        f.dropLayouts();
         ServerSide side = servedBy.remove(f);
         if (side == null) {
             return;

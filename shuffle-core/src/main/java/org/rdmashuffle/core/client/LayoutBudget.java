@@ -54,8 +54,4 @@ public final class LayoutBudget {
     public long heldBytes() {
         return held.get();
     }
-
-    public long maxBytes() {
-        return maxBytes;
-    }
 }

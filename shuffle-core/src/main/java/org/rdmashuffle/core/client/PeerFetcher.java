@@ -156,14 +156,6 @@ public final class PeerFetcher {
         }
     }
 
-    /**
-     * Empties its layout cache for good, giving the bytes back to the engine's budget: its connection is
-     * retired (done by {@link #fail} too; this covers a connection retired under it).
-     */
-    public synchronized void dropLayouts() {
-        layouts.close();
-    }
-
     /** Forgets the layout of one output: it is lost (its map will run again, elsewhere or under another id). */
     public synchronized void forgetLayout(int shuffleId, long mapId) {
         layouts.forget(shuffleId, mapId);
