@@ -343,20 +343,17 @@ class LayoutCacheFetchTest {
     /**
      * Reduce tasks one after another, each reading its partition of every output of a peer that has
      * more outputs than the layout cache holds (70 outputs of 1,000 partitions, about 8 KiB of layout
-     * each; the cache has 512 KiB). The cache keeps the layouts it took and takes no more while full, and once a layout
-     * told their size no request asks for one it could not keep: each output's layout crosses the wire
-     * at most once, and the later tasks read the cached outputs' blocks with no request and ask for the
-     * others' without layouts. (Evicting the least recently
-     * used, as it did, threw out every layout before the next task came back to it, and every request
-     * asked for layouts again.) Every block intact.
+     * each; the cache has 512 KiB). The cache keeps the layouts it took and takes no more while full,
+     * and once a layout told their size no request asks for one it could not keep: each output's layout
+     * crosses the wire at most once, and the later tasks read the cached outputs' blocks with no request
+     * and ask for the others' without layouts. (Evicting the least recently used, as it did, threw out
+     * every layout before the next task came back to it, and every request asked for layouts again.)
+     * Every block intact.
      */
     @Test
     void moreOutputsThanTheCacheHolds_readInTurnByTask_sendEachLayoutOnce() throws Exception {
         try (EnginePair pair = withLayoutCacheOf("512k", "60s")) {
-            List<Long> maps = new java.util.ArrayList<>();
-            for (long m = 0; m < 70; m++) {
-                maps.add(m);
-            }
+            List<Long> maps = mapIds(70);
             assertTrue(maps.size() * 8L * 1001 > 512 << 10, "more layouts than the cache holds");
             registerOutputs(pair, 9, maps, 1000, 16);
             java.util.Map<Long, Integer> layoutsSent = countLayoutsByOutput(pair);
@@ -386,10 +383,7 @@ class LayoutCacheFetchTest {
     @Test
     void theNextShufflesLayoutsPushOutTheLastOnes() throws Exception {
         try (EnginePair pair = withLayoutCacheOf("512k", "60s")) {
-            List<Long> many = new java.util.ArrayList<>();
-            for (long m = 0; m < 70; m++) {
-                many.add(m);
-            }
+            List<Long> many = mapIds(70);
             registerOutputs(pair, 10, many, 1000, 16);
             List<Long> few = List.of(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L);
             registerOutputs(pair, 11, few, 1000, 16);
@@ -417,6 +411,11 @@ class LayoutCacheFetchTest {
         assertEquals(asked, requests.get(), "requests of " + whose + " last task (its layouts were not kept)");
     }
 
+    /** Map ids 0 .. n - 1. */
+    private static List<Long> mapIds(int n) {
+        return java.util.stream.LongStream.range(0, n).boxed().toList();
+    }
+
     /** One task: partition p of every output in {@code maps}, awaited, every block intact. */
     private static void fetchInTurn(EnginePair pair, int shuffle, List<Long> maps, int p) throws InterruptedException {
         List<BlockId> blocks = new java.util.ArrayList<>();
@@ -437,10 +436,7 @@ class LayoutCacheFetchTest {
     @Test
     void aClosedConnectionsLayoutsLeaveRoomForTheNextConnections() throws Exception {
         try (EnginePair pair = withLayoutCacheOf("512k", "1s")) {
-            List<Long> maps = new java.util.ArrayList<>();
-            for (long m = 0; m < 40; m++) { // about 320 KiB of layouts: more than half the cache, all of it kept
-                maps.add(m);
-            }
+            List<Long> maps = mapIds(40); // about 320 KiB of layouts: more than half the cache, all of it kept
             registerOutputs(pair, 12, maps, 1000, 16);
             fetchInTurn(pair, 12, maps, 0);
             fetchInTurn(pair, 12, maps, 1);
