@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import org.rdmashuffle.benchmarks.CommandLine;
 import org.rdmashuffle.benchmarks.spark.ShuffleJob;
 
 /**
@@ -36,36 +37,53 @@ public final class ClusterJob {
     private ClusterJob() {
     }
 
-    public static void main(String[] args) throws Exception {
-        int hosts = 0;
-        String rate = null;
-        int cores = 1;
-        Path runDir = null;
-        boolean profile = false;
-        boolean cpuByThread = false;
-        List<String> jobArgs = new ArrayList<>();
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--hosts" -> hosts = Integer.parseInt(args[++i]);
-                case "--rate" -> rate = args[++i];
-                case "--cores" -> cores = Integer.parseInt(args[++i]);
-                case "--run-dir" -> runDir = Path.of(args[++i]);
-                case "--profile" -> profile = true;
-                case "--cpu-by-thread" -> cpuByThread = true;
-                default -> jobArgs.add(args[i]);
+    /** Its command line: the bed's options, and the rest for {@link ShuffleJob}. */
+    record Options(int hosts, String rate, int cores, Path runDir, boolean profile, boolean cpuByThread, List<String> jobArgs) {
+        /** The most Worker hosts: the bed makes at most 200, and the Master and the driver take two. */
+        static final int MAX_HOSTS = 198;
+
+        /** Parses and checks the whole command line, the job's arguments too; a bad one is an IllegalArgumentException naming it. */
+        static Options parse(String... args) {
+            Integer hosts = null;
+            String rate = null;
+            int cores = 1;
+            Path runDir = null;
+            boolean profile = false;
+            boolean cpuByThread = false;
+            List<String> jobArgs = new ArrayList<>();
+            for (int i = 0; i < args.length; i++) {
+                String option = args[i];
+                switch (option) {
+                    case "--hosts" -> hosts = CommandLine.wholeNumber(option, CommandLine.value(args, ++i, option), 2, MAX_HOSTS);
+                    case "--rate" -> rate = CommandLine.rate(option, CommandLine.value(args, ++i, option));
+                    case "--cores" -> cores = CommandLine.atLeast(option, CommandLine.value(args, ++i, option), 1);
+                    case "--run-dir" -> runDir = Path.of(CommandLine.value(args, ++i, option));
+                    case "--profile" -> profile = true;
+                    case "--cpu-by-thread" -> cpuByThread = true;
+                    default -> jobArgs.add(option);
+                }
             }
+            if (hosts == null) {
+                throw new IllegalArgumentException("--hosts N is needed (N >= 2 hosts for Workers; the Master and the driver "
+                        + "get hosts of their own)");
+            }
+            List<String> checked = new ArrayList<>(jobArgs);
+            checked.addAll(List.of("--executors", Integer.toString(hosts)));
+            ShuffleJob.checkArguments(checked);
+            return new Options(hosts, rate, cores, runDir, profile, cpuByThread, List.copyOf(jobArgs));
         }
-        if (hosts < 2) {
-            System.err.println("--hosts N needs N >= 2 (hosts for Workers; the Master and the driver get hosts of their own)");
-            System.exit(2);
-        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options o = CommandLine.parseOrExit("ClusterJob", () -> Options.parse(args));
+        int hosts = o.hosts();
         String cannot = ClusterBed.unavailabilityCause();
         if (cannot != null) {
             System.err.println("bin/shuffle-job --hosts makes hosts as network namespaces, and cannot here: " + cannot
                     + ". Run it as root (sudo bin/shuffle-job --hosts " + hosts + " ...), or without --hosts for local-cluster.");
             System.exit(ClusterBed.CANNOT);
         }
-        Result r = run(hosts, rate, cores, runDir, profile, cpuByThread, jobArgs, System.out);
+        Result r = run(hosts, o.rate(), o.cores(), o.runDir(), o.profile(), o.cpuByThread(), o.jobArgs(), System.out);
         System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", r.leftNamespaces().size(),
                 r.leftProcesses().size());
         r.leftNamespaces().forEach(n -> System.out.println("  left: namespace " + n));

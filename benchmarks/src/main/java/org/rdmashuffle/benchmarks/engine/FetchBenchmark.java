@@ -26,6 +26,7 @@ import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.benchmarks.CommandLine;
 
 /**
  * Fetches the same file segments from another JVM two ways, alternating in one run: this engine (on
@@ -109,30 +110,78 @@ public final class FetchBenchmark {
         return conf;
     }
 
-    public static void main(String[] args) throws Exception {
-        int rounds = 3;
-        Path dir = null;
-        Path csv = null;
-        boolean heapByLayer = false;
-        int batch = 1;
-        String variant = null;
-        String serverVariant = null;
-        List<FetchWorkload> workloads = new ArrayList<>();
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
-                case "--dir" -> dir = Path.of(args[++i]);
-                case "--csv" -> csv = Path.of(args[++i]);
-                case "--heap-by-layer" -> heapByLayer = true;
-                case "--batch" -> batch = Integer.parseInt(args[++i]);
-                case "--variant" -> variant = args[++i];
-                case "--server-variant" -> serverVariant = args[++i];
-                default -> workloads.add(FetchWorkload.parse(args[i]));
+    /** Its command line. */
+    record Options(int rounds, Path dir, Path csv, boolean heapByLayer, int batch, String variant, String serverVariant,
+                   List<FetchWorkload> workloads) {
+        static final String USAGE = "FetchBenchmark [--rounds N] [--dir DIR] [--csv FILE] [--heap-by-layer] [--batch K] "
+                + "[--variant k=v,...] [--server-variant k=v,...] [2000x256k 50000x4k ...]";
+
+        /** Parses and checks the command line; a bad argument is an IllegalArgumentException naming it. */
+        static Options parse(String... args) {
+            int rounds = 3;
+            Path dir = null;
+            Path csv = null;
+            boolean heapByLayer = false;
+            int batch = 1;
+            String variant = null;
+            String serverVariant = null;
+            List<FetchWorkload> workloads = new ArrayList<>();
+            for (int i = 0; i < args.length; i++) {
+                String option = args[i];
+                switch (option) {
+                    case "--rounds" -> rounds = CommandLine.atLeast(option, CommandLine.value(args, ++i, option), 1);
+                    case "--dir" -> dir = Path.of(CommandLine.value(args, ++i, option));
+                    case "--csv" -> csv = Path.of(CommandLine.value(args, ++i, option));
+                    case "--heap-by-layer" -> heapByLayer = true;
+                    case "--batch" -> batch = CommandLine.atLeast(option, CommandLine.value(args, ++i, option), 1);
+                    case "--variant" -> variant = settings(option, CommandLine.value(args, ++i, option));
+                    case "--server-variant" -> serverVariant = settings(option, CommandLine.value(args, ++i, option));
+                    default -> {
+                        if (option.startsWith("-")) {
+                            throw new IllegalArgumentException("unknown argument " + option + " (usage: " + USAGE + ")");
+                        }
+                        workloads.add(FetchWorkload.parse(option));
+                    }
+                }
             }
+            if (workloads.isEmpty()) {
+                workloads = List.of(FetchWorkload.parse("2000x256k"), FetchWorkload.parse("50000x4k"));
+            }
+            for (FetchWorkload w : workloads) {
+                if (w.partitions() % batch != 0) {
+                    throw new IllegalArgumentException("--batch " + batch + " does not divide workload " + w.name() + "'s "
+                            + w.partitions() + " partitions per map");
+                }
+            }
+            return new Options(rounds, dir, csv, heapByLayer, batch, variant, serverVariant, List.copyOf(workloads));
         }
-        if (workloads.isEmpty()) {
-            workloads = List.of(FetchWorkload.parse("2000x256k"), FetchWorkload.parse("50000x4k"));
+
+        /** {@code kvs} if the engine takes every {@code key=value} of it, else an error naming the option and the setting. */
+        private static String settings(String option, String kvs) {
+            for (String kv : kvs.split(",")) {
+                if (kv.indexOf('=') <= 0) {
+                    throw new IllegalArgumentException(option + " takes key=value[,key=value] engine settings, not '" + kvs + "'");
+                }
+                try {
+                    withSettings(EngineConfig.defaults(), kv);
+                } catch (IllegalArgumentException | ArithmeticException e) {
+                    throw new IllegalArgumentException(option + " " + kv + ": " + e.getMessage());
+                }
+            }
+            return kvs;
         }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options o = CommandLine.parseOrExit("FetchBenchmark", () -> Options.parse(args));
+        int rounds = o.rounds();
+        Path dir = o.dir();
+        Path csv = o.csv();
+        boolean heapByLayer = o.heapByLayer();
+        int batch = o.batch();
+        String variant = o.variant();
+        String serverVariant = o.serverVariant();
+        List<FetchWorkload> workloads = o.workloads();
         if (dir == null) {
             dir = Files.createTempDirectory("rdma-shuffle-fetch-bench");
         }

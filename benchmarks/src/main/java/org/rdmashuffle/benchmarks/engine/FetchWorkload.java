@@ -81,18 +81,23 @@ record FetchWorkload(String name, int maps, int partitions, int blockBytes) {
         }
     }
 
+    /** {@code <blocks>x<size>}, e.g. 2000x256k: maps of 100 partitions (1000 for blocks under 64 KiB); else an error naming it. */
     static FetchWorkload parse(String spec) {
-        // "<blocks>x<size>" e.g. 2000x256k: maps of 100 partitions (1000 for blocks under 64 KiB)
-        String[] p = spec.toLowerCase().split("x");
-        int blocks = Integer.parseInt(p[0]);
-        String s = p[1];
-        int size = s.endsWith("k") ? Integer.parseInt(s.substring(0, s.length() - 1)) << 10
-                : s.endsWith("m") ? Integer.parseInt(s.substring(0, s.length() - 1)) << 20 : Integer.parseInt(s);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("([1-9][0-9]{0,8})x([1-9][0-9]{0,8})([km]?)")
+                .matcher(spec.toLowerCase(java.util.Locale.ROOT));
+        if (!m.matches()) {
+            throw new IllegalArgumentException("workload '" + spec + "' is not BLOCKSxSIZE, e.g. 2000x256k or 100000x512");
+        }
+        int blocks = Integer.parseInt(m.group(1));
+        long size = Long.parseLong(m.group(2)) << (m.group(3).equals("k") ? 10 : m.group(3).equals("m") ? 20 : 0);
+        if (size > 1 << 30) {
+            throw new IllegalArgumentException("workload '" + spec + "': blocks of at most 1 GiB");
+        }
         int partitions = size < (64 << 10) ? 1000 : 100;
         partitions = Math.min(partitions, blocks);
         if (blocks % partitions != 0) {
-            throw new IllegalArgumentException(spec + ": the block count must be a multiple of " + partitions);
+            throw new IllegalArgumentException("workload '" + spec + "': the block count must be a multiple of " + partitions);
         }
-        return new FetchWorkload(spec, blocks / partitions, partitions, size);
+        return new FetchWorkload(spec, blocks / partitions, partitions, (int) size);
     }
 }

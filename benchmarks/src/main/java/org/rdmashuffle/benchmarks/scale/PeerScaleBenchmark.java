@@ -13,6 +13,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import org.rdmashuffle.benchmarks.CommandLine;
 import org.rdmashuffle.core.EngineCounters;
 import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
@@ -68,17 +69,39 @@ public final class PeerScaleBenchmark {
     public record Result(int peers, Snapshot connected, Snapshot afterwards, long[] setUpMillis, long heapAndDirectPerPeerKib) {
     }
 
-    public static void main(String[] args) throws Exception {
-        int[] peerCounts = {10, 100, 400};
-        int jvms = 4;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--peers" -> peerCounts = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt).toArray();
-                case "--jvms" -> jvms = Integer.parseInt(args[++i]);
-                default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: PeerScaleBenchmark [--peers 10,100,400] [--jvms 4])");
+    /** Its command line: the peer counts of the rounds, and how many JVMs the peers of a round spread over. */
+    record Options(int[] peerCounts, int jvms) {
+        /** Parses and checks the command line; a bad argument is an IllegalArgumentException naming it. */
+        static Options parse(String... args) {
+            int[] peerCounts = {10, 100, 400};
+            int jvms = 4;
+            for (int i = 0; i < args.length; i++) {
+                String option = args[i];
+                switch (option) {
+                    case "--peers" -> {
+                        String list = CommandLine.value(args, ++i, option);
+                        peerCounts = Arrays.stream(list.split(",", -1)).mapToInt(n -> {
+                            try {
+                                return CommandLine.atLeast(option, n, 1);
+                            } catch (IllegalArgumentException e) {
+                                throw new IllegalArgumentException(option + " takes counts of at least 1 such as 10,100,400, not '"
+                                        + list + "'");
+                            }
+                        }).toArray();
+                    }
+                    case "--jvms" -> jvms = CommandLine.atLeast(option, CommandLine.value(args, ++i, option), 1);
+                    default -> throw new IllegalArgumentException("unknown argument " + option
+                            + " (usage: PeerScaleBenchmark [--peers 10,100,400] [--jvms 4])");
+                }
             }
+            return new Options(peerCounts, jvms);
         }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options o = CommandLine.parseOrExit("PeerScaleBenchmark", () -> Options.parse(args));
+        int[] peerCounts = o.peerCounts();
+        int jvms = o.jvms();
         Path dir = Files.createTempDirectory("rdma-shuffle-scale");
         try (RdmaShuffleEngine server = startServer(dir, Arrays.stream(peerCounts).max().orElse(0))) {
             Snapshot idle = Snapshot.take(server);

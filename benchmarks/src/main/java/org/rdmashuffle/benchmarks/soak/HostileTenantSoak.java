@@ -17,6 +17,7 @@ import java.util.jar.JarFile;
 import java.util.jar.JarOutputStream;
 import java.util.stream.Stream;
 
+import org.rdmashuffle.benchmarks.CommandLine;
 import org.rdmashuffle.benchmarks.cluster.ClusterBed;
 import org.rdmashuffle.benchmarks.cluster.ClusterRun;
 
@@ -53,33 +54,37 @@ public final class HostileTenantSoak {
 
     /** A soak's settings. */
     public record Options(int phaseSeconds, int warmupSeconds, int attackerNice, Path runDir) {
+        /** Parses and checks the command line; a bad argument is an IllegalArgumentException naming it. */
+        static Options parse(String... args) {
+            int phase = 60;
+            Integer warmup = null;
+            int nice = 0;
+            Path runDir = null;
+            for (int i = 0; i < args.length; i++) {
+                String option = args[i];
+                switch (option) {
+                    case "--phase-seconds" -> phase = CommandLine.atLeast(option, CommandLine.value(args, ++i, option), 1);
+                    case "--warmup-seconds" -> warmup = CommandLine.atLeast(option, CommandLine.value(args, ++i, option), 0);
+                    // nice(1)'s range: -20 (first) to 19 (only idle CPU).
+                    case "--attacker-nice" -> nice = CommandLine.wholeNumber(option, CommandLine.value(args, ++i, option), -20, 19);
+                    case "--run-dir" -> runDir = Path.of(CommandLine.value(args, ++i, option));
+                    default -> throw new IllegalArgumentException("unknown argument " + option
+                            + " (usage: [--phase-seconds N] [--warmup-seconds W] [--attacker-nice N] [--run-dir DIR])");
+                }
+            }
+            return new Options(phase, warmup == null ? Math.min(15, phase) : warmup, nice, runDir);
+        }
     }
 
     public static void main(String[] args) throws Exception {
-        int phase = 60;
-        Integer warmup = null;
-        int nice = 0;
-        Path runDir = null;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--phase-seconds" -> phase = Integer.parseInt(args[++i]);
-                case "--warmup-seconds" -> warmup = Integer.parseInt(args[++i]);
-                case "--attacker-nice" -> nice = Integer.parseInt(args[++i]);
-                case "--run-dir" -> runDir = Path.of(args[++i]);
-                default -> {
-                    System.err.println("unknown argument " + args[i]
-                            + "; usage: [--phase-seconds N] [--warmup-seconds W] [--attacker-nice N] [--run-dir DIR]");
-                    System.exit(2);
-                }
-            }
-        }
+        Options o = CommandLine.parseOrExit("HostileTenantSoak", () -> Options.parse(args));
         String cannot = ClusterBed.unavailabilityCause();
         if (cannot != null) {
             System.err.println("bin/soak makes hosts as network namespaces, and cannot here: " + cannot
                     + ". Run it as root (sudo bin/soak ...).");
             System.exit(ClusterBed.CANNOT);
         }
-        SoakReport r = run(new Options(phase, warmup == null ? Math.min(15, phase) : warmup, nice, runDir), System.out);
+        SoakReport r = run(o, System.out);
         System.exit(r.passed() ? 0 : 1);
     }
 

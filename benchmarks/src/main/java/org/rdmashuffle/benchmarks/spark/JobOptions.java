@@ -45,7 +45,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
                 case "--shuffle" -> {
                     shuffle = value(args, ++i, option);
                     if (!shuffle.equals("rdma") && !shuffle.equals("builtin")) {
-                        throw new IllegalArgumentException("--shuffle takes rdma or builtin, not " + shuffle);
+                        throw new IllegalArgumentException("--shuffle takes rdma or builtin, not '" + shuffle + "'");
                     }
                 }
                 case "--compare" -> compare = positive(option, value(args, ++i, option));
@@ -61,7 +61,7 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
                     String kv = value(args, ++i, option);
                     int eq = kv.indexOf('=');
                     if (eq <= 0 || !kv.startsWith("spark.")) {
-                        throw new IllegalArgumentException("--variant spark.KEY=VALUE, not " + kv);
+                        throw new IllegalArgumentException("--variant takes spark.KEY=VALUE, not '" + kv + "'");
                     }
                     variant.put(kv.substring(0, eq), kv.substring(eq + 1));
                 }
@@ -88,15 +88,6 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
     }
 
     private static int positive(String option, String value) {
-        int n;
-        try {
-            n = Integer.parseInt(value);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " takes a whole number, not " + value);
-        }
-        if (n <= 0) {
-            throw new IllegalArgumentException(option + " must be at least 1, not " + n);
-        }
-        return n;
+        return org.rdmashuffle.benchmarks.CommandLine.atLeast(option, value, 1);
     }
 }

@@ -111,7 +111,7 @@ public final class ShuffleJob {
     }
 
     public static void main(String[] args) throws Exception {
-        JobOptions o = JobOptions.parse(args);
+        JobOptions o = org.rdmashuffle.benchmarks.CommandLine.parseOrExit("ShuffleJob", () -> JobOptions.parse(args));
         int compare = o.compare();
         Map<String, String> variant = o.variant();
         if (compare == 0) {
@@ -203,6 +203,11 @@ public final class ShuffleJob {
             }
         }
         return hosts;
+    }
+
+    /** Checks the job's arguments as {@link #main} reads them; a bad one is an IllegalArgumentException naming it. */
+    public static void checkArguments(List<String> args) {
+        JobOptions.parse(args.toArray(String[]::new));
     }
 
     /** The median of per-round ratios (below 1: the plugin was faster), or of any non-empty list of figures. */

@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.stream.Collectors;
 
 import io.trino.tpcds.Table;
+import org.rdmashuffle.benchmarks.CommandLine;
 import org.rdmashuffle.benchmarks.cluster.ClusterRun;
 import org.rdmashuffle.benchmarks.spark.LocalCluster;
 import org.rdmashuffle.benchmarks.spark.StageAccounting;
@@ -154,36 +155,71 @@ public final class TpcdsRunner {
         }
     }
 
-    public static void main(String[] args) throws Exception {
-        double scale = 0.1;
-        String queries = "all";
-        Path data = null;
-        Path out = null;
-        int hosts = 0;
-        String rate = null;
-        boolean profile = false;
-        int rounds = 1;
-        int partitions = 0;
-        boolean control = false;
-        boolean rdmaFirst = false;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--hosts" -> hosts = Integer.parseInt(args[++i]);
-                case "--rate" -> rate = args[++i];
-                case "--profile" -> profile = true;
-                case "--control" -> control = true;
-                case "--rdma-first" -> rdmaFirst = true;
-                case "--rounds" -> rounds = positive("--rounds", args, ++i);
-                case "--shuffle-partitions" -> partitions = positive("--shuffle-partitions", args, ++i);
-                case "--scale" -> scale = Double.parseDouble(args[++i]);
-                case "--queries" -> queries = args[++i];
-                case "--data" -> data = Path.of(args[++i]);
-                case "--out" -> out = Path.of(args[++i]);
-                default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (usage: TpcdsRunner [--scale S] [--queries all|q3,q7] [--rounds K] [--shuffle-partitions N] [--control] "
-                        + "[--rdma-first] [--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]])");
+    /** Its command line. */
+    record Options(double scale, String queries, Path data, Path out, int hosts, String rate, boolean profile, int rounds,
+                   int partitions, boolean control, boolean rdmaFirst) {
+        static final String USAGE = "TpcdsRunner [--scale S] [--queries all|q3,q7] [--rounds K] [--shuffle-partitions N] [--control] "
+                + "[--rdma-first] [--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]]";
+        /** The most Worker hosts: the bed makes at most 200, and the Master and the driver take two. */
+        static final int MAX_HOSTS = 198;
+
+        /** Parses and checks the command line, the query names too; a bad argument is an IllegalArgumentException naming it. */
+        static Options parse(String... args) {
+            double scale = 0.1;
+            String queries = "all";
+            Path data = null;
+            Path out = null;
+            int hosts = 0;
+            String rate = null;
+            boolean profile = false;
+            int rounds = 1;
+            int partitions = 0;
+            boolean control = false;
+            boolean rdmaFirst = false;
+            for (int i = 0; i < args.length; i++) {
+                String option = args[i];
+                switch (option) {
+                    case "--hosts" -> hosts = CommandLine.wholeNumber(option, CommandLine.value(args, ++i, option), 1, MAX_HOSTS);
+                    case "--rate" -> rate = CommandLine.rate(option, CommandLine.value(args, ++i, option));
+                    case "--profile" -> profile = true;
+                    case "--control" -> control = true;
+                    case "--rdma-first" -> rdmaFirst = true;
+                    case "--rounds" -> rounds = positive(option, args, ++i);
+                    case "--shuffle-partitions" -> partitions = positive(option, args, ++i);
+                    case "--scale" -> scale = CommandLine.positiveNumber(option, CommandLine.value(args, ++i, option));
+                    case "--queries" -> queries = CommandLine.value(args, ++i, option);
+                    case "--data" -> data = Path.of(CommandLine.value(args, ++i, option));
+                    case "--out" -> out = Path.of(CommandLine.value(args, ++i, option));
+                    default -> throw new IllegalArgumentException("unknown argument " + option + " (usage: " + USAGE + ")");
+                }
             }
+            if (hosts == 0 && (rate != null || profile)) {
+                throw new IllegalArgumentException((rate != null ? "--rate" : "--profile") + " needs --hosts N (the cluster bed)");
+            }
+            try {
+                TpcdsQueries.select(queries);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--queries: " + e.getMessage());
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return new Options(scale, queries, data, out, hosts, rate, profile, rounds, partitions, control, rdmaFirst);
         }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options options = CommandLine.parseOrExit("TpcdsRunner", () -> Options.parse(args));
+        double scale = options.scale();
+        String queries = options.queries();
+        Path data = options.data();
+        Path out = options.out();
+        int hosts = options.hosts();
+        String rate = options.rate();
+        boolean profile = options.profile();
+        int rounds = options.rounds();
+        int partitions = options.partitions();
+        boolean control = options.control();
+        boolean rdmaFirst = options.rdmaFirst();
         String sf = String.format(Locale.ROOT, "sf%s", scale).replace(".0", "").replace('.', '_');
         if (data == null) {
             data = Path.of("benchmarks", "data", "tpcds-" + sf);
@@ -235,19 +271,7 @@ public final class TpcdsRunner {
 
     /** Argument {@code i}, a whole number above 0, or an error naming the option. */
     static int positive(String option, String[] args, int i) {
-        if (i >= args.length) {
-            throw new IllegalArgumentException(option + " needs a value");
-        }
-        int n;
-        try {
-            n = Integer.parseInt(args[i]);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " takes a whole number, got '" + args[i] + "'");
-        }
-        if (n <= 0) {
-            throw new IllegalArgumentException(option + " must be at least 1, got " + n);
-        }
-        return n;
+        return CommandLine.atLeast(option, CommandLine.value(args, i, option), 1);
     }
 
     /** Starts one of the two applications. */
