@@ -32,6 +32,8 @@ import org.rdmashuffle.core.config.EngineConfig;
  * host's map outputs from the node's {@link RdmaShuffleService} with the engine, authenticated with
  * the job's shuffle secret.
  *
+ * <p>Settings: every {@code rdma.shuffle.*} value is checked as the task starts ({@link HadoopSettingsCheck}).
+ *
  * <p>Fallback ({@code rdma.shuffle.mapreduce.fallback}, on by default): without a usable verbs
  * provider the whole task runs the stock shuffle; a node whose service cannot be reached is fetched
  * from over HTTP. Each says so once in the task log. Off, either fails the fetch.
@@ -63,6 +65,9 @@ public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K,
         this.context = context;
         this.jobConf = context.getJobConf();
         this.reduceId = context.getReduceId();
+        // A bad rdma.shuffle.* value fails the task naming it (strictConfig=false: one WARN), rather than the
+        // engine's start failing on it and the task quietly taking the stock shuffle.
+        HadoopSettingsCheck.check(jobConf, "reduce task " + reduceId);
         fallback = jobConf.getBoolean(HadoopSettings.MAPREDUCE_FALLBACK, true);
         if (context.getLocalMapFiles() != null) {
             // Maps ran in this JVM (an uber or local job): nothing to fetch over the network.

@@ -1,7 +1,10 @@
 package org.rdmashuffle.core.config;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.function.Function;
@@ -12,10 +15,12 @@ import org.rdmashuffle.verbs.VerbsProvider;
 /**
  * Every setting of the engine, with its default. Engine adapters read them from their own
  * configuration under a prefix (Spark: {@code spark.shuffle.rdma.}, Hadoop: {@code
- * rdma.shuffle.}) with {@link #fromProperties}; the keys are the {@code KEY_*} constants, and
- * docs/configuration.md lists each one.
+ * rdma.shuffle.}) with {@link #read}, durations and sizes as their host engine reads them (a
+ * {@link SettingSource}); the keys are the {@code KEY_*} constants ({@link #keys()}), and
+ * docs/configuration.md lists each one. Every error names the full key, the value and what is accepted.
  *
- * <p>Sizes accept {@code k}, {@code m}, {@code g} suffixes; durations {@code ms}, {@code s}, {@code min}.
+ * <p>{@link #set} and {@link #fromProperties} read durations and sizes the engine's own way
+ * ({@link SettingSource#of}).
  */
 public final class EngineConfig {
     /** Which of {@code ibv_post_send} or the extended {@code ibv_wr_*} builder posts the data path's reads. */
@@ -165,27 +170,49 @@ public final class EngineConfig {
     }
 
     /**
-     * Reads every {@code prefix + KEY_*} that {@code lookup} has; the rest keep their defaults.
-     * A value that does not parse fails with the key and the value.
+     * Reads every {@code prefix + KEY_*} that {@code lookup} has, durations and sizes the engine's own way
+     * ({@link SettingSource#of}); the rest keep their defaults. Fails as {@link #read} does.
      */
     public static EngineConfig fromProperties(String prefix, Function<String, String> lookup) {
+        return read(prefix, SettingSource.of(lookup));
+    }
+
+    /**
+     * Reads every {@code prefix + KEY_*} that {@code source} has, durations and sizes as the source's host
+     * reads them; the rest keep their defaults. Every value that does not read or is out of range fails it,
+     * all in one {@link IllegalArgumentException} naming each full key, its value and what is accepted.
+     */
+    public static EngineConfig read(String prefix, SettingSource source) {
         EngineConfig c = new EngineConfig();
-        for (String key : keys()) {
-            String v = lookup.apply(prefix + key);
-            if (v != null) {
-                try {
-                    c.set(key, v.trim());
-                } catch (RuntimeException e) {
-                    throw new IllegalArgumentException(prefix + key + "=" + v + ": " + e.getMessage(), e);
-                }
-            }
+        List<String> problems = c.readAll(prefix, source);
+        if (!problems.isEmpty()) {
+            throw new IllegalArgumentException(String.join(PROBLEM_SEPARATOR, problems));
         }
-        c.validate();
         return c;
     }
 
-    public static java.util.List<String> keys() {
-        return java.util.List.of(KEY_PROVIDER, KEY_DEVICE, KEY_PORT, KEY_GID_INDEX, KEY_BIND_ADDRESS, KEY_CONTROL_PORT,
+    /**
+     * What is wrong with the engine's settings in {@code source} under {@code prefix}: one line for each
+     * value that does not read or is out of range, naming the full key, the value and what is accepted;
+     * empty if nothing is. For a check before any engine starts (an adapter's driver or job client).
+     */
+    public static List<String> problems(String prefix, SettingSource source) {
+        return new EngineConfig().readAll(prefix, source);
+    }
+
+    /** Separates the problems of {@link #read} and {@link #validate} in one message. */
+    public static final String PROBLEM_SEPARATOR = " | ";
+
+    /**
+     * The names {@link #KEY_PROVIDER} takes: native-verbs' {@code Verbs.select} names (auto, then each
+     * provider's), written out here because the engine names no provider's class (LayeringTest);
+     * SettingErrorsTest checks them against native-verbs' own list.
+     */
+    public static final List<String> PROVIDERS = List.of("auto", "ibverbs", "software");
+
+    /** Every key the engine reads (without prefix); docs/configuration.md has a row for each (SettingErrorsTest). */
+    public static List<String> keys() {
+        return List.of(KEY_PROVIDER, KEY_DEVICE, KEY_PORT, KEY_GID_INDEX, KEY_BIND_ADDRESS, KEY_CONTROL_PORT,
                 KEY_QPS_PER_PEER, KEY_CHAIN_LENGTH, KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER,
                 KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFERS, KEY_RECEIVE_BUFFER_SIZE, KEY_RECEIVE_LOW_WATER,
                 KEY_SEND_BUFFERS, KEY_REGISTERED_MEMORY_LIMIT, KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_LAYOUT_CACHE_MEMORY, KEY_POLLER_THREADS,
@@ -197,117 +224,296 @@ public final class EngineConfig {
                 KEY_SOFTWARE_PORT, KEY_SOFTWARE_SENDFILE);
     }
 
-    /** Sets one key (without prefix) from its text form; returns this. */
-    public EngineConfig set(String key, String v) {
-        switch (key) {
-            case KEY_PROVIDER -> provider = v.toLowerCase(Locale.ROOT);
-            case KEY_DEVICE -> device = v.isEmpty() ? null : v;
-            case KEY_PORT -> port = Integer.parseInt(v);
-            case KEY_GID_INDEX -> gidIndex = Integer.parseInt(v);
-            case KEY_BIND_ADDRESS -> bindAddress = v;
-            case KEY_CONTROL_PORT -> controlPort = Integer.parseInt(v);
-            case KEY_QPS_PER_PEER -> qpsPerPeer = Integer.parseInt(v);
-            case KEY_CHAIN_LENGTH -> chainLength = Integer.parseInt(v);
-            case KEY_MAX_BYTES_IN_FLIGHT -> maxBytesInFlight = parseBytes(v);
-            case KEY_MAX_BYTES_IN_FLIGHT_PER_PEER -> maxBytesInFlightPerPeer = parseBytes(v);
-            case KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER -> maxChainsInFlightPerPeer = Integer.parseInt(v);
-            case KEY_RECEIVE_BUFFERS -> receiveBuffers = Integer.parseInt(v);
-            case KEY_RECEIVE_BUFFER_SIZE -> receiveBufferSize = Math.toIntExact(parseBytes(v));
-            case KEY_RECEIVE_LOW_WATER -> receiveLowWater = Integer.parseInt(v);
-            case KEY_SEND_BUFFERS -> sendBuffers = Integer.parseInt(v);
-            case KEY_REGISTERED_MEMORY_LIMIT -> registeredMemoryLimit = parseBytes(v);
-            case KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION -> registeredMemoryLimitPerApplication = parseBytes(v);
-            case KEY_FETCH_BUFFER_MEMORY -> fetchBufferMemory = parseBytes(v);
-            case KEY_LAYOUT_CACHE_MEMORY -> layoutCacheMemory = parseBytes(v);
-            case KEY_POLLER_THREADS -> pollerThreads = Integer.parseInt(v);
-            case KEY_SERVER_THREADS -> serverThreads = Integer.parseInt(v);
-            case KEY_CONTROL_CLIENT_THREADS -> controlClientThreads = Integer.parseInt(v);
-            case KEY_BUSY_POLL -> busyPoll = v.equalsIgnoreCase("auto") ? null : parseDuration(v);
-            case KEY_HAND_OFF_FETCHES -> handOffFetches = v.equalsIgnoreCase("auto") ? null : parseBoolean(v);
-            case KEY_CONNECT_TIMEOUT -> connectTimeout = parseDuration(v);
-            case KEY_FETCH_TIMEOUT -> fetchTimeout = parseDuration(v);
-            case KEY_IDLE_TIMEOUT -> idleTimeout = parseDuration(v);
-            case KEY_POST_PATH -> postPath = choice(PostPath.class, key, v.replace('-', '_'));
-            case KEY_ON_DEMAND_PAGING -> onDemandPaging = choice(OnDemandPaging.class, key, v);
-            case KEY_PAGE_ALIGNED_READS -> pageAlignedReads = choice(PageAlignedReads.class, key, v);
-            case KEY_MEMORY_WINDOWS -> memoryWindows = choice(MemoryWindows.class, key, v);
-            case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = Integer.parseInt(v);
-            case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = Integer.parseInt(v);
-            case KEY_REGISTERED_MEMORY_LIMIT_PER_USER -> registeredMemoryLimitPerUser = parseBytes(v);
-            case KEY_MAX_REGISTERED_REGIONS -> maxRegisteredRegions = Integer.parseInt(v);
-            case KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION -> maxMemoryWindowsPerApplication = Integer.parseInt(v);
-            case KEY_MAX_INDEX_MEMORY -> maxIndexMemory = parseBytes(v);
-            case KEY_MAX_SERVED_CONNECTIONS_PER_USER -> maxServedConnectionsPerUser = Integer.parseInt(v);
-            case KEY_LOOKUP_TIMEOUT -> lookupTimeout = parseDuration(v);
-            case KEY_SOFTWARE_BIND_ADDRESS -> softwareBindAddress = v.isEmpty() ? null : v;
-            case KEY_SOFTWARE_PORT -> softwarePort = Integer.parseInt(v);
-            case KEY_SOFTWARE_SENDFILE -> softwareSendfile = parseBoolean(v);
+    /** How a key's text is read: what the value must be. */
+    private enum Kind {
+        TEXT("text"), WHOLE("a whole number"), SIZE("a size"), DURATION("a duration"), CHOICE("one of the choices");
+
+        final String noun;
+
+        Kind(String noun) {
+            this.noun = noun;
+        }
+    }
+
+    private static Kind kind(String key) {
+        return switch (key) {
+            case KEY_DEVICE, KEY_BIND_ADDRESS, KEY_SOFTWARE_BIND_ADDRESS -> Kind.TEXT;
+            case KEY_PROVIDER, KEY_HAND_OFF_FETCHES, KEY_POST_PATH, KEY_ON_DEMAND_PAGING, KEY_PAGE_ALIGNED_READS,
+                    KEY_MEMORY_WINDOWS, KEY_SOFTWARE_SENDFILE -> Kind.CHOICE;
+            case KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, KEY_RECEIVE_BUFFER_SIZE, KEY_REGISTERED_MEMORY_LIMIT,
+                    KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_FETCH_BUFFER_MEMORY, KEY_LAYOUT_CACHE_MEMORY,
+                    KEY_REGISTERED_MEMORY_LIMIT_PER_USER, KEY_MAX_INDEX_MEMORY -> Kind.SIZE;
+            case KEY_BUSY_POLL, KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_LOOKUP_TIMEOUT -> Kind.DURATION;
+            case KEY_PORT, KEY_GID_INDEX, KEY_CONTROL_PORT, KEY_QPS_PER_PEER, KEY_CHAIN_LENGTH, KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER,
+                    KEY_RECEIVE_BUFFERS, KEY_RECEIVE_LOW_WATER, KEY_SEND_BUFFERS, KEY_POLLER_THREADS, KEY_SERVER_THREADS,
+                    KEY_CONTROL_CLIENT_THREADS, KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, KEY_MAX_SERVED_CONNECTIONS,
+                    KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, KEY_MAX_REGISTERED_REGIONS, KEY_MAX_SERVED_CONNECTIONS_PER_USER,
+                    KEY_SOFTWARE_PORT -> Kind.WHOLE;
             default -> throw new IllegalArgumentException("unknown key " + key);
+        };
+    }
+
+    /** What {@code key} accepts, the choices or the range ({@code p}: the adapter's prefix, for the keys it names). */
+    private static String accepted(String key, String p) {
+        return switch (key) {
+            case KEY_PROVIDER -> String.join(", ", PROVIDERS.subList(0, PROVIDERS.size() - 1)) + " or " + PROVIDERS.getLast();
+            case KEY_HAND_OFF_FETCHES, KEY_ON_DEMAND_PAGING, KEY_PAGE_ALIGNED_READS -> "auto, true or false";
+            case KEY_MEMORY_WINDOWS -> "false, auto or true";
+            case KEY_POST_PATH -> "builder or post_send";
+            case KEY_SOFTWARE_SENDFILE -> "true or false";
+            case KEY_PORT -> "1..255";
+            case KEY_GID_INDEX -> "auto, or a GID table index (0 and up)";
+            case KEY_CONTROL_PORT, KEY_SOFTWARE_PORT -> "0..65535 (0: any free port)";
+            case KEY_QPS_PER_PEER, KEY_POLLER_THREADS, KEY_SERVER_THREADS, KEY_CONTROL_CLIENT_THREADS -> "1..64";
+            case KEY_CHAIN_LENGTH, KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER -> "1..1024";
+            case KEY_RECEIVE_BUFFERS, KEY_SEND_BUFFERS -> "at least 2";
+            case KEY_RECEIVE_LOW_WATER -> "0 to one less than " + p + KEY_RECEIVE_BUFFERS;
+            case KEY_RECEIVE_BUFFER_SIZE -> "at least 1k, below 2g";
+            case KEY_MAX_BYTES_IN_FLIGHT, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, KEY_REGISTERED_MEMORY_LIMIT -> "positive";
+            case KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, KEY_REGISTERED_MEMORY_LIMIT_PER_USER ->
+                    "positive, at most " + p + KEY_REGISTERED_MEMORY_LIMIT;
+            case KEY_FETCH_BUFFER_MEMORY, KEY_MAX_INDEX_MEMORY -> "at least 1m";
+            case KEY_LAYOUT_CACHE_MEMORY -> "at least 64k";
+            case KEY_BUSY_POLL -> "auto, or 0 or more";
+            case KEY_CONNECT_TIMEOUT, KEY_FETCH_TIMEOUT, KEY_IDLE_TIMEOUT, KEY_LOOKUP_TIMEOUT -> "at least 1ms";
+            case KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, KEY_MAX_SERVED_CONNECTIONS, KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION,
+                    KEY_MAX_SERVED_CONNECTIONS_PER_USER -> "positive";
+            // Well below vm.max_map_count (65530 by default), which the JVM's own stacks, heap and malloc share.
+            case KEY_MAX_REGISTERED_REGIONS -> "4..32768";
+            default -> "any text";
+        };
+    }
+
+    /** What a value of {@code key} is expected to be: its range or choices, and for a size or duration the source's forms. */
+    private static String expected(String key, String p, SettingSource source) {
+        return switch (kind(key)) {
+            case SIZE -> accepted(key, p) + ", " + source.sizes();
+            case DURATION -> accepted(key, p) + ", " + source.durations();
+            default -> accepted(key, p);
+        };
+    }
+
+    /** The adapter's prefix of the keys this was read under ("" for one made with {@link #set}): errors name full keys. */
+    private String prefix = "";
+    /** Each key's text as it was written (before trimming), for errors. */
+    private final Map<String, String> written = new HashMap<>();
+    /** Keys whose text did not read: their range is not checked (the problem is already named). */
+    private final java.util.Set<String> unreadable = new java.util.HashSet<>();
+
+    private List<String> readAll(String adapterPrefix, SettingSource source) {
+        prefix = adapterPrefix;
+        List<String> problems = new ArrayList<>();
+        for (String key : keys()) {
+            String problem = readKey(key, source);
+            if (problem != null) {
+                problems.add(problem);
+            }
+        }
+        problems.addAll(rangeProblems());
+        return problems;
+    }
+
+    /** Sets one key (without prefix) from its text form, read the engine's own way ({@link SettingSource#of}); returns this. */
+    public EngineConfig set(String key, String v) {
+        kind(key); // an unknown key fails here, naming it
+        String problem = readKey(key, SettingSource.of(k -> k.equals(prefix + key) ? v : null));
+        if (problem != null) {
+            throw new IllegalArgumentException(problem);
         }
         return this;
     }
 
-    /** The constant of {@code type} that {@code v} names (any case); else an error naming the key and the choices. */
-    private static <E extends Enum<E>> E choice(Class<E> type, String key, String v) {
+    /** Reads {@code key} from {@code source} if set there; what is wrong with its text, or null. */
+    private String readKey(String key, SettingSource source) {
+        String full = prefix + key;
+        String text = source.get(full);
+        if (text == null) {
+            return null;
+        }
+        written.put(key, text);
+        unreadable.remove(key);
+        String v = text.trim();
+        Kind kind = kind(key);
         try {
-            return Enum.valueOf(type, v.toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(key + "=" + v + ": expected one of " + java.util.Arrays.stream(type.getEnumConstants())
-                    .map(c -> c.name().toLowerCase(Locale.ROOT)).toList());
+            switch (kind) {
+                case TEXT -> setText(key, v);
+                case CHOICE -> setChoice(key, v);
+                case WHOLE -> setWhole(key, v);
+                case SIZE -> setSize(key, source.size(full));
+                case DURATION -> setDuration(key, v.equalsIgnoreCase("auto") && key.equals(KEY_BUSY_POLL) ? null
+                        : source.duration(full));
+            }
+            return null;
+        } catch (ArithmeticException e) {
+            unreadable.add(key);
+            return full + "=" + text + ": out of range; expected " + expected(key, prefix, source);
+        } catch (RuntimeException e) {
+            unreadable.add(key);
+            return full + "=" + text + ": not " + kind.noun + "; expected " + expected(key, prefix, source);
         }
     }
 
-    /** Refuses settings the engine cannot run with, naming the key. */
+    private void setText(String key, String v) {
+        switch (key) {
+            case KEY_DEVICE -> device = v.isEmpty() ? null : v;
+            case KEY_BIND_ADDRESS -> bindAddress = v;
+            case KEY_SOFTWARE_BIND_ADDRESS -> softwareBindAddress = v.isEmpty() ? null : v;
+            default -> throw new IllegalStateException(key);
+        }
+    }
+
+    private void setChoice(String key, String v) {
+        String c = v.toLowerCase(Locale.ROOT);
+        switch (key) {
+            case KEY_PROVIDER -> provider = oneOf(c, PROVIDERS.toArray(String[]::new));
+            case KEY_HAND_OFF_FETCHES -> handOffFetches = oneOf(c, "auto", "true", "false").equals("auto") ? null : Boolean.valueOf(c);
+            case KEY_SOFTWARE_SENDFILE -> softwareSendfile = Boolean.parseBoolean(oneOf(c, "true", "false"));
+            case KEY_POST_PATH -> postPath = PostPath.valueOf(oneOf(c.replace('-', '_'), "builder", "post_send").toUpperCase(Locale.ROOT));
+            case KEY_ON_DEMAND_PAGING -> onDemandPaging = OnDemandPaging.valueOf(oneOf(c, "auto", "true", "false").toUpperCase(Locale.ROOT));
+            case KEY_PAGE_ALIGNED_READS -> pageAlignedReads = PageAlignedReads.valueOf(oneOf(c, "auto", "true", "false").toUpperCase(Locale.ROOT));
+            case KEY_MEMORY_WINDOWS -> memoryWindows = MemoryWindows.valueOf(oneOf(c, "auto", "true", "false").toUpperCase(Locale.ROOT));
+            default -> throw new IllegalStateException(key);
+        }
+    }
+
+    /** {@code c} if it is one of {@code choices}; else an exception (the caller names the key and the choices). */
+    private static String oneOf(String c, String... choices) {
+        for (String choice : choices) {
+            if (choice.equals(c)) {
+                return c;
+            }
+        }
+        throw new IllegalArgumentException(c);
+    }
+
+    private void setWhole(String key, String v) {
+        if (key.equals(KEY_GID_INDEX) && v.equalsIgnoreCase("auto")) {
+            gidIndex = -1;
+            return;
+        }
+        int n = Integer.parseInt(v);
+        switch (key) {
+            case KEY_PORT -> port = n;
+            case KEY_GID_INDEX -> gidIndex = n;
+            case KEY_CONTROL_PORT -> controlPort = n;
+            case KEY_QPS_PER_PEER -> qpsPerPeer = n;
+            case KEY_CHAIN_LENGTH -> chainLength = n;
+            case KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER -> maxChainsInFlightPerPeer = n;
+            case KEY_RECEIVE_BUFFERS -> receiveBuffers = n;
+            case KEY_RECEIVE_LOW_WATER -> receiveLowWater = n;
+            case KEY_SEND_BUFFERS -> sendBuffers = n;
+            case KEY_POLLER_THREADS -> pollerThreads = n;
+            case KEY_SERVER_THREADS -> serverThreads = n;
+            case KEY_CONTROL_CLIENT_THREADS -> controlClientThreads = n;
+            case KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION -> maxMemoryWindowsPerApplication = n;
+            case KEY_MAX_SERVED_CONNECTIONS -> maxServedConnections = n;
+            case KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION -> maxServedConnectionsPerApplication = n;
+            case KEY_MAX_REGISTERED_REGIONS -> maxRegisteredRegions = n;
+            case KEY_MAX_SERVED_CONNECTIONS_PER_USER -> maxServedConnectionsPerUser = n;
+            case KEY_SOFTWARE_PORT -> softwarePort = n;
+            default -> throw new IllegalStateException(key);
+        }
+    }
+
+    private void setSize(String key, long bytes) {
+        switch (key) {
+            case KEY_MAX_BYTES_IN_FLIGHT -> maxBytesInFlight = bytes;
+            case KEY_MAX_BYTES_IN_FLIGHT_PER_PEER -> maxBytesInFlightPerPeer = bytes;
+            case KEY_RECEIVE_BUFFER_SIZE -> receiveBufferSize = Math.toIntExact(bytes);
+            case KEY_REGISTERED_MEMORY_LIMIT -> registeredMemoryLimit = bytes;
+            case KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION -> registeredMemoryLimitPerApplication = bytes;
+            case KEY_FETCH_BUFFER_MEMORY -> fetchBufferMemory = bytes;
+            case KEY_LAYOUT_CACHE_MEMORY -> layoutCacheMemory = bytes;
+            case KEY_REGISTERED_MEMORY_LIMIT_PER_USER -> registeredMemoryLimitPerUser = bytes;
+            case KEY_MAX_INDEX_MEMORY -> maxIndexMemory = bytes;
+            default -> throw new IllegalStateException(key);
+        }
+    }
+
+    private void setDuration(String key, Duration d) {
+        switch (key) {
+            case KEY_BUSY_POLL -> busyPoll = d;
+            case KEY_CONNECT_TIMEOUT -> connectTimeout = d;
+            case KEY_FETCH_TIMEOUT -> fetchTimeout = d;
+            case KEY_IDLE_TIMEOUT -> idleTimeout = d;
+            case KEY_LOOKUP_TIMEOUT -> lookupTimeout = d;
+            default -> throw new IllegalStateException(key);
+        }
+    }
+
+    /**
+     * Refuses settings the engine cannot run with: one {@link IllegalArgumentException} naming each full
+     * key out of range, its value and what is accepted.
+     */
     public EngineConfig validate() {
-        require(qpsPerPeer >= 1 && qpsPerPeer <= 64, KEY_QPS_PER_PEER, "1..64", qpsPerPeer);
-        require(chainLength >= 1 && chainLength <= 1024, KEY_CHAIN_LENGTH, "1..1024", chainLength);
-        require(maxBytesInFlight > 0, KEY_MAX_BYTES_IN_FLIGHT, "positive", maxBytesInFlight);
-        require(maxBytesInFlightPerPeer > 0, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, "positive", maxBytesInFlightPerPeer);
-        require(maxChainsInFlightPerPeer >= 1 && maxChainsInFlightPerPeer <= 1024, KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER,
-                "1..1024", maxChainsInFlightPerPeer);
-        require(receiveBuffers >= 2, KEY_RECEIVE_BUFFERS, "at least 2", receiveBuffers);
-        require(receiveBufferSize >= 1024, KEY_RECEIVE_BUFFER_SIZE, "at least 1k", receiveBufferSize);
-        require(receiveLowWater >= 0 && receiveLowWater < receiveBuffers, KEY_RECEIVE_LOW_WATER,
-                "0.." + (receiveBuffers - 1), receiveLowWater);
-        require(sendBuffers >= 2, KEY_SEND_BUFFERS, "at least 2", sendBuffers);
-        require(registeredMemoryLimit > 0, KEY_REGISTERED_MEMORY_LIMIT, "positive", registeredMemoryLimit);
-        require(registeredMemoryLimitPerApplication == -1
-                        || (registeredMemoryLimitPerApplication > 0 && registeredMemoryLimitPerApplication <= registeredMemoryLimit),
-                KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, "1.." + registeredMemoryLimit + " (" + KEY_REGISTERED_MEMORY_LIMIT + ")",
-                registeredMemoryLimitPerApplication);
-        require(fetchBufferMemory >= (1 << 20), KEY_FETCH_BUFFER_MEMORY, "at least 1m", fetchBufferMemory);
-        require(layoutCacheMemory >= (64 << 10), KEY_LAYOUT_CACHE_MEMORY, "at least 64k", layoutCacheMemory);
-        require(pollerThreads >= 1 && pollerThreads <= 64, KEY_POLLER_THREADS, "1..64", pollerThreads);
-        require(serverThreads >= 1 && serverThreads <= 64, KEY_SERVER_THREADS, "1..64", serverThreads);
-        require(controlClientThreads >= 1 && controlClientThreads <= 64, KEY_CONTROL_CLIENT_THREADS, "1..64",
-                controlClientThreads);
-        require(busyPoll == null || !busyPoll.isNegative(), KEY_BUSY_POLL, "not negative, or auto", busyPoll);
-        require(connectTimeout.toMillis() > 0, KEY_CONNECT_TIMEOUT, "positive", connectTimeout);
-        require(fetchTimeout.toMillis() > 0, KEY_FETCH_TIMEOUT, "positive", fetchTimeout);
-        require(idleTimeout.toMillis() > 0, KEY_IDLE_TIMEOUT, "positive", idleTimeout);
-        require(maxServedConnections >= 1, KEY_MAX_SERVED_CONNECTIONS, "positive", maxServedConnections);
-        require(maxServedConnectionsPerApplication >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION, "positive",
-                maxServedConnectionsPerApplication);
-        require(registeredMemoryLimitPerUser == -1
-                        || (registeredMemoryLimitPerUser > 0 && registeredMemoryLimitPerUser <= registeredMemoryLimit),
-                KEY_REGISTERED_MEMORY_LIMIT_PER_USER, "1.." + registeredMemoryLimit + " (" + KEY_REGISTERED_MEMORY_LIMIT + ")",
-                registeredMemoryLimitPerUser);
-        // Well below vm.max_map_count (65530 by default), which the JVM's own stacks, heap and malloc share.
-        require(maxRegisteredRegions >= 4 && maxRegisteredRegions <= 32768, KEY_MAX_REGISTERED_REGIONS, "4..32768",
-                maxRegisteredRegions);
-        require(maxIndexMemory >= (1 << 20), KEY_MAX_INDEX_MEMORY, "at least 1m", maxIndexMemory);
-        require(maxMemoryWindowsPerApplication >= 1, KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, "positive",
-                maxMemoryWindowsPerApplication);
-        require(maxServedConnectionsPerUser == -1 || maxServedConnectionsPerUser >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_USER,
-                "positive", maxServedConnectionsPerUser);
-        require(lookupTimeout.toMillis() > 0, KEY_LOOKUP_TIMEOUT, "positive", lookupTimeout);
-        require(softwarePort >= 0 && softwarePort <= 65535, KEY_SOFTWARE_PORT, "0..65535", softwarePort);
+        List<String> problems = rangeProblems();
+        if (!problems.isEmpty()) {
+            throw new IllegalArgumentException(String.join(PROBLEM_SEPARATOR, problems));
+        }
         return this;
     }
 
-    private static void require(boolean ok, String key, String range, Object value) {
-        if (!ok) {
-            throw new IllegalArgumentException(key + " must be " + range + ", not " + value);
+    private List<String> rangeProblems() {
+        List<String> out = new ArrayList<>();
+        String p = prefix;
+        require(out, port >= 1 && port <= 255, KEY_PORT, port);
+        require(out, gidIndex >= -1, KEY_GID_INDEX, gidIndex);
+        require(out, controlPort >= 0 && controlPort <= 65535, KEY_CONTROL_PORT, controlPort);
+        require(out, qpsPerPeer >= 1 && qpsPerPeer <= 64, KEY_QPS_PER_PEER, qpsPerPeer);
+        require(out, chainLength >= 1 && chainLength <= 1024, KEY_CHAIN_LENGTH, chainLength);
+        require(out, maxBytesInFlight > 0, KEY_MAX_BYTES_IN_FLIGHT, maxBytesInFlight);
+        require(out, maxBytesInFlightPerPeer > 0, KEY_MAX_BYTES_IN_FLIGHT_PER_PEER, maxBytesInFlightPerPeer);
+        require(out, maxChainsInFlightPerPeer >= 1 && maxChainsInFlightPerPeer <= 1024, KEY_MAX_CHAINS_IN_FLIGHT_PER_PEER,
+                maxChainsInFlightPerPeer);
+        require(out, receiveBuffers >= 2, KEY_RECEIVE_BUFFERS, receiveBuffers);
+        require(out, receiveBufferSize >= 1024, KEY_RECEIVE_BUFFER_SIZE, receiveBufferSize);
+        if (!unreadable.contains(KEY_RECEIVE_BUFFERS)) {
+            require(out, receiveLowWater >= 0 && receiveLowWater < receiveBuffers, KEY_RECEIVE_LOW_WATER,
+                    "0.." + (receiveBuffers - 1) + " (below " + p + KEY_RECEIVE_BUFFERS + ")", receiveLowWater);
+        }
+        require(out, sendBuffers >= 2, KEY_SEND_BUFFERS, sendBuffers);
+        require(out, registeredMemoryLimit > 0, KEY_REGISTERED_MEMORY_LIMIT, registeredMemoryLimit);
+        if (!unreadable.contains(KEY_REGISTERED_MEMORY_LIMIT)) {
+            require(out, registeredMemoryLimitPerApplication == -1
+                            || (registeredMemoryLimitPerApplication > 0 && registeredMemoryLimitPerApplication <= registeredMemoryLimit),
+                    KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, "1.." + registeredMemoryLimit + " (at most " + p
+                            + KEY_REGISTERED_MEMORY_LIMIT + ")", registeredMemoryLimitPerApplication);
+            require(out, registeredMemoryLimitPerUser == -1
+                            || (registeredMemoryLimitPerUser > 0 && registeredMemoryLimitPerUser <= registeredMemoryLimit),
+                    KEY_REGISTERED_MEMORY_LIMIT_PER_USER, "1.." + registeredMemoryLimit + " (at most " + p
+                            + KEY_REGISTERED_MEMORY_LIMIT + ")", registeredMemoryLimitPerUser);
+        }
+        require(out, fetchBufferMemory >= (1 << 20), KEY_FETCH_BUFFER_MEMORY, fetchBufferMemory);
+        require(out, layoutCacheMemory >= (64 << 10), KEY_LAYOUT_CACHE_MEMORY, layoutCacheMemory);
+        require(out, pollerThreads >= 1 && pollerThreads <= 64, KEY_POLLER_THREADS, pollerThreads);
+        require(out, serverThreads >= 1 && serverThreads <= 64, KEY_SERVER_THREADS, serverThreads);
+        require(out, controlClientThreads >= 1 && controlClientThreads <= 64, KEY_CONTROL_CLIENT_THREADS, controlClientThreads);
+        require(out, busyPoll == null || !busyPoll.isNegative(), KEY_BUSY_POLL, busyPoll);
+        require(out, connectTimeout.toMillis() > 0, KEY_CONNECT_TIMEOUT, connectTimeout);
+        require(out, fetchTimeout.toMillis() > 0, KEY_FETCH_TIMEOUT, fetchTimeout);
+        require(out, idleTimeout.toMillis() > 0, KEY_IDLE_TIMEOUT, idleTimeout);
+        require(out, maxServedConnections >= 1, KEY_MAX_SERVED_CONNECTIONS, maxServedConnections);
+        require(out, maxServedConnectionsPerApplication >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_APPLICATION,
+                maxServedConnectionsPerApplication);
+        require(out, maxRegisteredRegions >= 4 && maxRegisteredRegions <= 32768, KEY_MAX_REGISTERED_REGIONS, maxRegisteredRegions);
+        require(out, maxIndexMemory >= (1 << 20), KEY_MAX_INDEX_MEMORY, maxIndexMemory);
+        require(out, maxMemoryWindowsPerApplication >= 1, KEY_MAX_MEMORY_WINDOWS_PER_APPLICATION, maxMemoryWindowsPerApplication);
+        require(out, maxServedConnectionsPerUser == -1 || maxServedConnectionsPerUser >= 1, KEY_MAX_SERVED_CONNECTIONS_PER_USER,
+                maxServedConnectionsPerUser);
+        require(out, lookupTimeout.toMillis() > 0, KEY_LOOKUP_TIMEOUT, lookupTimeout);
+        require(out, softwarePort >= 0 && softwarePort <= 65535, KEY_SOFTWARE_PORT, softwarePort);
+        return out;
+    }
+
+    private void require(List<String> out, boolean ok, String key, Object value) {
+        require(out, ok, key, accepted(key, prefix), value);
+    }
+
+    /** Adds the problem of {@code key} out of {@code range} unless {@code ok} (or its text did not read: named already). */
+    private void require(List<String> out, boolean ok, String key, String range, Object value) {
+        if (!ok && !unreadable.contains(key)) {
+            String text = written.get(key);
+            out.add(prefix + key + "=" + (text != null ? text : value + " (its default)") + ": out of range; expected " + range);
         }
     }
 
@@ -355,47 +561,6 @@ public final class EngineConfig {
         m.put(KEY_LOOKUP_TIMEOUT, lookupTimeout.toMillis() + "ms");
         m.putAll(providerSettings().values());
         return m;
-    }
-
-    static long parseBytes(String v) {
-        String s = v.toLowerCase(Locale.ROOT).replace("b", "");
-        long unit = 1;
-        if (s.endsWith("k")) {
-            unit = 1L << 10;
-        } else if (s.endsWith("m")) {
-            unit = 1L << 20;
-        } else if (s.endsWith("g")) {
-            unit = 1L << 30;
-        }
-        if (unit != 1) {
-            s = s.substring(0, s.length() - 1);
-        }
-        return Math.multiplyExact(Long.parseLong(s.trim()), unit);
-    }
-
-    static boolean parseBoolean(String v) {
-        return switch (v.toLowerCase(Locale.ROOT)) {
-            case "true" -> true;
-            case "false" -> false;
-            default -> throw new IllegalArgumentException("true, false or auto, not " + v);
-        };
-    }
-
-    static Duration parseDuration(String v) {
-        String s = v.toLowerCase(Locale.ROOT).trim();
-        if (s.endsWith("ms")) {
-            return Duration.ofMillis(Long.parseLong(s.substring(0, s.length() - 2).trim()));
-        }
-        if (s.endsWith("us")) {
-            return Duration.ofNanos(1000 * Long.parseLong(s.substring(0, s.length() - 2).trim()));
-        }
-        if (s.endsWith("min")) {
-            return Duration.ofMinutes(Long.parseLong(s.substring(0, s.length() - 3).trim()));
-        }
-        if (s.endsWith("s")) {
-            return Duration.ofSeconds(Long.parseLong(s.substring(0, s.length() - 1).trim()));
-        }
-        return Duration.ofMillis(Long.parseLong(s));
     }
 
     public String provider() { return provider; }
