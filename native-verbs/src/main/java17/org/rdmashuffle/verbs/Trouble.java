@@ -8,6 +8,9 @@ import java.util.Optional;
  * what was seen, what was needed, what to change. Users of earlier RDMA shuffles spent most of their
  * issue threads finding out whether RDMA was used and why not; the code makes the answer searchable
  * (logs, the Spark plugin's {@code executors.fallenBack.<key>} metrics, the doctor).
+ *
+ * <p>Built for Java 17 (src/main/java17): the classes Spark and YARN load on a JVM too old for the
+ * engine name {@link #JVM} with it.
  */
 public enum Trouble {
     NO_DEVICE("RS01", "no-device"),
@@ -17,7 +20,9 @@ public enum Trouble {
     GID_UNREACHABLE("RS05", "gid-unreachable"),
     PATH_MTU("RS06", "path-mtu"),
     AUTHENTICATION("RS07", "authentication"),
-    REMOTE_ACCESS("RS08", "remote-access");
+    REMOTE_ACCESS("RS08", "remote-access"),
+    /** The JVM is older than the engine needs ({@link EngineRuntime}); Spark's or MapReduce's own shuffle carries it. */
+    JVM("RS09", "jvm");
 
     private final String code;
     private final String key;

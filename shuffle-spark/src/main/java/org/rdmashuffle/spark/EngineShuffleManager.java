@@ -25,7 +25,9 @@ import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
 
 /**
- * {@code spark.shuffle.manager=org.rdmashuffle.spark.RdmaShuffleManager}.
+ * The shuffle manager behind {@code spark.shuffle.manager=org.rdmashuffle.spark.EngineShuffleManager} on a
+ * JVM that runs the engine: {@link EngineShuffleManager}, which Spark loads by name on any JVM, makes this
+ * one where {@link org.rdmashuffle.verbs.EngineRuntime} allows and hands every call to it.
  *
  * <p>Map side: Spark's own sort-shuffle writers and on-disk layout (data, index and checksum files),
  * so {@code MapStatus} sizes and checksums stay exactly Spark's; each committed output is then
@@ -45,32 +47,14 @@ import org.rdmashuffle.core.config.EngineConfig;
  * <p>If the engine cannot start, this executor falls back to Spark's built-in transport with one
  * WARN naming the cause ({@code spark.shuffle.rdma.fallback=false} fails instead).
  */
-public final class RdmaShuffleManager implements ShuffleManager {
-    /** Prefix of every setting (the engine's keys follow it, see docs/configuration.md). */
-    public static final String PREFIX = "spark.shuffle.rdma.";
-    /** Fall back to Spark's transport when the engine cannot start (default true). */
-    public static final String FALLBACK = PREFIX + "fallback";
-    /**
-     * Outputs are served by the node's shuffle service ({@link org.rdmashuffle.core.service.SparkShuffleServer}),
-     * not by the executor that wrote them, so they outlive it; needs {@code spark.shuffle.service.enabled}
-     * and {@code spark.authenticate} (default false).
-     */
-    public static final String SERVICE_ENABLED = PREFIX + "service.enabled";
-    /**
-     * Start an executor's engine when the executor starts, on a thread of its own (default true),
-     * rather than in the first task that needs it (false).
-     */
-    public static final String START_AT_EXECUTOR_START = PREFIX + "startAtExecutorStart";
-    /** The port of every node's RDMA shuffle service for Spark (default {@value #DEFAULT_SERVICE_PORT}). */
-    public static final String SERVICE_PORT = PREFIX + "service.port";
-    public static final int DEFAULT_SERVICE_PORT = 13571;
+public final class EngineShuffleManager implements ShuffleManager, ShuffleCarrier {
     /** The value conf/spark-defaults.conf ships for spark.authenticate.secret, to be replaced. */
     static final String SHIPPED_SECRET_PLACEHOLDER = "REPLACE-ME-";
     /** How an executor's shuffle server id says where its engine listens. */
     static final String TOPOLOGY_PREFIX = "rdma-shuffle=";
 
     private static final System.Logger LOG = System.getLogger(RdmaShuffleManager.class.getName());
-    private static volatile RdmaShuffleManager current;
+    private static volatile EngineShuffleManager current;
 
     private final SparkConf conf;
     private final SortShuffleManager sort;
@@ -90,11 +74,17 @@ public final class RdmaShuffleManager implements ShuffleManager {
     /** The block store client the last reduce task used, for the next with the same engine locations. */
     private volatile RdmaBlockStoreClient lastClient;
 
-    public RdmaShuffleManager(SparkConf conf) {
+    /** Made by {@link RdmaShuffleManager} (by name: this class is built for a newer Java than that one). */
+    public EngineShuffleManager(SparkConf conf) {
         this.conf = conf;
         this.sort = new SortShuffleManager(conf);
+        if ("driver".equals(conf.get("spark.executor.id", "driver"))) {
+            // Where the application starts: a bad value is refused here, naming its key, rather than
+            // costing every executor its engine (docs/configuration.md, strictConfig).
+            SparkSettingsCheck.checkOnDriver(conf);
+        }
         current = this;
-        if (!"driver".equals(conf.get("spark.executor.id", "driver")) && conf.getBoolean(START_AT_EXECUTOR_START, true)) {
+        if (!"driver".equals(conf.get("spark.executor.id", "driver")) && conf.getBoolean(RdmaShuffleManager.START_AT_EXECUTOR_START, true)) {
             Thread.ofPlatform().daemon().name("rdma-shuffle-start").start(this::startWhenTheBlockManagerIsUp);
         }
     }
@@ -131,7 +121,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     }
 
     /** The manager of this JVM, if Spark created one. */
-    static RdmaShuffleManager current() {
+    static EngineShuffleManager current() {
         return current;
     }
 
@@ -146,7 +136,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
         ShuffleWriter<K, V> writer = sort.getWriter(handle, mapId, context, metrics);
         RdmaShuffleEngine e = engine();
         // With the node's service serving, the output is found on disk there: nothing to register here.
-        return e == null || conf.getBoolean(SERVICE_ENABLED, false) ? writer
+        return e == null || conf.getBoolean(RdmaShuffleManager.SERVICE_ENABLED, false) ? writer
                 : new RdmaShuffleWriter<>(writer, e, sort.shuffleBlockResolver(), handle.shuffleId(), mapId);
     }
 
@@ -219,8 +209,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
                 engine = start();
             } catch (RuntimeException | Error e) {
                 unavailable = e.getClass().getSimpleName() + ": " + e.getMessage();
-                if (!conf.getBoolean(FALLBACK, true)) {
-                    throw new IllegalStateException("rdma-shuffle: the RDMA engine cannot start and " + FALLBACK
+                if (!conf.getBoolean(RdmaShuffleManager.FALLBACK, true)) {
+                    throw new IllegalStateException("rdma-shuffle: the RDMA engine cannot start and " + RdmaShuffleManager.FALLBACK
                             + "=false: " + unavailable, e);
                 }
                 LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: the RDMA engine cannot start on this executor, so its "
@@ -235,18 +225,18 @@ public final class RdmaShuffleManager implements ShuffleManager {
         SparkEnv env = SparkEnv.get();
         BlockManager bm = env.blockManager();
         String host = bm.blockManagerId().host();
-        EngineConfig config = EngineConfig.fromProperties(PREFIX, key -> conf.getOption(key).isDefined() ? conf.get(key) : null);
-        if (!conf.contains(PREFIX + EngineConfig.KEY_BIND_ADDRESS)) {
+        EngineConfig config = SparkSettings.engineConfig(conf);
+        if (!conf.contains(RdmaShuffleManager.PREFIX + EngineConfig.KEY_BIND_ADDRESS)) {
             config.set(EngineConfig.KEY_BIND_ADDRESS, host);
         }
         // The software provider's data listener must be reachable from the other executors: the host's address.
-        if (!conf.contains(PREFIX + EngineConfig.KEY_SOFTWARE_BIND_ADDRESS)) {
+        if (!conf.contains(RdmaShuffleManager.PREFIX + EngineConfig.KEY_SOFTWARE_BIND_ADDRESS)) {
             config.set(EngineConfig.KEY_SOFTWARE_BIND_ADDRESS, host);
         }
-        if (!conf.contains(PREFIX + EngineConfig.KEY_FETCH_BUFFER_MEMORY)) {
+        if (!conf.contains(RdmaShuffleManager.PREFIX + EngineConfig.KEY_FETCH_BUFFER_MEMORY)) {
             config.set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, Long.toString(fetchBufferMemory(conf)));
         }
-        boolean service = conf.getBoolean(SERVICE_ENABLED, false);
+        boolean service = conf.getBoolean(RdmaShuffleManager.SERVICE_ENABLED, false);
         if (service) {
             requireServiceSettings(conf);
         }
@@ -259,8 +249,8 @@ public final class RdmaShuffleManager implements ShuffleManager {
             // Outputs a decommissioned executor moves here name this executor's engine in their MapStatus.
             e.resolver(new MovedOutputs(sort.shuffleBlockResolver()));
         }
-        InetSocketAddress servedAt = service ? InetSocketAddress.createUnresolved(host, conf.getInt(SERVICE_PORT,
-                DEFAULT_SERVICE_PORT)) : e.address();
+        InetSocketAddress servedAt = service ? InetSocketAddress.createUnresolved(host, conf.getInt(RdmaShuffleManager.SERVICE_PORT,
+                RdmaShuffleManager.DEFAULT_SERVICE_PORT)) : e.address();
         try {
             publish(bm, servedAt);
         } catch (RuntimeException ex) {
@@ -305,11 +295,11 @@ public final class RdmaShuffleManager implements ShuffleManager {
      */
     static void requireServiceSettings(SparkConf conf) {
         if (!conf.getBoolean("spark.shuffle.service.enabled", false)) {
-            throw new IllegalArgumentException(SERVICE_ENABLED + "=true needs spark.shuffle.service.enabled=true: without "
+            throw new IllegalArgumentException(RdmaShuffleManager.SERVICE_ENABLED + "=true needs spark.shuffle.service.enabled=true: without "
                     + "Spark's external shuffle service, Spark forgets an executor's outputs when it exits");
         }
         if (!conf.getBoolean("spark.authenticate", false)) {
-            throw new IllegalArgumentException(SERVICE_ENABLED + "=true needs spark.authenticate=true: the node's RDMA "
+            throw new IllegalArgumentException(RdmaShuffleManager.SERVICE_ENABLED + "=true needs spark.authenticate=true: the node's RDMA "
                     + "shuffle service serves only applications whose reducers prove the application's secret");
         }
     }
@@ -324,12 +314,12 @@ public final class RdmaShuffleManager implements ShuffleManager {
      * an unreachable executor is gone: Spark's transport would only retry the same dead peer.
      */
     boolean fetchesOverSparkInstead(org.rdmashuffle.core.client.BlockFetchException.Kind kind) {
-        if (!conf.getBoolean(FALLBACK, true)) {
+        if (!conf.getBoolean(RdmaShuffleManager.FALLBACK, true)) {
             return false;
         }
         return switch (kind) {
             case REFUSED -> true;
-            case UNREACHABLE, NOT_AUTHENTICATED -> conf.getBoolean(SERVICE_ENABLED, false)
+            case UNREACHABLE, NOT_AUTHENTICATED -> conf.getBoolean(RdmaShuffleManager.SERVICE_ENABLED, false)
                     || conf.getBoolean("spark.shuffle.service.enabled", false);
             case NO_SUCH_OUTPUT, FAILED -> false;
         };
@@ -356,66 +346,41 @@ public final class RdmaShuffleManager implements ShuffleManager {
         return new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
     }
 
-    /**
-     * What carries this JVM's shuffle, for the main job and the tests: the provider and device, or
-     * why the built-in transport does; and how many blocks came over each.
-     */
-    public static String describe() {
-        RdmaShuffleManager m = current;
-        if (m == null) {
-            return "no RdmaShuffleManager in this JVM";
-        }
-        RdmaShuffleEngine e = m.engine();
+    @Override
+    public String describe() {
+        RdmaShuffleEngine e = engine();
         String carrier = e != null ? "RDMA engine on " + e.providerName() + " device " + e.deviceName() + " (control "
                 + e.address().getHostString() + ":" + e.address().getPort() + ")"
                 + (e.windowUse().on() ? ", its outputs read through memory windows" : "")
-                : "Spark's built-in transport (RDMA engine unavailable: " + m.unavailable + ")";
-        return carrier + "; " + m.counts.describe();
+                : "Spark's built-in transport (RDMA engine unavailable: " + unavailable + ")";
+        return carrier + "; " + counts.describe();
     }
 
-    /**
-     * What carries this JVM's shuffle and what it moved, for the metrics plugin ({@link RdmaShufflePlugin}):
-     * a report numbered {@code seq}, from executor {@code executorId}.
-     */
-    public static org.rdmashuffle.spark.metrics.ExecutorShuffleReport report(String executorId, long seq) {
-        RdmaShuffleManager m = current;
-        if (m == null) {
-            // Configured but not made yet (the plugin can start first): starting, not fallen back.
-            SparkEnv env = SparkEnv.get();
-            boolean ours = env != null && RdmaShuffleManager.class.getName().equals(env.conf().get("spark.shuffle.manager", ""));
-            return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.notRunning(executorId, seq, ours
-                    ? org.rdmashuffle.spark.metrics.ExecutorShuffleReport.STARTING
-                    : org.rdmashuffle.spark.metrics.ExecutorShuffleReport.NOT_RUNNING_PREFIX + RdmaShuffleManager.class.getName());
-        }
-        RdmaShuffleEngine e = m.engine;
+    @Override
+    public org.rdmashuffle.spark.metrics.ExecutorShuffleReport report(String executorId, long seq) {
+        RdmaShuffleEngine e = engine;
         org.rdmashuffle.core.metrics.EngineMetrics em = e == null ? null : e.metrics();
-        String state = e != null ? null : m.unavailable != null ? m.unavailable : m.started ? "stopped"
+        String state = e != null ? null : unavailable != null ? unavailable : started ? "stopped"
                 : org.rdmashuffle.spark.metrics.ExecutorShuffleReport.STARTING;
-        long[] c = m.counts.snapshot();
-        return org.rdmashuffle.spark.metrics.ExecutorShuffleReport.of(executorId, seq, state, em, c[0], c[2], c[1], c[3],
-                m.counts.fallbackBlocksByReason(), m.counts.rdmaBlocksByServer());
+        long[] c = counts.snapshot();
+        return org.rdmashuffle.spark.metrics.ExecutorShuffleMetrics.report(executorId, seq, state, em, c[0], c[2], c[1], c[3],
+                counts.fallbackBlocksByReason(), counts.rdmaBlocksByServer());
     }
 
     /** This JVM's engine's figures, or null where no engine runs. */
     public static org.rdmashuffle.core.metrics.EngineMetrics engineMetrics() {
-        RdmaShuffleManager m = current;
+        EngineShuffleManager m = current;
         RdmaShuffleEngine e = m == null ? null : m.engine;
         return e == null ? null : e.metrics();
     }
 
-    /** The thread that started this JVM's engine, or null if none has started (nor tried to). */
-    public static String engineStartedOn() {
-        RdmaShuffleManager m = current;
-        return m == null ? null : m.startedOn;
+    @Override
+    public String engineStartedOn() {
+        return startedOn;
     }
 
-    /**
-     * What this JVM fetched: {@code [blocks over RDMA, blocks over the built-in transport, bytes over
-     * RDMA, bytes over the built-in transport]} (zeros where no RdmaShuffleManager runs, e.g. with
-     * Spark's own shuffle). Blocks over the built-in transport count when asked for, bytes when delivered.
-     */
-    public static long[] fetchCounts() {
-        RdmaShuffleManager m = current;
-        return m == null ? new long[4] : m.counts.snapshot();
+    @Override
+    public long[] fetchCounts() {
+        return counts.snapshot();
     }
 }

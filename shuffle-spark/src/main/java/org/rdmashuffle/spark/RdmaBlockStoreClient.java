@@ -24,13 +24,13 @@ import org.rdmashuffle.core.client.FetchedBlock;
  * host-local directories) goes to Spark's own client.
  */
 final class RdmaBlockStoreClient extends BlockStoreClient {
-    private final RdmaShuffleManager manager;
+    private final EngineShuffleManager manager;
     private final RdmaShuffleEngine engine;
     private final Map<String, InetSocketAddress> engines;
     private final BlockStoreClient builtIn;
 
     /** @param engines where each executor's engine listens, by executor id (from the map output locations) */
-    RdmaBlockStoreClient(RdmaShuffleManager manager, RdmaShuffleEngine engine, Map<String, InetSocketAddress> engines,
+    RdmaBlockStoreClient(EngineShuffleManager manager, RdmaShuffleEngine engine, Map<String, InetSocketAddress> engines,
                          BlockStoreClient builtIn) {
         this.manager = manager;
         this.engine = engine;
@@ -44,9 +44,9 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
      * a logger per instance, about 1.5% of the reduce tasks' profile samples at 1,000 reducers (JFR,
      * docs/benchmarks.md); the client keeps no state of its own between calls, so tasks may share it.
      */
-    static RdmaBlockStoreClient reuseOrMake(RdmaBlockStoreClient last, RdmaShuffleManager manager, RdmaShuffleEngine engine,
+    static RdmaBlockStoreClient reuseOrMake(RdmaBlockStoreClient last, EngineShuffleManager manager, RdmaShuffleEngine engine,
                                             Map<String, InetSocketAddress> engines, BlockStoreClient builtIn) {
-        // last is manager's own (RdmaShuffleManager.blockStoreClient): only what a task brings is compared.
+        // last is manager's own (EngineShuffleManager.blockStoreClient): only what a task brings is compared.
         if (last != null && last.engine == engine && last.builtIn == builtIn && last.engines.equals(engines)) {
             return last;
         }
@@ -93,7 +93,7 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
                 if (manager.fetchesOverSparkInstead(kind)) {
                     // RDMA cannot carry this block (see fetchesOverSparkInstead); Spark's transport can,
                     // from another thread: this is the engine's completion poller.
-                    manager.counts.fellBack(FallbackReason.of(kind), 1);
+                    manager.counts.fellBack(reasonOf(kind), 1);
                     BlockFetchingListener counting = countingFallback(listener);
                     Exception rejected = manager.fallbacks.submit(() -> {
                         try {
@@ -189,5 +189,14 @@ final class RdmaBlockStoreClient extends BlockStoreClient {
     @Override
     public void close() {
         // Owns nothing: the engine and Spark's client live as long as their executor.
+    }
+
+    /** The reason a block the engine could not fetch is counted under. */
+    private static FallbackReason reasonOf(org.rdmashuffle.core.client.BlockFetchException.Kind kind) {
+        return switch (kind) {
+            case UNREACHABLE -> FallbackReason.UNREACHABLE;
+            case NOT_AUTHENTICATED -> FallbackReason.NOT_AUTHENTICATED;
+            default -> FallbackReason.REFUSED;
+        };
     }
 }

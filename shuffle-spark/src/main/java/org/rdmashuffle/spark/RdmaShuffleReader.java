@@ -52,13 +52,13 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
     private final TaskContext context;
     private final ShuffleReadMetricsReporter readMetrics;
     private final boolean shouldBatchFetch;
-    private final RdmaShuffleManager manager;
+    private final EngineShuffleManager manager;
     private final RdmaShuffleEngine engine;
 
     RdmaShuffleReader(BaseShuffleHandle<K, ?, C> handle,
                       Iterator<Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>>> blocksByAddress,
                       TaskContext context, ShuffleReadMetricsReporter readMetrics, boolean shouldBatchFetch,
-                      RdmaShuffleManager manager, RdmaShuffleEngine engine) {
+                      EngineShuffleManager manager, RdmaShuffleEngine engine) {
         this.handle = handle;
         this.blocksByAddress = blocksByAddress;
         this.context = context;
@@ -79,7 +79,7 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
         List<InetSocketAddress> peers = new ArrayList<>();
         for (Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>> t : byAddress) {
             BlockManagerId id = t._1();
-            InetSocketAddress a = RdmaShuffleManager.engineAddress(id);
+            InetSocketAddress a = EngineShuffleManager.engineAddress(id);
             if (a != null && !id.executorId().equals(self.executorId())
                     && !(hostLocalFromDisk && id.host().equals(self.host()))) {
                 peers.add(a);
@@ -114,7 +114,7 @@ final class RdmaShuffleReader<K, C> implements ShuffleReader<K, C> {
         while (blocksByAddress.hasNext()) {
             Tuple2<BlockManagerId, Seq<Tuple3<BlockId, Object, Object>>> t = blocksByAddress.next();
             byAddress.add(t);
-            InetSocketAddress a = RdmaShuffleManager.engineAddress(t._1());
+            InetSocketAddress a = EngineShuffleManager.engineAddress(t._1());
             if (a != null) {
                 engines.put(t._1().executorId(), a);
             }

@@ -2,7 +2,8 @@ package org.rdmashuffle.spark;
 
 /**
  * Why a block went over Spark's built-in transport instead of RDMA, as operators count them (metric
- * {@code fallback.blocks.<name>}).
+ * {@code fallback.blocks.<name>}). Built for Java 17 (src/main/java17): the driver's metrics name
+ * every reason on any JVM.
  */
 public enum FallbackReason {
     /** This executor's engine could not start (the executor's report says why). */
@@ -24,13 +25,5 @@ public enum FallbackReason {
 
     public String metricName() {
         return metricName;
-    }
-
-    static FallbackReason of(org.rdmashuffle.core.client.BlockFetchException.Kind kind) {
-        return switch (kind) {
-            case UNREACHABLE -> UNREACHABLE;
-            case NOT_AUTHENTICATED -> NOT_AUTHENTICATED;
-            default -> REFUSED;
-        };
     }
 }

@@ -41,7 +41,7 @@ class RdmaBlockStoreClientTest {
     private SoftwareProvider clientProvider;
     private RdmaShuffleEngine server;
     private RdmaShuffleEngine client;
-    private RdmaShuffleManager manager;
+    private EngineShuffleManager manager;
 
     @BeforeEach
     void engines() {
@@ -50,7 +50,7 @@ class RdmaBlockStoreClientTest {
         clientProvider = new SoftwareProvider(SoftwareProvider.Config.loopback());
         server = RdmaShuffleEngine.start(c, "app", SECRET, serverProvider);
         client = RdmaShuffleEngine.start(c, "app", SECRET, clientProvider);
-        manager = new RdmaShuffleManager(new SparkConf(false));
+        manager = new EngineShuffleManager(new SparkConf(false));
     }
 
     @AfterEach

@@ -18,15 +18,15 @@ class ServiceSettingsTest {
     @Test
     void withoutSparksShuffleService_theErrorSaysOutputsWouldBeForgotten() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> RdmaShuffleManager.requireServiceSettings(conf(false, true)));
+                () -> EngineShuffleManager.requireServiceSettings(conf(false, true)));
         assertTrue(e.getMessage().contains("spark.shuffle.service.enabled=true"), e.getMessage());
     }
 
     @Test
     void withoutAuthentication_theErrorSaysTheServiceWouldNotServe() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> RdmaShuffleManager.requireServiceSettings(conf(true, false)));
+                () -> EngineShuffleManager.requireServiceSettings(conf(true, false)));
         assertTrue(e.getMessage().contains("spark.authenticate=true"), e.getMessage());
-        assertDoesNotThrow(() -> RdmaShuffleManager.requireServiceSettings(conf(true, true)));
+        assertDoesNotThrow(() -> EngineShuffleManager.requireServiceSettings(conf(true, true)));
     }
 }

@@ -1,6 +1,7 @@
 package org.rdmashuffle.spark.metrics;
 
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -140,8 +141,8 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
             if (!infoRegistered && r.onRdma()) {
                 infoRegistered = true;
                 // Spark's sinks publish numbers only: the provider and device are in the names.
-                gauge("provider." + sanitize(r.provider()), () -> 1L);
-                gauge("device." + sanitize(r.device()), () -> 1L);
+                gauge("provider." + ExecutorShuffleReport.sanitize(r.provider()), () -> 1L);
+                gauge("device." + ExecutorShuffleReport.sanitize(r.device()), () -> 1L);
                 gauge("gidIndex", () -> gidIndex(report.get().gid()));
             }
             if (!r.equals(lastSent)) {
@@ -165,8 +166,34 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
         }
     }
 
-    static String sanitize(String s) {
-        return s.isEmpty() ? "none" : s.replaceAll("[^A-Za-z0-9_-]", "_");
+    /** The executor as reported, from its manager's counts and its engine's figures ({@code engine} null: none runs). */
+    public static ExecutorShuffleReport report(String executorId, long seq, String fallback, EngineMetrics engine,
+                                               long blocksOverRdma, long bytesOverRdma, long blocksOverFallback,
+                                               long bytesOverFallback, Map<String, Long> fallbackBlocksByReason,
+                                               Map<String, Long> rdmaBlocksFrom) {
+        Map<String, Long> from = new TreeMap<>();
+        rdmaBlocksFrom.forEach((host, n) -> {
+            if (from.size() < ExecutorShuffleReport.MAX_SERVERS) {
+                from.put(host, n);
+            }
+        });
+        if (engine == null) {
+            return new ExecutorShuffleReport(executorId, seq, fallback == null ? "no engine" : fallback, "", "", "", "", -1,
+                    blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
+                    new TreeMap<>(fallbackBlocksByReason), 0, 0, 0, 0, 0, new TreeMap<>(), from);
+        }
+        FetchCounts.Snapshot f = engine.fetches();
+        Map<String, Long> errors = new TreeMap<>();
+        for (Map.Entry<WorkCompletionStatus, Long> e : engine.completionErrors().entrySet()) {
+            if (e.getValue() > 0) {
+                errors.put(e.getKey().name(), e.getValue());
+            }
+        }
+        return new ExecutorShuffleReport(executorId, seq, null, engine.provider(), engine.device(), engine.gid(),
+                engine.memory(), engine.pinnableBytes(), blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
+                new TreeMap<>(fallbackBlocksByReason), f.blockLatency().quantileMicros(0.5),
+                f.blockLatency().quantileMicros(0.99), f.failedBlocks(), f.connectionFailures(),
+                engine.mapOutputRegistrations().failures() + engine.bufferRegistrations().failures(), errors, from);
     }
 
     /** Stops the thread, then sends the last report if it changed (best effort: the driver may be gone). */

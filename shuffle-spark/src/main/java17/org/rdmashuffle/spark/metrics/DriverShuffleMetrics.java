@@ -21,6 +21,7 @@ import com.codahale.metrics.MetricRegistry;
  *
  * <p>Reports of executors that have gone are kept (their bytes stay in the totals), at most
  * {@value #MAX_EXECUTORS_KEPT}; called on Spark's RPC threads, each report costs a map update.
+ * Built for Java 17 (src/main/java17): a driver on any JVM Spark runs on counts its executors.
  */
 public final class DriverShuffleMetrics {
     private static final System.Logger LOG = System.getLogger(DriverShuffleMetrics.class.getName());
@@ -92,7 +93,7 @@ public final class DriverShuffleMetrics {
 
     private void firstFrom(ExecutorShuffleReport r) {
         if (latest.size() <= MAX_EXECUTORS_SHOWN) {
-            String p = "executor." + ExecutorShuffleMetrics.sanitize(r.executorId()) + ".";
+            String p = "executor." + ExecutorShuffleReport.sanitize(r.executorId()) + ".";
             one(p + "onRdma", r.executorId(), x -> x.onRdma() ? 1 : 0);
             one(p + "fallbackCode", r.executorId(), ExecutorShuffleReport::fallbackCode);
             one(p + "rdma.blocks", r.executorId(), ExecutorShuffleReport::blocksOverRdma);
@@ -113,7 +114,7 @@ public final class DriverShuffleMetrics {
         String id = r.executorId();
         for (String host : r.rdmaBlocksFrom().keySet()) {
             if (links.add(id + "|" + host)) {
-                one("executor." + ExecutorShuffleMetrics.sanitize(id) + ".rdma.from." + ExecutorShuffleMetrics.sanitize(host)
+                one("executor." + ExecutorShuffleReport.sanitize(id) + ".rdma.from." + ExecutorShuffleReport.sanitize(host)
                         + ".blocks", id, x -> x.rdmaBlocksFrom().getOrDefault(host, 0L));
             }
         }

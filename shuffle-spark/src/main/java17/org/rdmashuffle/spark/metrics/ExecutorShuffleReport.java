@@ -4,16 +4,15 @@ import java.io.Serializable;
 import java.util.Map;
 import java.util.TreeMap;
 
-import org.rdmashuffle.core.metrics.EngineMetrics;
-import org.rdmashuffle.core.metrics.FetchCounts;
 import org.rdmashuffle.verbs.Trouble;
-import org.rdmashuffle.verbs.WorkCompletionStatus;
 
 /**
  * What one executor's shuffle ran on and moved, as the executor sends it to the driver's side of the
  * plugin ({@link DriverShuffleMetrics}): whether RDMA carries it and, if not, why; blocks and bytes over
  * each transport; fallbacks by reason; fetch latency; failed completions. Plain values only: it
- * crosses Spark's RPC. Reports are numbered; the driver keeps the newest.
+ * crosses Spark's RPC. Reports are numbered; the driver keeps the newest. Built for Java 17
+ * (src/main/java17): a driver or executor on a JVM too old for the engine reports and counts too;
+ * an engine's figures become a report in {@link ExecutorShuffleMetrics#report}.
  *
  * @param fallback why Spark's transport carries this executor's shuffle (the engine's failure to start),
  *        {@code "starting"} before it has started, or null when RDMA carries it
@@ -77,44 +76,19 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
     /** How the reason of an executor without the plugin's shuffle manager starts. */
     public static final String NOT_RUNNING_PREFIX = "spark.shuffle.manager is not ";
 
-    /** The executor as reported, from its manager's counts and its engine's figures ({@code engine} null: none runs). */
-    public static ExecutorShuffleReport of(String executorId, long seq, String fallback, EngineMetrics engine,
-                                           long blocksOverRdma, long bytesOverRdma, long blocksOverFallback,
-                                           long bytesOverFallback, Map<String, Long> fallbackBlocksByReason,
-                                           Map<String, Long> rdmaBlocksFrom) {
-        Map<String, Long> from = new TreeMap<>();
-        rdmaBlocksFrom.forEach((host, n) -> {
-            if (from.size() < MAX_SERVERS) {
-                from.put(host, n);
-            }
-        });
-        if (engine == null) {
-            return new ExecutorShuffleReport(executorId, seq, fallback == null ? "no engine" : fallback, "", "", "", "", -1,
-                    blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
-                    new TreeMap<>(fallbackBlocksByReason), 0, 0, 0, 0, 0, new TreeMap<>(), from);
-        }
-        FetchCounts.Snapshot f = engine.fetches();
-        Map<String, Long> errors = new TreeMap<>();
-        for (Map.Entry<WorkCompletionStatus, Long> e : engine.completionErrors().entrySet()) {
-            if (e.getValue() > 0) {
-                errors.put(e.getKey().name(), e.getValue());
-            }
-        }
-        return new ExecutorShuffleReport(executorId, seq, null, engine.provider(), engine.device(), engine.gid(),
-                engine.memory(), engine.pinnableBytes(), blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
-                new TreeMap<>(fallbackBlocksByReason), f.blockLatency().quantileMicros(0.5),
-                f.blockLatency().quantileMicros(0.99), f.failedBlocks(), f.connectionFailures(),
-                engine.mapOutputRegistrations().failures() + engine.bufferRegistrations().failures(), errors, from);
-    }
-
     /** An executor where no RdmaShuffleManager runs at all. */
     public static ExecutorShuffleReport notRunning(String executorId, long seq, String why) {
         return new ExecutorShuffleReport(executorId, seq, why, "", "", "", "", -1, 0, 0, 0, 0, new TreeMap<>(), 0, 0, 0, 0, 0,
                 new TreeMap<>(), new TreeMap<>());
     }
 
+    /** {@code s} as one component of a metric name: letters, digits, '_' and '-' only ("none" if empty). */
+    static String sanitize(String s) {
+        return s.isEmpty() ? "none" : s.replaceAll("[^A-Za-z0-9_-]", "_");
+    }
+
     /** The same figures, renumbered (what is sent is compared without its number). */
-    ExecutorShuffleReport withSeq(long n) {
+    public ExecutorShuffleReport withSeq(long n) {
         return new ExecutorShuffleReport(executorId, n, fallback, provider, device, gid, memory, pinnableBytes, blocksOverRdma,
                 bytesOverRdma, blocksOverFallback, bytesOverFallback, fallbackBlocksByReason, fetchLatencyP50Micros,
                 fetchLatencyP99Micros, fetchFailures, connectionFailures, registrationFailures, completionErrors,
