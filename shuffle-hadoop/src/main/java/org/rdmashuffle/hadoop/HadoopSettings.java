@@ -1,7 +1,12 @@
 package org.rdmashuffle.hadoop;
 
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.conf.StorageUnit;
 import org.rdmashuffle.core.config.EngineConfig;
+import org.rdmashuffle.core.config.SettingSource;
 
 /**
  * The settings of the YARN service ({@code yarn-site.xml}) and of the MapReduce consumer
@@ -9,6 +14,7 @@ import org.rdmashuffle.core.config.EngineConfig;
  * that belong to Hadoop alone. docs/yarn.md lists them.
  */
 final class HadoopSettings {
+    private static final System.Logger LOG = System.getLogger(HadoopSettings.class.getName());
     static final String PREFIX = "rdma.shuffle.";
     /** The port of every NodeManager's RDMA shuffle service; reducers reach each node's service there. */
     static final String SERVICE_PORT = PREFIX + "service.port";
@@ -19,6 +25,17 @@ final class HadoopSettings {
     static final String SERVICE_AUTHENTICATE = PREFIX + "service.authenticate";
     /** true: a reducer that cannot use RDMA (no device, no service on a node) fetches over HTTP instead of failing. */
     static final String MAPREDUCE_FALLBACK = PREFIX + "mapreduce.fallback";
+    /**
+     * Bad {@code rdma.shuffle.*} values fail a reduce task's shuffle and a service at their start (default
+     * true); false: one WARN names them ({@link HadoopSettingsCheck}).
+     */
+    static final String STRICT_CONFIG = PREFIX + "strictConfig";
+    /**
+     * true: a NodeManager service whose RDMA engine cannot start fails its start, which stops the
+     * NodeManager (as Spark's {@code spark.yarn.shuffle.stopOnFailure}); false (the default): it serves
+     * without RDMA and says why.
+     */
+    static final String STOP_ON_FAILURE = PREFIX + "stopOnFailure";
     /** The software provider's data listener (it defaults to the engine's bind address, loopback for a wildcard). */
     static final String SOFTWARE_BIND_ADDRESS = PREFIX + EngineConfig.KEY_SOFTWARE_BIND_ADDRESS;
     /** YARN's name for this node (yarn-site.xml); its default is the host's name. */
@@ -33,9 +50,12 @@ final class HadoopSettings {
     private HadoopSettings() {
     }
 
-    /** The engine's settings from {@code rdma.shuffle.*}; the control port and address as given. */
+    /**
+     * The engine's settings from {@code rdma.shuffle.*}, durations and sizes read as Hadoop reads its own
+     * ({@link #source}); the control port and address as given. Errors name the full keys.
+     */
     static EngineConfig engineConfig(Configuration conf, String bindAddress, int controlPort) {
-        EngineConfig c = EngineConfig.fromProperties(PREFIX, conf::get);
+        EngineConfig c = EngineConfig.read(PREFIX, source(conf));
         c.set(EngineConfig.KEY_BIND_ADDRESS, bindAddress);
         c.set(EngineConfig.KEY_CONTROL_PORT, Integer.toString(controlPort));
         return c.validate();
@@ -57,6 +77,43 @@ final class HadoopSettings {
         withDefaults.setIfUnset(PREFIX + EngineConfig.KEY_RECEIVE_LOW_WATER, Integer.toString(SERVICE_RECEIVE_BUFFERS / 4));
         withDefaults.setIfUnset(PREFIX + EngineConfig.KEY_SEND_BUFFERS, Integer.toString(SERVICE_SEND_BUFFERS));
         return engineConfig(withDefaults, bind, port);
+    }
+
+    /**
+     * {@code conf}'s settings, durations read with {@code Configuration.getTimeDuration} (a bare number is
+     * milliseconds) and sizes with {@code Configuration.getStorageSize}; a bare number of bytes, which
+     * getStorageSize refuses, is read as Hadoop's other size reader, {@code getLongBytes}, reads it.
+     */
+    static SettingSource source(Configuration conf) {
+        return new SettingSource() {
+            @Override
+            public String get(String key) {
+                return conf.get(key);
+            }
+
+            @Override
+            public Duration duration(String key) {
+                return Duration.ofNanos(conf.getTimeDuration(key, "0", TimeUnit.MILLISECONDS, TimeUnit.NANOSECONDS));
+            }
+
+            @Override
+            public long size(String key) {
+                String text = conf.getTrimmed(key);
+                return text.matches("-?[0-9]+") ? conf.getLongBytes(key, 0) : (long) conf.getStorageSize(key, "0b", StorageUnit.BYTES);
+            }
+
+            @Override
+            public String durations() {
+                return "a duration as Hadoop's Configuration.getTimeDuration reads it, such as 30s, 5m, 1h, 100ms or 50us "
+                        + "(units ns, us, ms, s, m, h, d; a bare number is milliseconds)";
+            }
+
+            @Override
+            public String sizes() {
+                return "a size as Hadoop's Configuration.getStorageSize reads it, such as 512k, 16m, 1.5g or 64kb "
+                        + "(units b, k or kb, m or mb, g or gb, t or tb, p or pb, e or eb; a bare number is bytes)";
+            }
+        };
     }
 
     static int servicePort(Configuration conf) {
@@ -81,11 +138,27 @@ final class HadoopSettings {
     }
 
     /**
+     * A service's engine that could not start ({@code failure}, from {@link #serviceCannotStart}): with
+     * {@value #STOP_ON_FAILURE} it is thrown, and the NodeManager stops; else it is one WARN saying what
+     * still serves ({@code stillServing}) and why, and the reason is returned for the service's metrics.
+     * Never taking the NodeManager down is the default: the same NodeManager runs MapReduce's stock
+     * shuffle and every other auxiliary service.
+     */
+    static String engineUnavailable(Configuration conf, String service, String stillServing, IllegalStateException failure) {
+        if (conf.getBoolean(STOP_ON_FAILURE, false)) {
+            throw failure;
+        }
+        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle " + service + ": no RDMA on this node, " + stillServing + " ("
+                + STOP_ON_FAILURE + "=false keeps the NodeManager up): " + failure.getMessage(), failure.getCause());
+        return failure.getMessage();
+    }
+
+    /**
      * A service's engine that could not start, said in the NodeManager's terms: the engine names the
      * address and port, this adds the yarn-site.xml key that chose the port (another auxiliary service
      * on it is the usual cause), so the NodeManager's log says what to change.
      */
-    static IllegalStateException serviceCannotStart(String service, String portKey, RuntimeException e) {
+    static IllegalStateException serviceCannotStart(String service, String portKey, Throwable e) {
         return new IllegalStateException("rdma-shuffle " + service + " cannot start: " + e.getMessage() + " (the port is "
                 + portKey + " in yarn-site.xml; reducers must be given the same)", e);
     }

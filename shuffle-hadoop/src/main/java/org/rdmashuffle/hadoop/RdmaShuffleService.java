@@ -33,8 +33,9 @@ public class RdmaShuffleService extends ShuffleHandler {
     private static final System.Logger LOG = System.getLogger(RdmaShuffleService.class.getName());
     static final String METRICS_SOURCE = "RdmaShuffleService";
 
-    private EngineConfig engineConfig;
     private boolean authenticate;
+    /** Why the engine could not start (the service then serves over HTTP only); null while it runs. */
+    private volatile String unavailable;
     private RdmaShuffleEngine engine;
     private ServiceMetrics metrics;
     private NodeLocalDirs configuredLocalDirs;
@@ -43,7 +44,6 @@ public class RdmaShuffleService extends ShuffleHandler {
     protected void serviceInit(Configuration conf) throws Exception {
         configuredLocalDirs = new NodeLocalDirs(conf);
         super.serviceInit(conf);
-        engineConfig = HadoopSettings.serviceEngineConfig(conf, HadoopSettings.servicePort(conf));
         authenticate = conf.getBoolean(HadoopSettings.SERVICE_AUTHENTICATE, true);
     }
 
@@ -57,32 +57,58 @@ public class RdmaShuffleService extends ShuffleHandler {
         return NodeLocalDirs.orConfigured(super.getAuxiliaryLocalPathHandler(), configuredLocalDirs);
     }
 
+    /**
+     * Starts the stock HTTP shuffle, then the engine. An engine that cannot start (a bad setting, no
+     * usable device, its port taken) leaves the HTTP shuffle serving and the NodeManager up, says why
+     * in one WARN and in the metrics ({@code EngineRunning} 0), unless {@code rdma.shuffle.stopOnFailure}.
+     */
     @Override
     protected void serviceStart() throws Exception {
         super.serviceStart();
-        VerbsProvider provider = Verbs.choose(engineConfig.provider(), engineConfig.providerSettings()).orElseThrow();
         try {
-            engine = RdmaShuffleEngine.startService(engineConfig, authenticate ? new org.rdmashuffle.core.ServedApplications() {
-                @Override
-                public byte[] secret(String app) {
-                    return secretOf(app);
-                }
-
-                @Override
-                public String user(String app) {
-                    return userOf(app);
-                }
-            } : null, provider);
-        } catch (RuntimeException e) {
-            throw HadoopSettings.serviceCannotStart("service (mapreduce_shuffle)", HadoopSettings.SERVICE_PORT, e);
+            startEngine();
+        } catch (RuntimeException | LinkageError e) {
+            unavailable = HadoopSettings.engineUnavailable(getConfig(), "service (mapreduce_shuffle)",
+                    "map outputs are served over HTTP only (MapReduce's stock shuffle)",
+                    HadoopSettings.serviceCannotStart("service (mapreduce_shuffle)", HadoopSettings.SERVICE_PORT, e));
+            metrics = ServiceMetrics.registerUnavailable(METRICS_SOURCE, "rdma-shuffle service engine", unavailable);
         }
-        MapOutputFiles outputs = new MapOutputFiles(getAuxiliaryLocalPathHandler(), job -> userRsrc.get(job),
-                org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
-        engine.resolver(outputs);
-        metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle service engine", engine, outputs::resolved);
-        LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + engine.providerName()
-                + " device " + engine.deviceName() + " at " + engine.address()
+    }
+
+    private void startEngine() {
+        Configuration conf = getConfig();
+        HadoopSettingsCheck.check(conf, "the NodeManager's mapreduce_shuffle service");
+        EngineConfig engineConfig = HadoopSettings.serviceEngineConfig(conf, HadoopSettings.servicePort(conf));
+        VerbsProvider provider = Verbs.choose(engineConfig.provider(), engineConfig.providerSettings()).orElseThrow();
+        RdmaShuffleEngine e = RdmaShuffleEngine.startService(engineConfig, authenticate ? new org.rdmashuffle.core.ServedApplications() {
+            @Override
+            public byte[] secret(String app) {
+                return secretOf(app);
+            }
+
+            @Override
+            public String user(String app) {
+                return userOf(app);
+            }
+        } : null, provider);
+        try {
+            MapOutputFiles outputs = new MapOutputFiles(getAuxiliaryLocalPathHandler(), job -> userRsrc.get(job),
+                    org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
+            e.resolver(outputs);
+            metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle service engine", e, outputs::resolved);
+        } catch (RuntimeException ex) {
+            e.close();
+            throw ex;
+        }
+        engine = e;
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + e.providerName()
+                + " device " + e.deviceName() + " at " + e.address()
                 + (authenticate ? "" : " WITHOUT authentication (rdma.shuffle.service.authenticate=false)"));
+    }
+
+    /** Why the RDMA engine could not start (map outputs are then served over HTTP only), or null while it runs. */
+    public String unavailable() {
+        return unavailable;
     }
 
     @Override

@@ -58,8 +58,9 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
 
     private final AuxiliaryService spark;
     private final Map<String, String> users = new ConcurrentHashMap<>();
-    private EngineConfig engineConfig;
-    private SparkShuffleServer server;
+    private volatile SparkShuffleServer server;
+    /** Why the RDMA engine could not start (Spark's half then serves alone); null while it runs. */
+    private volatile String unavailable;
     private ServiceMetrics metrics;
     private NodeLocalDirs configuredLocalDirs;
 
@@ -108,23 +109,51 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     protected void serviceInit(Configuration conf) throws Exception {
         configuredLocalDirs = new NodeLocalDirs(conf);
         spark.init(conf);
-        engineConfig = HadoopSettings.serviceEngineConfig(conf, conf.getInt(SPARK_SERVICE_PORT, DEFAULT_SPARK_SERVICE_PORT));
         super.serviceInit(conf);
     }
 
+    /**
+     * Starts Spark's half, then the RDMA engine. An engine that cannot start (a bad setting, no usable
+     * device, its port taken) leaves Spark's half serving over TCP and the NodeManager up, says why in
+     * one WARN and in the metrics ({@code EngineRunning} 0), unless {@code rdma.shuffle.stopOnFailure}.
+     */
     @Override
     protected void serviceStart() throws Exception {
         spark.start();
         try {
-            server = new SparkShuffleServer(engineConfig, this::confinement,
-                    Verbs.choose(engineConfig.provider(), engineConfig.providerSettings()).orElseThrow());
-        } catch (RuntimeException e) {
-            throw HadoopSettings.serviceCannotStart("Spark service (spark_shuffle)", SPARK_SERVICE_PORT, e);
+            startEngine();
+        } catch (RuntimeException | LinkageError e) {
+            unavailable = HadoopSettings.engineUnavailable(getConfig(), "Spark service (spark_shuffle)",
+                    "Spark's own service serves its applications over TCP",
+                    HadoopSettings.serviceCannotStart("Spark service (spark_shuffle)", SPARK_SERVICE_PORT, e));
+            metrics = ServiceMetrics.registerUnavailable(METRICS_SOURCE, "rdma-shuffle Spark service engine", unavailable);
         }
-        recover();
-        metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle Spark service engine", server.engine(),
-                server::outputsResolved);
         super.serviceStart();
+    }
+
+    private void startEngine() {
+        Configuration conf = getConfig();
+        HadoopSettingsCheck.check(conf, "the NodeManager's spark_shuffle service");
+        EngineConfig engineConfig = HadoopSettings.serviceEngineConfig(conf, conf.getInt(SPARK_SERVICE_PORT,
+                DEFAULT_SPARK_SERVICE_PORT));
+        SparkShuffleServer s = new SparkShuffleServer(engineConfig, this::confinement,
+                Verbs.choose(engineConfig.provider(), engineConfig.providerSettings()).orElseThrow());
+        try {
+            server = s;
+            recover();
+            metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle Spark service engine", s.engine(),
+                    s::outputsResolved);
+        } catch (IOException | RuntimeException e) {
+            server = null;
+            s.close();
+            throw e instanceof IOException io ? new java.io.UncheckedIOException("cannot read the applications recorded "
+                    + "before a restart: " + io.getMessage(), io) : (RuntimeException) e;
+        }
+    }
+
+    /** Why the RDMA engine could not start (Spark's half then serves alone), or null while it runs. */
+    public String unavailable() {
+        return unavailable;
     }
 
     @Override
@@ -153,6 +182,10 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
             data.duplicate().get(secret); // read before Spark's half sees the buffer
         }
         spark.initializeApplication(context);
+        SparkShuffleServer server = this.server;
+        if (server == null) {
+            return; // no engine here (unavailable says why): Spark's half serves it
+        }
         if (secret.length == 0) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle Spark service: " + app + " gave no secret (spark.authenticate="
                     + "false), so its shuffle is not served over RDMA; Spark's service still serves it over TCP");

@@ -216,18 +216,79 @@ class RdmaShuffleServiceTest {
                 .startsWith(localDir.toString()), "the stock handler's HTTP side resolves the same index");
     }
 
-    /** Another auxiliary service (or anything) on the RDMA port: the NodeManager's log must say which port and which key. */
+    /** A service whose RDMA port is taken (by another auxiliary service, or anything), as a NodeManager would start it. */
+    private RdmaShuffleService serviceOnATakenPort(int takenPort, JobConf conf) {
+        conf.setInt(ShuffleHandler.SHUFFLE_PORT_CONFIG_KEY, 0);
+        conf.setInt(HadoopSettings.SERVICE_PORT, takenPort);
+        conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "software");
+        RdmaShuffleService s = new RdmaShuffleService();
+        s.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
+        s.init(conf);
+        return s;
+    }
+
+    /**
+     * The RDMA port taken: the service starts anyway (the NodeManager stays up), the stock HTTP shuffle
+     * listens, and the reason names the port and its key, in the service and in its metrics.
+     */
     @Test
-    void aPortTakenByAnotherService_failsTheStartNamingThePortAndTheKey() throws Exception {
+    void aPortTakenByAnotherService_leavesTheHttpShuffleServingAndSaysWhy() throws Exception {
+        try (java.net.ServerSocket other = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            RdmaShuffleService s = serviceOnATakenPort(other.getLocalPort(), new JobConf(false));
+            try {
+                s.start();
+                String why = String.valueOf(s.unavailable());
+                assertTrue(why.contains("127.0.0.1:" + other.getLocalPort()) && why.contains(HadoopSettings.SERVICE_PORT), why);
+                int httpPort = ShuffleHandler.deserializeMetaData(s.getMetaData());
+                try (java.net.Socket http = new java.net.Socket("127.0.0.1", httpPort)) {
+                    assertTrue(http.isConnected(), "the stock HTTP shuffle listens on " + httpPort);
+                }
+                MetricsCollectorImpl collector = new MetricsCollectorImpl();
+                s.metrics().getMetrics(collector, true);
+                MetricsRecord record = collector.getRecords().get(0);
+                long running = -1;
+                long code = -1;
+                for (var m : record.metrics()) {
+                    if (m.name().equals("EngineRunning")) {
+                        running = m.value().longValue();
+                    } else if (m.name().equals("UnavailableCode")) {
+                        code = m.value().longValue();
+                    }
+                }
+                assertEquals(0, running, "EngineRunning");
+                assertEquals(99, code, "UnavailableCode: no RS code names a taken port");
+                assertTrue(record.tags().stream().anyMatch(t -> t.name().equals("Reason") && t.value().equals(why)),
+                        record.tags().toString());
+            } finally {
+                s.stop();
+            }
+        }
+    }
+
+    /** A bad engine setting: the same, the reason naming the full key. */
+    @Test
+    void aBadSetting_leavesTheHttpShuffleServingAndNamesTheKey() throws Exception {
+        JobConf conf = new JobConf(false);
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "carrier-pigeon");
+        RdmaShuffleService s = serviceOnATakenPort(0, conf);
+        try {
+            s.start();
+            String why = String.valueOf(s.unavailable());
+            assertTrue(why.contains(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER) && why.contains("carrier-pigeon"), why);
+            assertTrue(ShuffleHandler.deserializeMetaData(s.getMetaData()) > 0, "the stock HTTP shuffle has its port");
+        } finally {
+            s.stop();
+        }
+    }
+
+    /** With rdma.shuffle.stopOnFailure, as Spark's service with spark.yarn.shuffle.stopOnFailure: the start fails, naming the port and the key. */
+    @Test
+    void withStopOnFailure_aPortTakenFailsTheStartNamingThePortAndTheKey() throws Exception {
         try (java.net.ServerSocket other = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
             JobConf conf = new JobConf(false);
-            conf.setInt(ShuffleHandler.SHUFFLE_PORT_CONFIG_KEY, 0);
-            conf.setInt(HadoopSettings.SERVICE_PORT, other.getLocalPort());
-            conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
-            conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "software");
-            RdmaShuffleService s = new RdmaShuffleService();
-            s.setAuxiliaryLocalPathHandler(new OneLocalDir(localDir));
-            s.init(conf);
+            conf.setBoolean(HadoopSettings.STOP_ON_FAILURE, true);
+            RdmaShuffleService s = serviceOnATakenPort(other.getLocalPort(), conf);
             Exception e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, s::start);
             String message = String.valueOf(e.getMessage()) + " / " + e.getCause();
             assertTrue(message.contains("127.0.0.1:" + other.getLocalPort()) && message.contains(HadoopSettings.SERVICE_PORT),
