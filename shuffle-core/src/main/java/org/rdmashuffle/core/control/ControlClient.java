@@ -42,6 +42,10 @@ public final class ControlClient implements AutoCloseable {
     }
 
     private static final Frame CLOSED = new Frame((byte) 0, (byte) 0, new byte[0]);
+    private static final System.Logger LOG = System.getLogger(ControlClient.class.getName());
+    /** Whether this process has said that it met a server of the release before version negotiation. */
+    private static final java.util.concurrent.atomic.AtomicBoolean SAID_PREVIOUS_RELEASE =
+            new java.util.concurrent.atomic.AtomicBoolean();
 
     /** The peer closed the connection while we waited: during a handshake, that is its refusal. */
     private static final class PeerClosedException extends IOException {
@@ -62,6 +66,8 @@ public final class ControlClient implements AutoCloseable {
     /** The highest call id answered: below {@link #lastCallId} while a call that timed out is under way at the peer. */
     private long answeredUpTo;
     private long staleReplies;
+    /** The control protocol version agreed at the handshake. */
+    private int protocolVersion;
 
     private ControlClient(InetSocketAddress peer, int maxFrameBytes, Duration timeout, java.net.InetAddress local,
                           EventLoopGroup shared) throws IOException {
@@ -138,17 +144,52 @@ public final class ControlClient implements AutoCloseable {
     /** As above, on {@code group}'s event loops (null: a thread of its own). */
     static ControlClient connect(InetSocketAddress peer, byte[] secret, String appId, int maxFrameBytes,
                                  Duration timeout, java.net.InetAddress local, EventLoopGroup group) throws IOException {
+        return connect(peer, secret, appId, maxFrameBytes, timeout, local, group, ProtocolVersions.SPOKEN);
+    }
+
+    /**
+     * As above, offering {@code versions}: the server answers in the highest both speak. A server of
+     * the release before negotiation refuses the offer; then, if {@code versions} include the version it
+     * speaks ({@link ProtocolVersions#ALONE}), this connects again offering that version alone, as that
+     * release's clients do.
+     *
+     * @throws ProtocolVersionException the server speaks none of {@code versions}; the message names both sides'
+     */
+    static ControlClient connect(InetSocketAddress peer, byte[] secret, String appId, int maxFrameBytes, Duration timeout,
+                                 java.net.InetAddress local, EventLoopGroup group, ProtocolVersions versions) throws IOException {
+        try {
+            return handshake(peer, secret, appId, maxFrameBytes, timeout, local, group, versions, false);
+        } catch (ProtocolVersionException e) {
+            if (!e.offerRefusedBeforeNegotiation() || !versions.speaks(ProtocolVersions.ALONE)) {
+                throw e;
+            }
+            ControlClient c = handshake(peer, secret, appId, maxFrameBytes, timeout, local, group, versions, true);
+            if (SAID_PREVIOUS_RELEASE.compareAndSet(false, true)) {
+                LOG.log(System.Logger.Level.INFO, "rdma-shuffle control plane: " + peer + " speaks protocol version "
+                        + ProtocolVersions.ALONE + " alone (the release before version negotiation): connected in it, "
+                        + "after it refused the offer of " + versions.describe() + " (said once per process)");
+            }
+            return c;
+        }
+    }
+
+    /** One connection's handshake: offering {@code versions}, or {@link ProtocolVersions#ALONE} alone. */
+    private static ControlClient handshake(InetSocketAddress peer, byte[] secret, String appId, int maxFrameBytes,
+                                           Duration timeout, java.net.InetAddress local, EventLoopGroup group,
+                                           ProtocolVersions versions, boolean alone) throws IOException {
         ControlClient c = new ControlClient(peer, maxFrameBytes, timeout, local, group);
+        byte helloType = versions.helloType(alone);
         try {
             ChallengeResponse.Client auth = null;
             if (secret == null) {
-                c.send(ControlFrame.HELLO_UNAUTHENTICATED, ControlFrame.PROTOCOL_VERSION, appId.getBytes(StandardCharsets.UTF_8));
+                c.send(ControlFrame.HELLO_UNAUTHENTICATED, helloType,
+                        versions.helloPayload(alone, appId.getBytes(StandardCharsets.UTF_8)));
             } else {
                 auth = new ChallengeResponse.Client(secret, appId);
-                c.send(ControlFrame.HELLO, ControlFrame.PROTOCOL_VERSION, auth.hello());
+                c.send(ControlFrame.HELLO, helloType, versions.helloPayload(alone, auth.hello()));
                 Frame challenge = c.await(timeout, "the challenge");
                 requireNotBusy(challenge, peer);
-                requireOurVersion(challenge, peer);
+                c.protocolVersion = agreedVersion(challenge, peer, versions, alone, 0);
                 if (challenge.kind() != ControlFrame.CHALLENGE) {
                     throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " refused the handshake for "
                             + "application " + appId, "the peer to know the application and its secret", FIX));
@@ -157,7 +198,7 @@ public final class ControlClient implements AutoCloseable {
             }
             Frame ok = c.await(timeout, "the handshake's result");
             requireNotBusy(ok, peer);
-            requireOurVersion(ok, peer);
+            c.protocolVersion = agreedVersion(ok, peer, versions, alone, c.protocolVersion);
             if (ok.kind() != ControlFrame.AUTH_OK) {
                 throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " refused authentication for "
                         + "application " + appId + (ok.kind() == ControlFrame.ERROR ? " (" + new String(ok.payload(),
@@ -173,10 +214,12 @@ public final class ControlClient implements AutoCloseable {
             if (!(e instanceof ServerBusyException) && first != null && isBusy(first)) {
                 throw new ServerBusyException(String.valueOf(peer));
             }
-            if (!(e instanceof ProtocolVersionException) && first != null && first.kind() == ControlFrame.ERROR
-                    && new String(first.payload(), StandardCharsets.UTF_8).startsWith("rdma-shuffle control protocol version")) {
+            if (!(e instanceof ProtocolVersionException) && first != null) {
                 // it refused our version and closed, maybe before our await saw the frame
-                throw new ProtocolVersionException(peer + " refused the connection: " + new String(first.payload(), StandardCharsets.UTF_8));
+                ProtocolVersionException refused = versionRefusal(first, peer, versions, alone);
+                if (refused != null) {
+                    throw refused;
+                }
             }
             if (e instanceof PeerClosedException) {
                 throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " closed the connection during the "
@@ -188,21 +231,47 @@ public final class ControlClient implements AutoCloseable {
     }
 
     /**
-     * A server of another release: refused by it (its ERROR names both versions), or answering with
-     * another version in its CHALLENGE or AUTH_OK.
+     * The version the server answered in its CHALLENGE or AUTH_OK ({@code earlier}: what its CHALLENGE
+     * said, 0 for none), or {@code earlier} for another frame. Throws if the server refused our versions
+     * (its ERROR names both sides') or answered one we did not offer.
      */
-    private static void requireOurVersion(Frame f, InetSocketAddress peer) throws ProtocolVersionException {
-        if (f.kind() == ControlFrame.ERROR) {
-            String why = new String(f.payload(), StandardCharsets.UTF_8);
-            if (why.startsWith("rdma-shuffle control protocol version")) {
-                throw new ProtocolVersionException(peer + " refused the connection: " + why);
-            }
-            return;
+    private static int agreedVersion(Frame f, InetSocketAddress peer, ProtocolVersions versions, boolean alone, int earlier)
+            throws ProtocolVersionException {
+        ProtocolVersionException refused = versionRefusal(f, peer, versions, alone);
+        if (refused != null) {
+            throw refused;
         }
-        if ((f.kind() == ControlFrame.CHALLENGE || f.kind() == ControlFrame.AUTH_OK) && f.type() != ControlFrame.PROTOCOL_VERSION) {
-            throw new ProtocolVersionException(peer + " speaks rdma-shuffle control protocol version " + f.type()
-                    + " (this side speaks version " + ControlFrame.PROTOCOL_VERSION + "): run the same rdma-shuffle release on both sides");
+        if (f.kind() != ControlFrame.CHALLENGE && f.kind() != ControlFrame.AUTH_OK) {
+            return earlier;
         }
+        int answered = f.type() & 0xFF;
+        boolean offered = alone ? answered == ProtocolVersions.ALONE : versions.speaks(answered);
+        if (!offered || (earlier != 0 && answered != earlier)) {
+            String ours = alone ? "version " + ProtocolVersions.ALONE : versions.describe();
+            throw new ProtocolVersionException(peer + " answered in " + ProtocolVersions.REFUSAL + " " + answered
+                    + (offered ? ", after choosing version " + earlier + " in its challenge"
+                    : ", which this client did not offer (it offered " + ours + ")") + ": " + ProtocolVersions.FIX);
+        }
+        return answered;
+    }
+
+    /**
+     * The server's refusal of our versions, if {@code f} is one (an ERROR whose text begins as every
+     * release's does), else null. A type byte of 0 says a server of a release before negotiation: it
+     * refused our offer, and may still speak {@link ProtocolVersions#ALONE} alone.
+     */
+    private static ProtocolVersionException versionRefusal(Frame f, InetSocketAddress peer, ProtocolVersions versions,
+                                                           boolean alone) {
+        if (f.kind() != ControlFrame.ERROR) {
+            return null;
+        }
+        String why = new String(f.payload(), StandardCharsets.UTF_8);
+        if (!why.startsWith(ProtocolVersions.REFUSAL)) {
+            return null;
+        }
+        return new ProtocolVersionException(peer + " refused the connection, saying \"" + why + "\"; this client offered "
+                + (alone ? "version " + ProtocolVersions.ALONE + " alone, after its offer of " + versions.describe() + " was refused"
+                : versions.describe()), !alone && f.type() == 0);
     }
 
     /** A server with too many connections waiting for their handshake says "busy" and closes: ask again later. */
@@ -276,6 +345,14 @@ public final class ControlClient implements AutoCloseable {
 
     public boolean isOpen() {
         return channel.isActive();
+    }
+
+    /**
+     * The control protocol version agreed with the server at the handshake: what this connection's
+     * requests, and the data connections they set up, are encoded by (docs/compatibility.md).
+     */
+    public int protocolVersion() {
+        return protocolVersion;
     }
 
     private void send(byte kind, byte type, byte[] payload) throws IOException {

@@ -73,6 +73,8 @@ public final class ControlServer implements AutoCloseable {
     final Admission admission;
     final Duration handshakeTimeout;
     final Duration idleTimeout;
+    /** The control protocol versions this server speaks; it answers each client in the highest both speak. */
+    final ProtocolVersions versions;
     /** Authenticated connections by application, so a stopped application's are closed with it. */
     final java.util.Map<String, java.util.Set<Channel>> byApplication = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -119,6 +121,14 @@ public final class ControlServer implements AutoCloseable {
      */
     public ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes,
                          RequestScheduler requests, Duration handshakeTimeout, Duration idleTimeout, Admission admission) {
+        this(bind, secrets, handler, maxFrameBytes, requests, handshakeTimeout, idleTimeout, admission, ProtocolVersions.SPOKEN);
+    }
+
+    /** As above, speaking {@code versions} (tests: a server of another release). */
+    ControlServer(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int maxFrameBytes,
+                  RequestScheduler requests, Duration handshakeTimeout, Duration idleTimeout, Admission admission,
+                  ProtocolVersions versions) {
+        this.versions = versions;
         this.secrets = secrets;
         this.handler = handler;
         this.requests = requests;

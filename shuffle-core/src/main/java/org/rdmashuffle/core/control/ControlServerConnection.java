@@ -29,6 +29,8 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
     /** Counted by the server.admission: left when the connection closes. */
     private boolean admitted;
     private ControlSession session;
+    /** The control protocol version agreed at the HELLO (0 before). */
+    private int version;
     /** A request is being handled (event loop only). */
     private boolean busy;
     /** Gives this connection's place among the unauthenticated back; run once (event loop only). */
@@ -78,17 +80,18 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
         try {
             switch (kind) {
                 case ControlFrame.HELLO -> {
-                    if (type != ControlFrame.PROTOCOL_VERSION) {
-                        refuseTelling(ctx, ControlFrame.versionRefusal(type));
+                    Agreed agreed = agree(ctx, type, payload);
+                    if (agreed == null) {
                         return;
                     }
                     if (server.secrets == null || auth != null || appId != null) {
                         refuse(ctx, server.secrets == null ? "authentication is off here" : "second hello");
                         return;
                     }
+                    version = agreed.version();
                     // Challenged alike whether the application is served here or not: it fails at the response.
-                    auth = new ChallengeResponse.Server(server.secrets.apply(ChallengeResponse.appIdOf(payload)));
-                    ControlServer.send(ctx, ControlFrame.CHALLENGE, ControlFrame.PROTOCOL_VERSION, auth.challenge(payload));
+                    auth = new ChallengeResponse.Server(server.secrets.apply(ChallengeResponse.appIdOf(agreed.hello())));
+                    ControlServer.send(ctx, ControlFrame.CHALLENGE, (byte) version, auth.challenge(agreed.hello()));
                 }
                 case ControlFrame.RESPONSE -> {
                     if (auth == null || appId != null) {
@@ -97,24 +100,26 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
                     }
                     auth.verify(payload);
                     if (authenticated(ctx, auth.appId())) {
-                        ControlServer.send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, auth.proof());
+                        ControlServer.send(ctx, ControlFrame.AUTH_OK, (byte) version, auth.proof());
                     }
                 }
                 case ControlFrame.HELLO_UNAUTHENTICATED -> {
-                    if (type != ControlFrame.PROTOCOL_VERSION) {
-                        refuseTelling(ctx, ControlFrame.versionRefusal(type));
+                    Agreed agreed = agree(ctx, type, payload);
+                    if (agreed == null) {
                         return;
                     }
                     if (server.secrets != null || appId != null) {
                         refuse(ctx, "authentication is required");
                         return;
                     }
-                    if (payload.length > ChallengeResponse.MAX_APP_ID) {
-                        refuse(ctx, "an application id of " + payload.length + " bytes");
+                    byte[] app = agreed.hello();
+                    if (app.length > ChallengeResponse.MAX_APP_ID) {
+                        refuse(ctx, "an application id of " + app.length + " bytes");
                         return;
                     }
-                    if (authenticated(ctx, new String(payload, StandardCharsets.UTF_8))) {
-                        ControlServer.send(ctx, ControlFrame.AUTH_OK, ControlFrame.PROTOCOL_VERSION, new byte[0]);
+                    version = agreed.version();
+                    if (authenticated(ctx, new String(app, StandardCharsets.UTF_8))) {
+                        ControlServer.send(ctx, ControlFrame.AUTH_OK, (byte) version, new byte[0]);
                     }
                 }
                 case ControlFrame.REQUEST -> {
@@ -133,7 +138,7 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
                     long callId = ControlFrame.callId(payload);
                     byte[] request = java.util.Arrays.copyOfRange(payload, ControlFrame.CALL_ID_BYTES, payload.length);
                     if (session == null) {
-                        session = new ControlSession(appId, ctx.channel().remoteAddress());
+                        session = new ControlSession(appId, ctx.channel().remoteAddress(), version);
                     }
                     ControlSession s = session;
                     busy = true;
@@ -148,6 +153,31 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
         } catch (AuthenticationException e) {
             refuse(ctx, e.getMessage());
         }
+    }
+
+    /** A version both ends speak, and the HELLO's own payload (after the client's offer). */
+    private record Agreed(int version, byte[] hello) {
+    }
+
+    /**
+     * Reads a HELLO's offer and chooses the highest version both ends speak; null when there is none
+     * or the offer is malformed, the peer told why (a client of a release more than one apart meets this).
+     */
+    private Agreed agree(ChannelHandlerContext ctx, byte type, byte[] payload) {
+        ProtocolVersions.Offer offer;
+        try {
+            offer = ProtocolVersions.Offer.read(type, payload);
+        } catch (IllegalArgumentException malformed) {
+            refuseTelling(ctx, malformed.getMessage(), (byte) 0);
+            return null;
+        }
+        int chosen = server.versions.choose(offer);
+        if (chosen < 0) {
+            // The type byte says a server that negotiates refused: the client must not retry with one version alone.
+            refuseTelling(ctx, server.versions.refusal(offer), (byte) server.versions.highest());
+            return null;
+        }
+        return new Agreed(chosen, offer.body(payload));
     }
 
     /**
@@ -210,8 +240,13 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
 
     /** As {@link #refuse}, telling the peer why first (an ERROR frame): for what an honest peer may meet. */
     private void refuseTelling(ChannelHandlerContext ctx, String why) {
+        refuseTelling(ctx, why, (byte) 0);
+    }
+
+    /** As above, the ERROR's type byte {@code type} (0 but for a refusal about versions: see {@link ProtocolVersions}). */
+    private void refuseTelling(ChannelHandlerContext ctx, String why, byte type) {
         server.closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
-        ctx.writeAndFlush(Unpooled.buffer(2 + why.length()).writeByte(ControlFrame.ERROR).writeByte(0)
+        ctx.writeAndFlush(Unpooled.buffer(2 + why.length()).writeByte(ControlFrame.ERROR).writeByte(type)
                 .writeBytes(why.getBytes(StandardCharsets.UTF_8))).addListener(ChannelFutureListener.CLOSE);
     }
 

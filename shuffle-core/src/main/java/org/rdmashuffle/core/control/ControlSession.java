@@ -12,12 +12,14 @@ import java.util.List;
 public final class ControlSession {
     private final String appId;
     private final SocketAddress remote;
+    private final int protocolVersion;
     private final List<Runnable> onClose = new ArrayList<>();
     private boolean closed;
 
-    ControlSession(String appId, SocketAddress remote) {
+    ControlSession(String appId, SocketAddress remote, int protocolVersion) {
         this.appId = appId;
         this.remote = remote;
+        this.protocolVersion = protocolVersion;
     }
 
     public String appId() {
@@ -26,6 +28,14 @@ public final class ControlSession {
 
     public SocketAddress remoteAddress() {
         return remote;
+    }
+
+    /**
+     * The control protocol version agreed with the peer at the handshake: what the requests of this
+     * connection, and the data connections they set up, are encoded by (docs/compatibility.md).
+     */
+    public int protocolVersion() {
+        return protocolVersion;
     }
 
     /** Runs {@code hook} when the connection closes (at once if it already has). */

@@ -12,7 +12,10 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
  * buffer size (so the other side never sends a message it cannot take), in the reply the server's
  * lease (how long it keeps a described region registered: the reducer trusts a description for half
  * of the shorter of that and its own fetch timeout), its flags ({@link #PAGE_ALIGNED_READS}), and one
- * endpoint per queue pair. Strictly parsed: a flag this release does not know is refused.
+ * endpoint per queue pair. Strictly parsed: a flag this release does not know is refused. Encoded
+ * alike in control protocol versions 3 and 4; a release that changes it encodes by the version the
+ * control connection agreed ({@code ControlSession.protocolVersion()}, {@code ControlClient.protocolVersion()})
+ * and keeps the previous encoding (docs/compatibility.md).
  */
 public final class ConnectCodec {
     /** Control-plane request type of the exchange. */

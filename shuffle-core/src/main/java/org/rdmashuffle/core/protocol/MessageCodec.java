@@ -19,6 +19,10 @@ import com.esotericsoftware.kryo.io.Output;
  * crash or a read outside the received bytes. Only the classes registered here can be decoded, each
  * with a hand-written serializer (records' final fields are not for reflection). Not thread-safe:
  * one codec per thread.
+ *
+ * <p>The messages carry no version of their own: a data connection is set up by a CONNECT on a control
+ * connection that agreed one, and both ends know it. They are encoded alike in control protocol versions
+ * 3 and 4; a release that changes them encodes each connection's by its version (docs/compatibility.md).
  */
 public final class MessageCodec {
     /** The most descriptors or map ids one message may carry. */

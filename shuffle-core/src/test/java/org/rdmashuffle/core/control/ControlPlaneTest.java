@@ -132,8 +132,9 @@ class ControlPlaneTest {
             byte[] frame = new byte[in.readInt()];
             in.readFully(frame);
             assertEquals(ControlFrame.ERROR, frame[0]);
+            assertEquals((byte) ProtocolVersions.SPOKEN.highest(), frame[1], "the refusal of a server that negotiates");
             String why = new String(frame, 2, frame.length - 2, StandardCharsets.UTF_8);
-            assertTrue(why.contains("version 0") && why.contains("version " + ControlFrame.PROTOCOL_VERSION), why);
+            assertTrue(why.contains("version 0 is not spoken here") && why.contains(ProtocolVersions.SPOKEN.describe()), why);
             assertEquals(-1, in.read(), "closed after saying why");
             assertEquals(0, handled.get());
         }
@@ -149,7 +150,7 @@ class ControlPlaneTest {
                     DataOutputStream out = new DataOutputStream(peer.getOutputStream());
                     out.writeInt(2);
                     out.writeByte(ControlFrame.AUTH_OK);
-                    out.writeByte(ControlFrame.PROTOCOL_VERSION + 1); // a newer release
+                    out.writeByte(ProtocolVersions.SPOKEN.highest() + 1); // a newer release, answering a version not offered
                     out.flush();
                     in.read(); // until the client hangs up
                 } catch (IOException ignored) {
@@ -159,8 +160,8 @@ class ControlPlaneTest {
             InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(), other.getLocalPort());
             ProtocolVersionException e = assertThrows(ProtocolVersionException.class,
                     () -> ControlClient.connect(at, null, "app-1", MAX_FRAME, TIMEOUT));
-            assertTrue(e.getMessage().contains("version " + (ControlFrame.PROTOCOL_VERSION + 1))
-                    && e.getMessage().contains("version " + ControlFrame.PROTOCOL_VERSION), e.getMessage());
+            assertTrue(e.getMessage().contains("version " + (ProtocolVersions.SPOKEN.highest() + 1) + ", which this client did not offer")
+                    && e.getMessage().contains(ProtocolVersions.SPOKEN.describe()), e.getMessage());
             server.join(10_000);
         }
     }
@@ -241,7 +242,7 @@ class ControlPlaneTest {
             java.io.DataOutputStream out = new java.io.DataOutputStream(raw.getOutputStream());
             byte[] app = "app-1".getBytes(StandardCharsets.UTF_8);
             out.writeInt(2 + app.length);
-            out.write(new byte[] {ControlFrame.HELLO_UNAUTHENTICATED, ControlFrame.PROTOCOL_VERSION});
+            out.write(new byte[] {ControlFrame.HELLO_UNAUTHENTICATED, ProtocolVersions.ALONE}); // one version alone: no offer byte
             out.write(app);
             for (long call = 1; call <= 2; call++) {
                 out.writeInt(2 + 8 + 1);
@@ -321,7 +322,7 @@ class ControlPlaneTest {
                             .hello();
                     java.io.DataOutputStream out = new java.io.DataOutputStream(raw.getOutputStream());
                     out.writeInt(2 + hello.length);
-                    out.write(new byte[] {ControlFrame.HELLO, ControlFrame.PROTOCOL_VERSION});
+                    out.write(new byte[] {ControlFrame.HELLO, ProtocolVersions.ALONE}); // one version alone: no offer byte
                     out.write(hello);
                     out.flush();
                     DataInputStream in = new DataInputStream(raw.getInputStream());

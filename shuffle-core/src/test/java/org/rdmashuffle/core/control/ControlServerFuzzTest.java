@@ -47,7 +47,7 @@ class ControlServerFuzzTest {
     private static final Duration HANDSHAKE_TIMEOUT = Duration.ofMillis(100);
     /** A request of this type is refused by the handler in words (RequestRefusedException); any other is echoed. */
     private static final byte REFUSED_TYPE = 9;
-    private static final byte VERSION = ControlFrame.PROTOCOL_VERSION;
+    private static final ProtocolVersions SPOKEN = ProtocolVersions.SPOKEN;
 
     /** One server per JVM: only its settings and tables matter, each input gets a session of its own. */
     private static final ControlServer SERVER = new ControlServer(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
@@ -99,8 +99,11 @@ class ControlServerFuzzTest {
         /** The client whose HELLO was sent last (null: none, or not an honest one). */
         ChallengeResponse.Client client;
         boolean clientHoldsSecret;
-        /** The CHALLENGE the server sent, if any. */
+        /** The version the last honest HELLO's encoding must be answered in (-1: any the server speaks). */
+        int expectedVersion = -1;
+        /** The CHALLENGE the server sent, if any, and the version it answered in. */
         byte[] challenge;
+        int challengeVersion;
         /** The client that sent an honest RESPONSE over that challenge with the application's secret, if one did. */
         ChallengeResponse.Client proved;
         boolean authenticated;
@@ -142,13 +145,17 @@ class ControlServerFuzzTest {
         private void check(byte kind, byte type, byte[] payload) {
             switch (kind) {
                 case ControlFrame.CHALLENGE -> {
-                    assertEquals(VERSION, type, "CHALLENGE's version");
+                    assertTrue(SPOKEN.speaks(type & 0xFF), "CHALLENGE's version " + type + " is not one the server speaks");
+                    if (expectedVersion >= 0 && framed) { // raw bytes may have made another HELLO of it
+                        assertEquals(expectedVersion, type & 0xFF, "CHALLENGE's version");
+                    }
+                    challengeVersion = type & 0xFF;
                     assertEquals(ChallengeResponse.NONCE, payload.length, "CHALLENGE's nonce");
                     assertTrue(challenge == null, "a second CHALLENGE");
                     challenge = payload;
                 }
                 case ControlFrame.AUTH_OK -> {
-                    assertEquals(VERSION, type, "AUTH_OK's version");
+                    assertEquals(challengeVersion, type & 0xFF, "AUTH_OK's version, the CHALLENGE's");
                     assertTrue(challenge != null && !authenticated, "an AUTH_OK out of turn");
                     if (proved == null) {
                         fail("AUTH_OK to a peer that never sent the proof of a client holding the secret");
@@ -169,8 +176,12 @@ class ControlServerFuzzTest {
                     }
                 }
                 case ControlFrame.ERROR -> {
-                    // A refusal told before closing (type 0), or a request's refusal (its type, then its call id).
-                    if (type != 0) {
+                    // A refusal told before closing (type 0; a refusal of the client's versions: the server's
+                    // highest), or a request's refusal (its type, then its call id).
+                    boolean versions = new String(payload, StandardCharsets.UTF_8).startsWith(ProtocolVersions.REFUSAL);
+                    if (versions) {
+                        assertEquals(SPOKEN.highest(), type & 0xFF, "a version refusal's type byte");
+                    } else if (type != 0) {
                         assertTrue(authenticated, "a request's ERROR to a peer that did not authenticate");
                         assertTrue(payload.length >= ControlFrame.CALL_ID_BYTES, "a request's ERROR without its call id");
                     }
@@ -189,17 +200,17 @@ class ControlServerFuzzTest {
                 String app = data.consumeBoolean() ? APP : data.consumeString(40);
                 s.clientHoldsSecret &= app.equals(APP) && Arrays.equals(secret, SECRET);
                 s.client = new ChallengeResponse.Client(secret, app);
-                return frame(ControlFrame.HELLO, data.consumeBoolean() ? VERSION : data.consumeByte(), s.client.hello());
+                return hello(data, s, ControlFrame.HELLO, s.client.hello());
             }
             case 1 -> { // the honest RESPONSE of the last HELLO's client to the server's CHALLENGE
                 if (s.client == null || s.challenge == null) {
-                    return frame(ControlFrame.RESPONSE, VERSION, data.consumeBytes(data.consumeInt(0, 40)));
+                    return frame(ControlFrame.RESPONSE, (byte) 0, data.consumeBytes(data.consumeInt(0, 40)));
                 }
                 byte[] response = s.client.respond(s.challenge);
                 if (s.clientHoldsSecret) {
                     s.proved = s.client;
                 }
-                return frame(ControlFrame.RESPONSE, VERSION, response);
+                return frame(ControlFrame.RESPONSE, (byte) 0, response);
             }
             case 2 -> { // a request: call id, then the body
                 long callId = data.consumeLong();
@@ -211,8 +222,7 @@ class ControlServerFuzzTest {
                 return frame(ControlFrame.REQUEST, type, ControlFrame.withCallId(callId, body));
             }
             case 3 -> {
-                return frame(ControlFrame.HELLO_UNAUTHENTICATED, data.consumeBoolean() ? VERSION : data.consumeByte(),
-                        data.consumeBytes(data.consumeInt(0, 300)));
+                return hello(data, s, ControlFrame.HELLO_UNAUTHENTICATED, data.consumeBytes(data.consumeInt(0, 300)));
             }
             case 4 -> { // any kind, type and payload (a REQUEST among them is not one the test recorded)
                 s.framed = false;
@@ -230,6 +240,27 @@ class ControlServerFuzzTest {
             default -> {
                 s.framed = false;
                 return data.consumeBytes(data.consumeInt(0, 128));
+            }
+        }
+    }
+
+    /**
+     * A HELLO of {@code kind} carrying {@code body}: offering this release's versions, version 3 alone (the
+     * previous release's), or any type byte before the body as it is (an offer's lowest read from it).
+     */
+    private static byte[] hello(FuzzedDataProvider data, Session s, byte kind, byte[] body) {
+        switch (data.consumeInt(0, 2)) {
+            case 0 -> {
+                s.expectedVersion = SPOKEN.highest();
+                return frame(kind, SPOKEN.helloType(false), SPOKEN.helloPayload(false, body));
+            }
+            case 1 -> {
+                s.expectedVersion = ProtocolVersions.ALONE;
+                return frame(kind, SPOKEN.helloType(true), body);
+            }
+            default -> {
+                s.expectedVersion = -1;
+                return frame(kind, data.consumeByte(), body);
             }
         }
     }
