@@ -23,11 +23,11 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
- * The control plane of the release before version negotiation, 0.1.0 (protocol version 3), encoded as
- * that release encodes it, so that every later release proves it still talks to it
+ * The control plane of the builds before version negotiation (0.1.0-SNAPSHOT before 2026-12-02,
+ * protocol version 3), encoded as they encode it, so that every later release proves it still talks to it
  * (docs/compatibility.md): a client that sends its one version in the HELLO's type byte and accepts
  * nothing else in a CHALLENGE or AUTH_OK, and a server that refuses every other version in that
- * release's words. Written from 0.1.0's ControlClient, ControlServerConnection, ControlFrame and
+ * release's words. Written from the version-3 builds' ControlClient, ControlServerConnection, ControlFrame and
  * ChallengeResponse, on plain sockets, sharing no code with this release's control plane but the
  * in-process types a handler sees (ControlHandler, ControlSession) and the exceptions a caller acts on.
  * Do not change it with the control plane: when a release changes the wire, the encoding it replaces
@@ -36,9 +36,9 @@ import javax.crypto.spec.SecretKeySpec;
  * <p>Blocking, a thread per connection, every wait bounded: a fixture for tests, not a server to attack.
  */
 public final class PreviousRelease {
-    /** 0.1.0's ControlFrame.PROTOCOL_VERSION. */
+    /** the version-3 builds' ControlFrame.PROTOCOL_VERSION. */
     public static final int VERSION = 3;
-    // 0.1.0's frame kinds.
+    // the version-3 builds' frame kinds.
     private static final byte HELLO = 1;
     private static final byte CHALLENGE = 2;
     private static final byte RESPONSE = 3;
@@ -59,7 +59,7 @@ public final class PreviousRelease {
     private PreviousRelease() {
     }
 
-    /** 0.1.0's ERROR text for a client of version {@code theirs}, from a server of {@code ours}. */
+    /** the version-3 builds' ERROR text for a client of version {@code theirs}, from a server of {@code ours}. */
     static String refusal(int theirs, int ours) {
         return "rdma-shuffle control protocol version " + theirs + " is not spoken here (this side speaks version "
                 + ours + "): run the same rdma-shuffle release on both sides";
@@ -119,7 +119,7 @@ public final class PreviousRelease {
         return n;
     }
 
-    /** 0.1.0's ControlClient: connect, authenticate (or announce itself), then one call at a time. */
+    /** the version-3 builds' ControlClient: connect, authenticate (or announce itself), then one call at a time. */
     public static final class Client implements AutoCloseable {
         private final InetSocketAddress peer;
         private final Socket socket;
@@ -143,7 +143,7 @@ public final class PreviousRelease {
 
         /**
          * Connects and authenticates for {@code appId} with {@code secret} (null: authentication off), in
-         * version {@link #VERSION} alone, as 0.1.0 does.
+         * version {@link #VERSION} alone, as those builds do.
          *
          * @throws ProtocolVersionException the server refused our version, or answered in another
          * @throws AuthenticationException the server refused us, or does not know the secret itself
@@ -177,7 +177,7 @@ public final class PreviousRelease {
             }
         }
 
-        /** A frame of the handshake, checked as 0.1.0's requireNotBusy and requireOurVersion check it. */
+        /** A frame of the handshake, checked as the version-3 builds' requireNotBusy and requireOurVersion check it. */
         private Frame handshakeFrame() throws IOException {
             Frame f = read(in);
             if (f == null) {
@@ -221,7 +221,7 @@ public final class PreviousRelease {
                     throw new IOException(peer + " sent frame kind " + f.kind() + " to request type " + type);
                 }
                 if (ByteBuffer.wrap(f.payload()).getLong() < callId) {
-                    continue; // 0.1.0 skips replies to calls that timed out
+                    continue; // those builds skip replies to calls that timed out
                 }
                 byte[] body = java.util.Arrays.copyOfRange(f.payload(), CALL_ID_BYTES, f.payload().length);
                 if (f.kind() == ERROR) {
@@ -246,7 +246,7 @@ public final class PreviousRelease {
     }
 
     /**
-     * 0.1.0's ControlServer as a peer meets it: the handshake in its version alone (any other refused
+     * the version-3 builds' ControlServer as a peer meets it: the handshake in its version alone (any other refused
      * in its words, then closed), then requests handed to {@code handler} one at a time, on the
      * connection's thread; what a session set up ends when its connection does.
      */
@@ -259,12 +259,12 @@ public final class PreviousRelease {
         private final AtomicInteger versionRefusals = new AtomicInteger();
         private final AtomicInteger sessions = new AtomicInteger();
 
-        /** A 0.1.0 server: version {@link #VERSION}; {@code secrets} null turns authentication off. */
+        /** A version-3 server: version {@link #VERSION}; {@code secrets} null turns authentication off. */
         public Server(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler) throws IOException {
             this(bind, secrets, handler, VERSION);
         }
 
-        /** As 0.1.0's server, but speaking {@code version} alone: a release older than the previous one. */
+        /** As the version-3 builds' server, but speaking {@code version} alone: a release older than the previous one. */
         public Server(InetSocketAddress bind, Function<String, byte[]> secrets, ControlHandler handler, int version)
                 throws IOException {
             this.secrets = secrets;
@@ -304,7 +304,7 @@ public final class PreviousRelease {
         private void serve(Socket socket) {
             ControlSession session = null;
             try (socket) {
-                socket.setSoTimeout(30_000); // 0.1.0's handshake timeout; its idle timeout is longer than a test
+                socket.setSoTimeout(30_000); // the version-3 builds' handshake timeout; its idle timeout is longer than a test
                 DataInputStream in = new DataInputStream(socket.getInputStream());
                 DataOutputStream out = new DataOutputStream(socket.getOutputStream());
                 String appId = handshake(in, out);
@@ -344,7 +344,7 @@ public final class PreviousRelease {
             }
         }
 
-        /** 0.1.0's handshake, server side: the application authenticated, or null (refused, and told why where 0.1.0 tells). */
+        /** the version-3 builds' handshake, server side: the application authenticated, or null (refused, and told why where 0.1.0 tells). */
         private String handshake(DataInputStream in, DataOutputStream out) throws IOException {
             Frame hello = read(in);
             if (hello == null || (hello.kind() != HELLO && hello.kind() != HELLO_UNAUTHENTICATED)) {
