@@ -1,5 +1,7 @@
 package org.rdmashuffle.hadoop;
 
+import java.util.Optional;
+
 import javax.crypto.SecretKey;
 
 import org.apache.hadoop.conf.Configuration;
@@ -7,10 +9,7 @@ import org.apache.hadoop.mapred.ShuffleHandler;
 import org.apache.hadoop.security.token.SecretManager;
 import org.apache.hadoop.yarn.server.api.ApplicationTerminationContext;
 import org.apache.hadoop.yarn.server.api.AuxiliaryLocalPathHandler;
-import org.rdmashuffle.core.RdmaShuffleEngine;
-import org.rdmashuffle.core.config.EngineConfig;
-import org.rdmashuffle.verbs.Verbs;
-import org.rdmashuffle.verbs.VerbsProvider;
+import org.rdmashuffle.verbs.EngineRuntime;
 
 /**
  * The NodeManager's shuffle service over RDMA: MapReduce's stock {@link ShuffleHandler} (HTTP, for
@@ -22,29 +21,36 @@ import org.rdmashuffle.verbs.VerbsProvider;
  * under any other name gets an empty buffer), and reducers authenticate with that secret. Everything
  * the stock handler keeps — jobs' secrets and users, recovered after a NodeManager restart from its
  * state store — serves both paths; map outputs need no bookkeeping of their own, being found on disk
- * when first asked for ({@link MapOutputFiles}). When an application stops, its outputs' regions are
- * deregistered. The engine's counters are published through metrics2 ({@link ServiceMetrics}).
+ * when first asked for. When an application stops, its outputs' regions are deregistered. The
+ * engine's counters are published through metrics2.
+ *
+ * <p>Built for Java 17 (src/main/java17), so a NodeManager on any JVM Hadoop 3.5 runs on loads it; the
+ * engine ({@link MapReduceServing}, made by name) only where the JVM can run it. Where it cannot start,
+ * for any reason, the stock HTTP shuffle serves alone and the NodeManager stays up (unless {@code
+ * rdma.shuffle.stopOnFailure}).
  *
  * <p>Settings in {@code yarn-site.xml}: {@code rdma.shuffle.service.port} (13570), {@code
  * rdma.shuffle.service.bindAddress}, {@code rdma.shuffle.service.authenticate} and the engine's
  * {@code rdma.shuffle.*}; docs/yarn.md.
  */
 public class RdmaShuffleService extends ShuffleHandler {
-    private static final System.Logger LOG = System.getLogger(RdmaShuffleService.class.getName());
     static final String METRICS_SOURCE = "RdmaShuffleService";
+    static final String SERVICE = "service (mapreduce_shuffle)";
+    /** The engine side, built for the engine's Java. */
+    static final String ENGINE_SIDE = "org.rdmashuffle.hadoop.MapReduceServing";
 
     private boolean authenticate;
     /** Why the engine could not start (the service then serves over HTTP only); null while it runs. */
     private volatile String unavailable;
-    private RdmaShuffleEngine engine;
-    private ServiceMetrics metrics;
+    private volatile ServiceEngine engine;
+    private UnavailableEngineMetrics unavailableMetrics;
     private NodeLocalDirs configuredLocalDirs;
 
     @Override
     protected void serviceInit(Configuration conf) throws Exception {
         configuredLocalDirs = new NodeLocalDirs(conf);
         super.serviceInit(conf);
-        authenticate = conf.getBoolean(HadoopSettings.SERVICE_AUTHENTICATE, true);
+        authenticate = conf.getBoolean(HadoopKeys.SERVICE_AUTHENTICATE, true);
     }
 
     /**
@@ -59,51 +65,31 @@ public class RdmaShuffleService extends ShuffleHandler {
 
     /**
      * Starts the stock HTTP shuffle, then the engine. An engine that cannot start (a bad setting, no
-     * usable device, its port taken) leaves the HTTP shuffle serving and the NodeManager up, says why
-     * in one WARN and in the metrics ({@code EngineRunning} 0), unless {@code rdma.shuffle.stopOnFailure}.
+     * usable device, its port taken, a JVM too old) leaves the HTTP shuffle serving and the NodeManager
+     * up, says why in one WARN and in the metrics ({@code EngineRunning} 0), unless {@code
+     * rdma.shuffle.stopOnFailure}.
      */
     @Override
     protected void serviceStart() throws Exception {
         super.serviceStart();
-        try {
-            startEngine();
-        } catch (RuntimeException | LinkageError e) {
-            unavailable = HadoopSettings.engineUnavailable(getConfig(), "service (mapreduce_shuffle)",
-                    "map outputs are served over HTTP only (MapReduce's stock shuffle)",
-                    HadoopSettings.serviceCannotStart("service (mapreduce_shuffle)", HadoopSettings.SERVICE_PORT, e));
-            metrics = ServiceMetrics.registerUnavailable(METRICS_SOURCE, "rdma-shuffle service engine", unavailable);
-        }
-    }
-
-    private void startEngine() {
-        Configuration conf = getConfig();
-        HadoopSettingsCheck.check(conf, "the NodeManager's mapreduce_shuffle service");
-        EngineConfig engineConfig = HadoopSettings.serviceEngineConfig(conf, HadoopSettings.servicePort(conf));
-        VerbsProvider provider = Verbs.choose(engineConfig.provider(), engineConfig.providerSettings()).orElseThrow();
-        RdmaShuffleEngine e = RdmaShuffleEngine.startService(engineConfig, authenticate ? new org.rdmashuffle.core.ServedApplications() {
-            @Override
-            public byte[] secret(String app) {
-                return secretOf(app);
+        IllegalStateException failure;
+        Optional<String> jvm = EngineRuntime.unavailable();
+        if (jvm.isPresent()) {
+            failure = ServiceStartFailure.jvm(SERVICE, jvm.get());
+        } else {
+            try {
+                engine = EngineRuntime.load(RdmaShuffleService.class, ServiceEngine.class, ENGINE_SIDE,
+                        new Class<?>[] {Configuration.class, AuxiliaryLocalPathHandler.class, boolean.class,
+                                ServiceEngine.MapReduceJobs.class},
+                        getConfig(), getAuxiliaryLocalPathHandler(), authenticate, new Jobs());
+                return;
+            } catch (RuntimeException | LinkageError e) {
+                failure = ServiceStartFailure.cannotStart(SERVICE, HadoopKeys.SERVICE_PORT, e);
             }
-
-            @Override
-            public String user(String app) {
-                return userOf(app);
-            }
-        } : null, provider);
-        try {
-            MapOutputFiles outputs = new MapOutputFiles(getAuxiliaryLocalPathHandler(), job -> userRsrc.get(job),
-                    org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled());
-            e.resolver(outputs);
-            metrics = ServiceMetrics.register(METRICS_SOURCE, "rdma-shuffle service engine", e, outputs::resolved);
-        } catch (RuntimeException ex) {
-            e.close();
-            throw ex;
         }
-        engine = e;
-        LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + e.providerName()
-                + " device " + e.deviceName() + " at " + e.address()
-                + (authenticate ? "" : " WITHOUT authentication (rdma.shuffle.service.authenticate=false)"));
+        unavailable = ServiceStartFailure.handle(getConfig(), SERVICE,
+                "map outputs are served over HTTP only (MapReduce's stock shuffle)", failure);
+        unavailableMetrics = UnavailableEngineMetrics.register(METRICS_SOURCE, "rdma-shuffle service engine", unavailable);
     }
 
     /** Why the RDMA engine could not start (map outputs are then served over HTTP only), or null while it runs. */
@@ -111,16 +97,22 @@ public class RdmaShuffleService extends ShuffleHandler {
         return unavailable;
     }
 
+    /** The engine serving map outputs over RDMA, or null where it could not start. */
+    ServiceEngine engine() {
+        return engine;
+    }
+
     @Override
     protected void serviceStop() throws Exception {
         try {
-            if (metrics != null) {
-                metrics.unregister();
-                metrics = null;
+            if (unavailableMetrics != null) {
+                unavailableMetrics.unregister();
+                unavailableMetrics = null;
             }
-            if (engine != null) {
-                engine.close();
-                engine = null;
+            ServiceEngine e = engine;
+            engine = null;
+            if (e != null) {
+                e.close();
             }
         } finally {
             super.serviceStop();
@@ -129,22 +121,17 @@ public class RdmaShuffleService extends ShuffleHandler {
 
     @Override
     public void stopApplication(ApplicationTerminationContext context) {
-        String app = context.getApplicationId().toString();
-        if (engine != null) {
-            int outputs = engine.unregisterApplication(app);
-            LOG.log(System.Logger.Level.DEBUG, () -> "rdma-shuffle service: " + app + " stopped, " + outputs
-                    + " map outputs forgotten");
+        ServiceEngine e = engine;
+        if (e != null) {
+            e.applicationStopped(context.getApplicationId().toString());
         }
         super.stopApplication(context);
     }
 
-    /** The engine's counters now. */
-    public org.rdmashuffle.core.EngineCounters engineCounters() {
-        return engine.counters();
-    }
-
-    ServiceMetrics metrics() {
-        return metrics;
+    /** The metrics2 source the service registered: the engine's, or the one saying why there is none. */
+    org.apache.hadoop.metrics2.MetricsSource metrics() {
+        ServiceEngine e = engine;
+        return e != null ? e.metrics() : unavailableMetrics;
     }
 
     /** Where the engine listens (its control plane). */
@@ -152,29 +139,37 @@ public class RdmaShuffleService extends ShuffleHandler {
         return engine.address();
     }
 
-    /** The user who runs an application's job, as the stock handler recorded it; the application itself if unknown. */
-    private String userOf(String app) {
-        try {
-            String user = userRsrc.get(MapReduceIds.jobOf(app).toString());
-            return user == null ? app : user;
-        } catch (IllegalArgumentException notAnApplication) {
-            return app;
+    /** The jobs the stock handler knows, as the engine asks for them. */
+    private final class Jobs implements ServiceEngine.MapReduceJobs {
+        @Override
+        public String user(String app) {
+            try {
+                String user = userRsrc.get(MapReduceIds.jobOf(app).toString());
+                return user == null ? app : user;
+            } catch (IllegalArgumentException notAnApplication) {
+                return app;
+            }
         }
-    }
 
-    /** The shuffle secret of the job an application runs, or null if this node does not know the job. */
-    private byte[] secretOf(String app) {
-        String job;
-        try {
-            job = MapReduceIds.jobOf(app).toString();
-        } catch (IllegalArgumentException notAnApplication) {
-            return null;
+        @Override
+        public String jobUser(String job) {
+            return userRsrc.get(job);
         }
-        try {
-            SecretKey key = secretManager.retrieveTokenSecret(job);
-            return key == null ? null : MapReduceIds.engineSecret(key.getEncoded());
-        } catch (SecretManager.InvalidToken unknown) {
-            return null;
+
+        @Override
+        public byte[] secret(String app) {
+            String job;
+            try {
+                job = MapReduceIds.jobOf(app).toString();
+            } catch (IllegalArgumentException notAnApplication) {
+                return null;
+            }
+            try {
+                SecretKey key = secretManager.retrieveTokenSecret(job);
+                return key == null ? null : MapReduceIds.engineSecret(key.getEncoded());
+            } catch (SecretManager.InvalidToken unknown) {
+                return null;
+            }
         }
     }
 }
