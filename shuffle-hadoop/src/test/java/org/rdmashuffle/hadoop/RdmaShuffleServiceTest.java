@@ -270,12 +270,12 @@ class RdmaShuffleServiceTest {
     @Test
     void aBadSetting_leavesTheHttpShuffleServingAndNamesTheKey() throws Exception {
         JobConf conf = new JobConf(false);
-        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "carrier-pigeon");
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "lots");
         RdmaShuffleService s = serviceOnATakenPort(0, conf);
         try {
             s.start();
             String why = String.valueOf(s.unavailable());
-            assertTrue(why.contains(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER) && why.contains("carrier-pigeon"), why);
+            assertTrue(why.contains(HadoopSettings.PREFIX + EngineConfig.KEY_REGISTERED_MEMORY_LIMIT) && why.contains("lots"), why);
             assertTrue(ShuffleHandler.deserializeMetaData(s.getMetaData()) > 0, "the stock HTTP shuffle has its port");
         } finally {
             s.stop();
