@@ -44,9 +44,6 @@ jvm_options() {
   echo "$o"
 }
 
-# shipped KEY: the value spark-defaults.conf gives KEY ("" if none).
-shipped() { awk -v k="$1" '$1 == k { $1 = ""; sub(/^ +/, ""); print; exit }' "$props"; }
-
 # spark_class CLASS ARGS...: as bin/spark-class: the launcher prints a NUL line, then the command
 # NUL-separated; run it in this process.
 spark_class() {
@@ -77,8 +74,8 @@ case $what in
       --conf spark.driver.host="$address" --conf spark.driver.bindAddress="$address" \
       --conf spark.shuffle.rdma.provider="$provider" --conf spark.ui.enabled=false \
       --conf spark.driver.memory=512m --conf spark.executor.memory=512m \
-      --conf "spark.driver.extraJavaOptions=$(shipped spark.driver.extraJavaOptions) $(jvm_options driver)" \
-      --conf "spark.executor.extraJavaOptions=$(shipped spark.executor.extraJavaOptions) $(jvm_options executor)" \
+      --conf "spark.driver.extraJavaOptions=$(jvm_options driver)" \
+      --conf "spark.executor.extraJavaOptions=$(jvm_options executor)" \
       --class org.rdmashuffle.benchmarks.spark.ShuffleJob "$kit/rdma-shuffle-benchmarks-app.jar" "$@" ;;
   train)
     self=${BASH_SOURCE[0]}

@@ -38,12 +38,14 @@ public final class EngineRuntime {
     /**
      * An instance of the engine-side class {@code className} (built for Java {@value #REQUIRED_FEATURE}),
      * made with the constructor taking {@code argTypes}; call only where {@link #unavailable()} is empty.
+     * It is looked up with the class loader of {@code shippedWith}, the class it ships beside (a jar
+     * Spark adds to an executor is seen by that jar's loader, not by the loader of Spark's interfaces).
      * The class's own exceptions come out as they were thrown; anything else that stops it from being
      * made (a missing or broken class) is an {@link IllegalStateException} naming it.
      */
-    public static <T> T load(Class<T> as, String className, Class<?>[] argTypes, Object... args) {
+    public static <T> T load(Class<?> shippedWith, Class<T> as, String className, Class<?>[] argTypes, Object... args) {
         try {
-            Class<?> c = Class.forName(className, true, as.getClassLoader());
+            Class<?> c = Class.forName(className, true, shippedWith.getClassLoader());
             return as.cast(c.getConstructor(argTypes).newInstance(args));
         } catch (java.lang.reflect.InvocationTargetException e) {
             Throwable cause = e.getCause();

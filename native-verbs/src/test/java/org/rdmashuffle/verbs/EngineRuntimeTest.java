@@ -31,8 +31,31 @@ class EngineRuntimeTest {
     @Test
     void aClassThatCannotBeLoadedIsNamed() {
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> EngineRuntime.load(Runnable.class, "org.rdmashuffle.NoSuchEngineClass", new Class<?>[0]));
+                () -> EngineRuntime.load(EngineRuntimeTest.class, Runnable.class, "org.rdmashuffle.NoSuchEngineClass", new Class<?>[0]));
         assertTrue(e.getMessage().contains("org.rdmashuffle.NoSuchEngineClass"), e.getMessage());
+    }
+
+    /**
+     * As on a Spark executor given the plugin through spark.jars: the engine side is in a jar only the
+     * façade's loader sees, not the loader of the host's interface it is made as. Found through the former.
+     */
+    @Test
+    void anEngineSideOnlyTheFacadesLoaderSees_isFound(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path src = java.nio.file.Files.createDirectories(dir.resolve("src/userjar"));
+        java.nio.file.Files.writeString(src.resolve("Facade.java"), "package userjar; public class Facade {}");
+        java.nio.file.Files.writeString(src.resolve("EngineSide.java"),
+                "package userjar; public class EngineSide implements Runnable { public void run() {} }");
+        java.nio.file.Path classes = java.nio.file.Files.createDirectories(dir.resolve("classes"));
+        assertEquals(0, javax.tools.ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d", classes.toString(),
+                src.resolve("Facade.java").toString(), src.resolve("EngineSide.java").toString()));
+        try (java.net.URLClassLoader userJar = new java.net.URLClassLoader(new java.net.URL[] {classes.toUri().toURL()},
+                EngineRuntimeTest.class.getClassLoader())) {
+            Class<?> facade = userJar.loadClass("userjar.Facade");
+            Runnable engineSide = EngineRuntime.load(facade, Runnable.class, "userjar.EngineSide", new Class<?>[0]);
+            assertEquals(userJar, engineSide.getClass().getClassLoader());
+            assertThrows(IllegalStateException.class, () -> EngineRuntime.load(Runnable.class, Runnable.class,
+                    "userjar.EngineSide", new Class<?>[0]), "the host interface's loader does not see the user jar");
+        }
     }
 
     @Test

@@ -11,31 +11,23 @@ import org.rdmashuffle.core.config.SettingSource;
 /**
  * The settings of the YARN service ({@code yarn-site.xml}) and of the MapReduce consumer
  * ({@code mapred-site.xml} or the job): the engine's keys under {@code rdma.shuffle.}, and the few
- * that belong to Hadoop alone. docs/yarn.md lists them.
+ * that belong to Hadoop alone (those the Java 17 classes read too are {@link HadoopKeys}'). docs/yarn.md
+ * lists them.
  */
 final class HadoopSettings {
-    private static final System.Logger LOG = System.getLogger(HadoopSettings.class.getName());
-    static final String PREFIX = "rdma.shuffle.";
-    /** The port of every NodeManager's RDMA shuffle service; reducers reach each node's service there. */
-    static final String SERVICE_PORT = PREFIX + "service.port";
+    static final String PREFIX = HadoopKeys.PREFIX;
+    static final String SERVICE_PORT = HadoopKeys.SERVICE_PORT;
     static final int DEFAULT_SERVICE_PORT = 13570;
     /** Where the service listens; reducers reach it at the map host's name. */
     static final String SERVICE_BIND_ADDRESS = PREFIX + "service.bindAddress";
-    /** false: the service serves any reducer that names an application (trusted networks only). */
-    static final String SERVICE_AUTHENTICATE = PREFIX + "service.authenticate";
-    /** true: a reducer that cannot use RDMA (no device, no service on a node) fetches over HTTP instead of failing. */
-    static final String MAPREDUCE_FALLBACK = PREFIX + "mapreduce.fallback";
+    static final String SERVICE_AUTHENTICATE = HadoopKeys.SERVICE_AUTHENTICATE;
+    static final String MAPREDUCE_FALLBACK = HadoopKeys.MAPREDUCE_FALLBACK;
     /**
      * Bad {@code rdma.shuffle.*} values fail a reduce task's shuffle and a service at their start (default
      * true); false: one WARN names them ({@link HadoopSettingsCheck}).
      */
     static final String STRICT_CONFIG = PREFIX + "strictConfig";
-    /**
-     * true: a NodeManager service whose RDMA engine cannot start fails its start, which stops the
-     * NodeManager (as Spark's {@code spark.yarn.shuffle.stopOnFailure}); false (the default): it serves
-     * without RDMA and says why.
-     */
-    static final String STOP_ON_FAILURE = PREFIX + "stopOnFailure";
+    static final String STOP_ON_FAILURE = HadoopKeys.STOP_ON_FAILURE;
     /** The software provider's data listener (it defaults to the engine's bind address, loopback for a wildcard). */
     static final String SOFTWARE_BIND_ADDRESS = PREFIX + EngineConfig.KEY_SOFTWARE_BIND_ADDRESS;
     /** YARN's name for this node (yarn-site.xml); its default is the host's name. */
@@ -135,31 +127,5 @@ final class HadoopSettings {
         } catch (java.net.UnknownHostException e) {
             return "127.0.0.1";
         }
-    }
-
-    /**
-     * A service's engine that could not start ({@code failure}, from {@link #serviceCannotStart}): with
-     * {@value #STOP_ON_FAILURE} it is thrown, and the NodeManager stops; else it is one WARN saying what
-     * still serves ({@code stillServing}) and why, and the reason is returned for the service's metrics.
-     * Never taking the NodeManager down is the default: the same NodeManager runs MapReduce's stock
-     * shuffle and every other auxiliary service.
-     */
-    static String engineUnavailable(Configuration conf, String service, String stillServing, IllegalStateException failure) {
-        if (conf.getBoolean(STOP_ON_FAILURE, false)) {
-            throw failure;
-        }
-        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle " + service + ": no RDMA on this node, " + stillServing + " ("
-                + STOP_ON_FAILURE + "=false keeps the NodeManager up): " + failure.getMessage(), failure.getCause());
-        return failure.getMessage();
-    }
-
-    /**
-     * A service's engine that could not start, said in the NodeManager's terms: the engine names the
-     * address and port, this adds the yarn-site.xml key that chose the port (another auxiliary service
-     * on it is the usual cause), so the NodeManager's log says what to change.
-     */
-    static IllegalStateException serviceCannotStart(String service, String portKey, Throwable e) {
-        return new IllegalStateException("rdma-shuffle " + service + " cannot start: " + e.getMessage() + " (the port is "
-                + portKey + " in yarn-site.xml; reducers must be given the same)", e);
     }
 }

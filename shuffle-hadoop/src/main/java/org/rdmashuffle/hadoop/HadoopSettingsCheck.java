@@ -8,7 +8,7 @@ import org.rdmashuffle.core.config.SettingsCheck;
 
 /**
  * Every {@code rdma.shuffle.*} setting checked at once where it is first used: a reduce task's shuffle
- * ({@link RdmaShuffleConsumerPlugin}) and a NodeManager service at its start. The engine's keys are read
+ * ({@link EngineShuffleConsumer}) and a NodeManager service at its start. The engine's keys are read
  * as {@link HadoopSettings#engineConfig} reads them; the adapter's own as Hadoop's {@code Configuration}
  * reads them, except that a boolean that is not {@code true} or {@code false} is an error here where
  * {@code getBoolean} would quietly take the default.
@@ -25,7 +25,7 @@ final class HadoopSettingsCheck {
     static List<SettingsCheck.Own> own(Configuration conf) {
         return List.of(
                 port(conf, HadoopSettings.SERVICE_PORT),
-                port(conf, RdmaSparkShuffleService.SPARK_SERVICE_PORT),
+                port(conf, HadoopKeys.SPARK_SERVICE_PORT),
                 new SettingsCheck.Own(HadoopSettings.SERVICE_BIND_ADDRESS, "an address to listen on", key -> null),
                 bool(conf, HadoopSettings.SERVICE_AUTHENTICATE),
                 bool(conf, HadoopSettings.MAPREDUCE_FALLBACK),

@@ -31,7 +31,7 @@ import org.rdmashuffle.core.client.BlockFetchListener;
 import org.rdmashuffle.core.client.FetchedBlock;
 
 /**
- * A fetcher thread of {@link RdmaShuffleConsumerPlugin}: takes a host from MapReduce's scheduler,
+ * A fetcher thread of {@link EngineShuffleConsumer}: takes a host from MapReduce's scheduler,
  * asks that node's service for this reduce's partition of each of the host's map outputs in one
  * engine call, and hands each block, as it arrives, to the merge manager — the stock fetcher's loop
  * with the engine in place of HTTP.

@@ -18,7 +18,8 @@ import org.rdmashuffle.verbs.WorkCompletionStatus;
  * A service engine's figures as a metrics2 source (context {@code rdma-shuffle}; record {@code
  * RdmaShuffleService} for MapReduce's, {@code RdmaSparkShuffleService} for Spark's, each with a
  * record per application served now): what the NodeManager's JMX servlet ({@code /jmx}) and any
- * metrics2 sink show. docs/metrics.md lists them.
+ * metrics2 sink show. docs/metrics.md lists them. Where the engine could not start, the service
+ * publishes {@link UnavailableEngineMetrics} under the same record name instead.
  */
 final class ServiceMetrics implements MetricsSource {
     static final MetricsInfo SERVING_CONNECTIONS = Interns.info("ServingConnections", "reducer connections being served");
@@ -43,31 +44,17 @@ final class ServiceMetrics implements MetricsSource {
     static final MetricsInfo COMPLETION_ERRORS = Interns.info("CompletionErrors", "work completions that failed, every status");
     static final MetricsInfo MEMLOCK = Interns.info("MemlockLimitBytes", "the memlock limit the engine runs under (-1: none)");
     static final MetricsInfo APPLICATION = Interns.info("Application", "the application these figures are of");
-    static final MetricsInfo ENGINE_RUNNING = Interns.info("EngineRunning",
-            "1: the RDMA engine serves this node's outputs; 0: it could not start (Reason says why)");
-    static final MetricsInfo UNAVAILABLE_CODE = Interns.info("UnavailableCode",
-            "why the RDMA engine could not start: the RS code's number (docs/troubleshooting.md), 99 for another reason, 0 when it runs");
-    static final MetricsInfo REASON = Interns.info("Reason", "why the RDMA engine could not start");
     /** Per-application records' name (one record per application, tagged {@code Application}). */
     static final String APPLICATION_RECORD_SUFFIX = "Application";
 
     private final String record;
-    /** null where the engine could not start: then {@link #reason} says why. */
     private final RdmaShuffleEngine engine;
     private final java.util.function.LongSupplier resolved;
-    private final String reason;
 
     /** Publishes {@code engine}'s counters as source {@code record} in the NodeManager's metrics system. */
     static ServiceMetrics register(String record, String description, RdmaShuffleEngine engine,
                                    java.util.function.LongSupplier resolved) {
-        ServiceMetrics m = new ServiceMetrics(record, engine, resolved, null);
-        org.apache.hadoop.metrics2.lib.DefaultMetricsSystem.instance().register(record, description, m);
-        return m;
-    }
-
-    /** Publishes, as source {@code record}, that the service's engine could not start and why. */
-    static ServiceMetrics registerUnavailable(String record, String description, String reason) {
-        ServiceMetrics m = new ServiceMetrics(record, null, () -> 0, reason);
+        ServiceMetrics m = new ServiceMetrics(record, engine, resolved);
         org.apache.hadoop.metrics2.lib.DefaultMetricsSystem.instance().register(record, description, m);
         return m;
     }
@@ -76,16 +63,10 @@ final class ServiceMetrics implements MetricsSource {
         org.apache.hadoop.metrics2.lib.DefaultMetricsSystem.instance().unregisterSource(record);
     }
 
-    private ServiceMetrics(String record, RdmaShuffleEngine engine, java.util.function.LongSupplier resolved, String reason) {
+    private ServiceMetrics(String record, RdmaShuffleEngine engine, java.util.function.LongSupplier resolved) {
         this.record = record;
         this.engine = engine;
         this.resolved = resolved;
-        this.reason = reason;
-    }
-
-    /** {@code UnavailableCode}: the number of the RS code {@code reason} names, 99 for none. */
-    static long unavailableCode(String reason) {
-        return org.rdmashuffle.verbs.Trouble.in(reason).map(t -> (long) Integer.parseInt(t.code().substring(2))).orElse(99L);
     }
 
     /**
@@ -96,15 +77,10 @@ final class ServiceMetrics implements MetricsSource {
      */
     @Override
     public void getMetrics(MetricsCollector collector, boolean all) {
-        if (engine == null) {
-            collector.addRecord(record).setContext("rdma-shuffle").tag(REASON, reason)
-                    .addGauge(ENGINE_RUNNING, 0).addGauge(UNAVAILABLE_CODE, unavailableCode(reason));
-            return;
-        }
         EngineMetrics m = engine.metrics();
         EngineCounters c = m.now();
         MetricsRecordBuilder node = collector.addRecord(record).setContext("rdma-shuffle")
-                .addGauge(ENGINE_RUNNING, 1).addGauge(UNAVAILABLE_CODE, 0)
+                .addGauge(UnavailableEngineMetrics.ENGINE_RUNNING, 1).addGauge(UnavailableEngineMetrics.UNAVAILABLE_CODE, 0)
                 .addGauge(SERVING_CONNECTIONS, c.servingConnections())
                 .addGauge(REGISTERED_BYTES, c.registeredMapOutputBytes())
                 .addGauge(RECEIVES_POSTED, c.receivesPosted())

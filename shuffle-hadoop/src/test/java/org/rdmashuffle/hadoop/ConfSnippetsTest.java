@@ -60,7 +60,7 @@ class ConfSnippetsTest {
         assertEquals("true", spark.getProperty("spark.authenticate"));
         assertEquals("true", spark.getProperty("spark.shuffle.rdma.service.enabled"));
         assertEquals(RdmaSparkShuffleService.NAME, spark.getProperty("spark.shuffle.service.name"));
-        assertEquals(yarn.getInt(RdmaSparkShuffleService.SPARK_SERVICE_PORT, -1),
+        assertEquals(yarn.getInt(HadoopKeys.SPARK_SERVICE_PORT, -1),
                 Integer.parseInt(spark.getProperty("spark.shuffle.rdma.service.port")));
     }
 

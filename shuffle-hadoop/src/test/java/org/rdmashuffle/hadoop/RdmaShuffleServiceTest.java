@@ -270,12 +270,12 @@ class RdmaShuffleServiceTest {
     @Test
     void aBadSetting_leavesTheHttpShuffleServingAndNamesTheKey() throws Exception {
         JobConf conf = new JobConf(false);
-        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER, "carrier-pigeon");
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "lots");
         RdmaShuffleService s = serviceOnATakenPort(0, conf);
         try {
             s.start();
             String why = String.valueOf(s.unavailable());
-            assertTrue(why.contains(HadoopSettings.PREFIX + EngineConfig.KEY_PROVIDER) && why.contains("carrier-pigeon"), why);
+            assertTrue(why.contains(HadoopSettings.PREFIX + EngineConfig.KEY_REGISTERED_MEMORY_LIMIT) && why.contains("lots"), why);
             assertTrue(ShuffleHandler.deserializeMetaData(s.getMetaData()) > 0, "the stock HTTP shuffle has its port");
         } finally {
             s.stop();
@@ -311,8 +311,8 @@ class RdmaShuffleServiceTest {
             TestReducer.Result got = r.fetch(service.rdmaAddress(), attempt, 0);
             assertTrue(got.refused(), "an application the node does not know: " + got.failure());
         }
-        assertEquals(0, service.engineCounters().servingConnections());
-        assertEquals(0, service.engineCounters().registeredMapOutputBytes());
+        assertEquals(0, ((MapReduceServing) service.engine()).counters().servingConnections());
+        assertEquals(0, ((MapReduceServing) service.engine()).counters().registeredMapOutputBytes());
     }
 
     @Test
@@ -349,7 +349,7 @@ class RdmaShuffleServiceTest {
             assertEquals(BlockFetchException.Kind.REFUSED, BlockFetchException.kindOf(got.failure()),
                     "the output is there but cannot be served by RDMA (HTTP may)");
         }
-        assertEquals(0, service.engineCounters().registeredMapOutputBytes());
+        assertEquals(0, ((MapReduceServing) service.engine()).counters().registeredMapOutputBytes());
     }
 
     @Test
@@ -384,14 +384,14 @@ class RdmaShuffleServiceTest {
         try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
             assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 1).failure() == null);
         }
-        assertEquals(out.size, service.engineCounters().registeredMapOutputBytes());
+        assertEquals(out.size, ((MapReduceServing) service.engine()).counters().registeredMapOutputBytes());
         service.stopApplication(new ApplicationTerminationContext(app));
         // The stop returns at once; its regions are deregistered on the service's stopper thread.
         long deadline = System.nanoTime() + 10_000_000_000L;
-        while (service.engineCounters().registeredMapOutputBytes() != 0 && System.nanoTime() < deadline) {
+        while (((MapReduceServing) service.engine()).counters().registeredMapOutputBytes() != 0 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(0, service.engineCounters().registeredMapOutputBytes());
+        assertEquals(0, ((MapReduceServing) service.engine()).counters().registeredMapOutputBytes());
         try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
             TestReducer.Result got = r.fetch(service.rdmaAddress(), out.attempt, 1);
             assertTrue(got.refused(), "a stopped application's reducer: " + got.failure());

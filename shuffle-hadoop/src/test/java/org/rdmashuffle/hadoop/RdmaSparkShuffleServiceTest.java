@@ -101,7 +101,7 @@ class RdmaSparkShuffleServiceTest {
         Configuration conf = new Configuration(false);
         conf.set("rdma.shuffle.provider", "software");
         conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
-        conf.setInt(RdmaSparkShuffleService.SPARK_SERVICE_PORT, 0);
+        conf.setInt(HadoopKeys.SPARK_SERVICE_PORT, 0);
         conf.set("rdma.shuffle.fetchBufferMemory", "16m");
         RdmaSparkShuffleService service = new RdmaSparkShuffleService(spark);
         service.setRecoveryPath(new org.apache.hadoop.fs.Path(dir.resolve("recovery").toString()));
@@ -125,7 +125,7 @@ class RdmaSparkShuffleServiceTest {
                 assertNull(r.failure());
                 assertArrayEquals(java.util.Arrays.copyOfRange(data, 1000, 1700), r.bytes());
                 assertTrue(guesser.fetch(service.rdmaAddress(), BlockId.of(0, 5, 1)).refused(), "a wrong secret was served");
-                assertEquals(1, service.server().outputsResolved());
+                assertEquals(1, ((SparkServing) service.engine()).server().outputsResolved());
             }
             assertArrayEquals(spark.getMetaData().array(), service.getMetaData().array(), "Spark's metadata, as Spark gives it");
 
@@ -150,7 +150,7 @@ class RdmaSparkShuffleServiceTest {
             // spark.authenticate=false: Spark hands the service an empty buffer.
             service.initializeApplication(new ApplicationInitializationContext("alice", APP, ByteBuffer.allocate(0)));
             assertTrue(spark.calls.contains("initializeApplication " + APP + " 0"), spark.calls.toString());
-            assertFalse(service.server().serves(APP.toString()));
+            assertFalse(((SparkServing) service.engine()).server().serves(APP.toString()));
             try (TestReducer reducer = new TestReducer(APP.toString(), SECRET)) {
                 assertTrue(reducer.fetch(service.rdmaAddress(), BlockId.of(0, 5, 0)).refused(), "served without a secret");
             }
@@ -169,7 +169,7 @@ class RdmaSparkShuffleServiceTest {
         } finally {
             before.stop(); // the NodeManager goes down; the application keeps running
         }
-        Path record = dir.resolve("recovery").resolve(RdmaSparkShuffleService.RECOVERY_DIR).resolve(APP.toString());
+        Path record = dir.resolve("recovery").resolve(SparkServing.RECOVERY_DIR).resolve(APP.toString());
         assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(record)));
 
         SparkServiceStandIn spark = new SparkServiceStandIn();
@@ -184,6 +184,52 @@ class RdmaSparkShuffleServiceTest {
             assertFalse(Files.exists(record), "the record of a stopped application stays");
         } finally {
             after.stop();
+        }
+    }
+
+    /**
+     * The RDMA port taken: the service starts anyway (the NodeManager stays up), Spark's half serves
+     * every application as it would alone, and the reason names the port and its key, in the service
+     * and in its metrics.
+     */
+    @Test
+    void aPortTakenByAnotherService_leavesSparksHalfServingAndSaysWhy() throws Exception {
+        try (java.net.ServerSocket other = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            Configuration conf = new Configuration(false);
+            conf.set("rdma.shuffle.provider", "software");
+            conf.set(HadoopSettings.SERVICE_BIND_ADDRESS, "127.0.0.1");
+            conf.setInt(HadoopKeys.SPARK_SERVICE_PORT, other.getLocalPort());
+            SparkServiceStandIn spark = new SparkServiceStandIn();
+            RdmaSparkShuffleService service = new RdmaSparkShuffleService(spark);
+            service.setAuxiliaryLocalPathHandler(new FakeLocalDirs(dir.resolve("nm-local-0"), dir.resolve("nm-local-1")));
+            service.init(conf);
+            service.start();
+            try {
+                String why = String.valueOf(service.unavailable());
+                assertTrue(why.contains("127.0.0.1:" + other.getLocalPort()) && why.contains(HadoopKeys.SPARK_SERVICE_PORT), why);
+                assertNull(service.engine());
+                service.initializeApplication(new ApplicationInitializationContext("alice", APP, ByteBuffer.wrap(SECRET)));
+                assertEquals(7337, service.getMetaData().getInt(), "Spark's half answers for its port");
+                service.stopApplication(new ApplicationTerminationContext(APP));
+                assertEquals(List.of("init", "start", "initializeApplication " + APP + " " + SECRET.length,
+                        "stopApplication " + APP), spark.calls);
+                org.apache.hadoop.metrics2.impl.MetricsCollectorImpl collector = new org.apache.hadoop.metrics2.impl.MetricsCollectorImpl();
+                service.metrics().getMetrics(collector, true);
+                var record = collector.getRecords().get(0);
+                assertEquals(RdmaSparkShuffleService.METRICS_SOURCE, record.name());
+                long running = -1;
+                for (var m : record.metrics()) {
+                    if (m.name().equals("EngineRunning")) {
+                        running = m.value().longValue();
+                    }
+                }
+                assertEquals(0, running, "EngineRunning");
+                assertTrue(record.tags().stream().anyMatch(t -> t.name().equals("Reason") && t.value().equals(why)),
+                        record.tags().toString());
+            } finally {
+                service.stop();
+            }
+            assertEquals("stop", spark.calls.get(spark.calls.size() - 1));
         }
     }
 

@@ -81,13 +81,12 @@ public final class ClusterRun implements AutoCloseable {
     /**
      * The {@code --conf} that records every executor started with it with JDK Flight Recorder's
      * profiling settings, one file per executor JVM under {@code <run dir>/jfr/<label>/} (the shipped
-     * executor options are kept, the recording added to them).
+     * {@code spark.executor.defaultJavaOptions} stay: Spark puts them before a job's extraJavaOptions).
      */
     public String profilingConf(String label, PrintStream echo) throws IOException {
         Path jfr = Files.createDirectories(runDir.resolve("jfr").resolve(label));
         echo.println("profiling executors with JFR into " + jfr);
-        return "spark.executor.extraJavaOptions=" + cluster.home().setting("spark.executor.extraJavaOptions")
-                + " -XX:StartFlightRecording=settings=profile," + CompileTime.EVERY_COMPILATION + ",filename=" + jfr + "/executor-%t-%p.jfr";
+        return "spark.executor.extraJavaOptions=-XX:StartFlightRecording=settings=profile," + CompileTime.EVERY_COMPILATION + ",filename=" + jfr + "/executor-%t-%p.jfr";
     }
 
     /** Where the run keeps its files; its processes' command lines name it. */

@@ -26,7 +26,7 @@ import java.util.concurrent.TimeoutException;
  * {@code spark-defaults.conf} made from the project's {@code conf/spark-defaults.conf} as shipped, with
  * only the install path of the plugin jar and the cluster's secret filled in. Processes are started
  * the way {@code bin/spark-class} starts them: Spark's launcher ({@code org.apache.spark.launcher.Main})
- * builds the command, so daemon memory, module options, {@code spark.driver.extraJavaOptions} and the
+ * builds the command, so daemon memory, module options, {@code spark.driver.defaultJavaOptions} and the
  * classpath are Spark's own choices.
  */
 public final class SparkHome {
@@ -101,17 +101,6 @@ public final class SparkHome {
             out.append(line.replace(SECRET_PLACEHOLDER, secret)).append('\n');
         }
         return out.toString();
-    }
-
-    /** A setting of this installation's spark-defaults.conf ("" when it has none). */
-    public String setting(String key) throws IOException {
-        for (String line : Files.readAllLines(dir.resolve("conf/spark-defaults.conf"))) {
-            String[] kv = line.strip().split("\\s+", 2);
-            if (kv.length == 2 && kv[0].equals(key)) {
-                return kv[1];
-            }
-        }
-        return "";
     }
 
     public Path dir() {

@@ -22,8 +22,9 @@ import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
 
 /**
- * A reduce task's shuffle over RDMA, selected with {@code
- * mapreduce.job.reduce.shuffle.consumer.plugin.class=org.rdmashuffle.hadoop.RdmaShuffleConsumerPlugin}.
+ * A reduce task's shuffle over RDMA: what {@link RdmaShuffleConsumerPlugin} (the class MapReduce loads
+ * by name, built for Java 17) hands the task to where the JVM can run the engine; built for the
+ * engine's Java.
  *
  * <p>It is the stock {@link Shuffle} with other fetchers: MapReduce's own scheduler learns of map
  * outputs from the application master and hands out hosts, its merge manager keeps outputs in memory
@@ -38,10 +39,8 @@ import org.rdmashuffle.core.config.EngineConfig;
  * provider the whole task runs the stock shuffle; a node whose service cannot be reached is fetched
  * from over HTTP. Each says so once in the task log. Off, either fails the fetch.
  */
-public class RdmaShuffleConsumerPlugin<K, V> implements ShuffleConsumerPlugin<K, V>, ExceptionReporter {
-    private static final System.Logger LOG = System.getLogger(RdmaShuffleConsumerPlugin.class.getName());
-    /** The job setting that selects this class. */
-    public static final String CONSUMER_PLUGIN_KEY = "mapreduce.job.reduce.shuffle.consumer.plugin.class";
+public final class EngineShuffleConsumer<K, V> implements ShuffleConsumerPlugin<K, V>, ExceptionReporter {
+    private static final System.Logger LOG = System.getLogger(EngineShuffleConsumer.class.getName());
     private static final int MIN_EVENTS_TO_FETCH = 100;
     private static final int MAX_EVENTS_TO_FETCH = 10000;
     private static final int MAX_RPC_OUTSTANDING_EVENTS = 3000000;
