@@ -25,6 +25,7 @@
 # guest. Fails unless tests ran and none failed; a device that is missing fails, never skips
 # (-Drdmashuffle.test.requireDevice=true). With --pair under CI=true, a test that skipped fails the
 # stage too, unless its reason is a provider bug the summary names (KNOWN_PROVIDER_BUGS).
+# Exit 77: skipped, on a host without Debian's kernel package (softroce.sh host-check says why in one line).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -44,6 +45,9 @@ while (($#)); do
   shift
 done
 export SOFTROCE_KERNEL=$kernel # softroce.sh boots that suite's kernel
+# A host that cannot get Debian's kernel package (not Debian, not x86-64) says so in one line and the
+# stage skips (exit 77; under CI=true it fails), before minutes of building.
+bash "$here/softroce.sh" host-check || exit $?
 suffix=${rdma_core:+-rdma-core-$rdma_core}
 [[ $kernel == bookworm ]] || suffix+=-kernel-$kernel
 ((pair)) && : "${reports:=$root/native-verbs/target/softroce-pair-reports$suffix}"

@@ -8,6 +8,8 @@
 #                                            its own NIC; run CMD in both; exit 0 if both did
 #   softroce.sh check                        smoke test (ibv_devinfo + ib_read_bw over rxe0)
 #   softroce.sh pair-check                   ib_read_bw from one guest's rxe0 to the other's
+#   softroce.sh host-check                   whether this host can get the guest's kernel (exit 0), or one
+#                                            line and exit 77 (skip; 125 under CI=true) where it cannot
 #   SOFTROCE_KERNEL=SUITE softroce.sh ...    guest kernel: bookworm (6.1, default) or trixie/forky/sid
 #
 # The guest sees the host's / read-only (9p + tmpfs overlay), so it uses the host's
@@ -105,6 +107,48 @@ whole_elf() {
 
 # The initramfs's /init (guest stage 1): guest-init.sh.
 INIT_SCRIPT=$(cat "$HERE/guest-init.sh")
+
+# --- the host: Debian's kernel package ----------------------------------------------
+
+# The guest boots Debian's kernel package, the one linux-image-amd64 names, resolved and downloaded with
+# the host's apt (a newer suite's through a private apt dir beside it), and runs the host's own userspace:
+# the harness needs an x86-64 Debian host. Ubuntu, for one, has no linux-image-amd64. Where the host's
+# apt cannot name that package, a Debian x86-64 host only needs fresh package lists (an error saying so);
+# any other host cannot run the guest stages: one line, and exit 77 (skipped) -- except under CI=true,
+# where a stage that cannot run fails (125).
+OS_RELEASE=${SOFTROCE_OS_RELEASE:-/etc/os-release} # tests point it at another distribution's
+
+no_kernel_package() {
+  local arch id="" name=""
+  arch=$(dpkg --print-architecture 2>/dev/null || uname -m)
+  if [[ -r $OS_RELEASE ]]; then
+    id=$(sed -n 's/^ID=//p' "$OS_RELEASE" | tr -d '"' | head -1)
+    name=$(sed -n 's/^PRETTY_NAME=//p' "$OS_RELEASE" | tr -d '"' | head -1)
+  fi
+  if [[ $id == debian && $arch == amd64 ]] && command -v apt-cache >/dev/null; then
+    die "cannot resolve linux-image-amd64's kernel package (run: apt-get update)"
+  fi
+  local host
+  if ! command -v apt-cache >/dev/null; then host="this host has no apt (${name:-$arch})"
+  elif [[ $arch != amd64 ]]; then host="this host is $arch (${name:-$arch}), not x86-64"
+  else host="this host's apt has no linux-image-amd64 (${name:-not Debian})"
+  fi
+  local line="the Soft-RoCE guest stages need Debian's kernel package (linux-image-amd64, with the host's apt) on an x86-64 Debian host, and $host"
+  if [[ ${CI:-} == true ]]; then
+    log "error: $line; under CI=true a stage that cannot run fails"
+    exit 125
+  fi
+  log "skipped: $line"
+  exit 77
+}
+
+# host-check: exit 0 when this host has the guest's kernel or can get it; else as no_kernel_package.
+# Nothing is downloaded: the stages call it before they build anything.
+cmd_host_check() {
+  [[ -f $KDIR/kernel.ready ]] && return 0
+  command -v apt-cache >/dev/null || no_kernel_package
+  [[ -n $(kernel_package || true) ]] || no_kernel_package
+}
 
 # The package linux-image-amd64 depends on (the versioned image), from the apt whose options are
 # given (none: the host's own). awk reads to the end: an early exit could SIGPIPE apt-cache.
@@ -205,6 +249,7 @@ initramfs_module() {
 }
 
 cmd_prepare() { # [quiet]
+  cmd_host_check # a host that cannot get the kernel says so in one line before anything else is asked of it
   need apt-get:apt apt-cache:apt dpkg-deb:dpkg depmod:kmod modprobe:kmod modinfo:kmod xz:xz-utils \
     cpio:cpio gzip:gzip flock:util-linux sha256sum:coreutils
   mkdir -p "$CACHE"
@@ -216,7 +261,7 @@ cmd_prepare() { # [quiet]
     if [[ $KERNEL_SUITE == bookworm ]]; then
       local kpkg
       kpkg=$(kernel_package || true)
-      [[ -n $kpkg ]] || die "cannot resolve linux-image-amd64's kernel package (run: apt-get update)"
+      [[ -n $kpkg ]] || no_kernel_package
       [[ $kpkg == linux-image-6.1.* ]] ||
         log "warning: the host's apt gives $kpkg, not Debian 12's 6.1 kernel this harness is proven on"
       unpack_kernel "$CACHE" "$kpkg"
@@ -258,7 +303,7 @@ cmd_prepare() { # [quiet]
 # --- run (host side) ---------------------------------------------------------------
 
 usage() {
-  sed -n '2,11p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "$SELF" | sed 's/^# \{0,1\}//' >&2
   echo "run options: --cpus N (1)  --mem SIZE (3G)  --share HOSTDIR (temp dir)  --timeout SECS (1800)" >&2
   echo "pair: the same options; the share is common to both guests" >&2
   exit 2
@@ -457,5 +502,6 @@ run) shift; cmd_run "$@" ;;
 pair) shift; cmd_pair "$@" ;;
 check) shift; cmd_check "$@" ;;
 pair-check) shift; cmd_pair_check "$@" ;;
+host-check) shift; cmd_host_check ;;
 *) usage ;;
 esac

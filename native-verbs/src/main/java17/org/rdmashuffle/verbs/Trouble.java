@@ -22,7 +22,9 @@ public enum Trouble {
     AUTHENTICATION("RS07", "authentication"),
     REMOTE_ACCESS("RS08", "remote-access"),
     /** The JVM is older than the engine needs ({@link EngineRuntime}); Spark's or MapReduce's own shuffle carries it. */
-    JVM("RS09", "jvm");
+    JVM("RS09", "jvm"),
+    /** The libibverbs provider's layouts are not checked on this JVM's architecture; it refuses to run there. */
+    PLATFORM("RS10", "platform");
 
     private final String code;
     private final String key;

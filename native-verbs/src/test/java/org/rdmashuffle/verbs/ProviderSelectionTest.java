@@ -6,6 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
 import org.junit.jupiter.api.Test;
 import org.rdmashuffle.verbs.ibverbs.IbverbsProvider;
 import org.rdmashuffle.verbs.software.SoftwareProvider;
@@ -70,6 +75,45 @@ class ProviderSelectionTest {
             assertNull(s.provider());
             VerbsUnavailableException e = assertThrows(VerbsUnavailableException.class, s::orElseThrow);
             assertTrue(e.getMessage().contains(ibv.unavailabilityCause()), e.getMessage());
+        }
+    }
+
+    /**
+     * A JVM told it runs on aarch64 ({@code -Dos.arch=aarch64}; the JDK lets the command line set it): the
+     * libibverbs provider refuses with RS10 and lists no device, auto takes the software provider saying why,
+     * and ibverbs is refused with the reason. That JVM's own FFM linker follows os.arch too, so any downcall
+     * there (libibverbs' handles are made when its class loads) would crash it: exit 0 also shows the refusal
+     * comes before the provider touches libibverbs.
+     */
+    @Test
+    void onAJvmOfAnotherArchitecture_ibverbsIsRefusedWithRs10_andAutoTakesTheSoftwareProvider() throws Exception {
+        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Dos.arch=aarch64",
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), PrintChoices.class.getName());
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), out);
+        assertEquals(0, p.exitValue(), out);
+        String refusal = "RS10 platform: saw the libibverbs provider's struct layouts are generated and checked on x86-64, "
+                + "and this JVM runs on aarch64; needs an x86-64 JVM";
+        List<String> lines = out.lines().filter(l -> !l.startsWith("Picked up ")).toList(); // a CI's JAVA_TOOL_OPTIONS note
+        assertEquals(4, lines.size(), out);
+        assertTrue(lines.get(0).startsWith("auto: software -- auto: software is usable") && lines.get(0).contains("; not ibverbs: " + refusal),
+                out);
+        assertTrue(lines.get(1).startsWith("ibverbs: none -- ibverbs (configured) is unavailable: " + refusal), out);
+        assertEquals("devices: 0", lines.get(2), out);
+        assertTrue(lines.get(3).startsWith("device list: " + refusal), out);
+    }
+
+    /** The child JVM of the test above: what the choice and the provider's device list say there. */
+    static final class PrintChoices {
+        public static void main(String[] args) {
+            for (String choice : List.of("auto", "ibverbs")) {
+                Verbs.Selection s = Verbs.select(choice);
+                System.out.println(choice + ": " + (s.provider() == null ? "none" : s.provider().name()) + " -- " + s.reason());
+            }
+            System.out.println("devices: " + IbverbsProvider.instance().devices().size());
+            System.out.println("device list: " + IbverbsProvider.instance().deviceListFailure());
         }
     }
 

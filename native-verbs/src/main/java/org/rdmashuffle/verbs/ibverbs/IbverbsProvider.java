@@ -63,6 +63,15 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
     }
 
     private Availability probe() {
+        return probe(System.getProperty("os.arch"));
+    }
+
+    /** {@link #availability()}'s finding on a JVM whose {@code os.arch} is {@code arch}; nothing is cached. */
+    Availability probe(String arch) {
+        String refusal = platformRefusal(arch);
+        if (refusal != null) {
+            return Availability.unavailable(refusal); // before libibverbs is touched: its structs would be misread
+        }
         try {
             if (!Libibverbs.loaded()) {
                 return assess(Libibverbs.LOAD_FAILURE, null, 0, List.of(), null, 0, 0, false, false, null);
@@ -105,6 +114,29 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
         } catch (RuntimeException | LinkageError e) {
             return Availability.unavailable("probing libibverbs failed: " + e);
         }
+    }
+
+    /** The {@code os.arch} names of x86-64, the one architecture the ffi layouts are generated and checked on. */
+    static final java.util.Set<String> CHECKED_ARCHITECTURES = java.util.Set.of("amd64", "x86_64");
+
+    /**
+     * Why this provider refuses to run on a JVM whose {@code os.arch} is {@code arch}, or null on x86-64.
+     * The jextract layouts (org.rdmashuffle.verbs.ffi) are x86-64's: on another ABI, structs such as
+     * {@code ibv_context} (which embeds a {@code pthread_mutex_t}, 40 bytes on x86-64 and 48 on aarch64)
+     * lie differently, and reading them with these offsets would call through wrong pointers. Refused
+     * until VerbsLayoutTest and the conformance suite have passed there.
+     */
+    static String platformRefusal(String arch) {
+        String name = arch == null || arch.isBlank() ? "an architecture it does not name (os.arch is not set)" : arch.strip();
+        if (CHECKED_ARCHITECTURES.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+            return null;
+        }
+        return Trouble.PLATFORM.line("the libibverbs provider's struct layouts are generated and checked on x86-64, and this JVM "
+                        + "runs on " + name,
+                "an x86-64 JVM (os.arch amd64 or x86_64) until those layouts are checked on " + name,
+                "run the engine on x86-64 hosts; elsewhere provider=auto runs it on the software provider (RC over TCP), "
+                        + "and with provider=ibverbs it does not start and the host's own shuffle carries the data "
+                        + "(docs/providers.md, \"Platforms\")");
     }
 
     /** What to do when the device is meant to be Soft-RoCE and its module was never loaded. */
@@ -232,6 +264,11 @@ public final class IbverbsProvider implements org.rdmashuffle.verbs.VerbsProvide
     }
 
     private List<VerbsDevice> readDeviceList() {
+        String refusal = platformRefusal(System.getProperty("os.arch"));
+        if (refusal != null) { // no device is opened through layouts of another architecture
+            deviceListFailure = refusal;
+            return List.of();
+        }
         if (!Libibverbs.loaded()) {
             deviceListFailure = Libibverbs.LOAD_FAILURE;
             return List.of();

@@ -6,12 +6,44 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 
+import java.util.Optional;
+
 import org.junit.jupiter.api.Test;
 import org.rdmashuffle.verbs.Availability;
+import org.rdmashuffle.verbs.Trouble;
 
-/** Each cause of unavailability, from synthetic findings: no library, no device, no active port, memlock. */
+/**
+ * Each cause of unavailability, from synthetic findings: an architecture the layouts are not checked on,
+ * no library, no device, no active port, memlock.
+ */
 class IbverbsAvailabilityTest {
     private static final long MIB = 1L << 20;
+
+    @Test
+    void x86_64IsTheOneArchitectureTheProviderRunsOn_underEitherOfItsNames() {
+        assertEquals(null, IbverbsProvider.platformRefusal("amd64"));
+        assertEquals(null, IbverbsProvider.platformRefusal("x86_64"));
+        for (String other : List.of("aarch64", "ppc64le", "s390x", "riscv64", "x86")) {
+            String why = IbverbsProvider.platformRefusal(other);
+            assertEquals("RS10 platform: saw the libibverbs provider's struct layouts are generated and checked on x86-64, "
+                    + "and this JVM runs on " + other + "; needs an x86-64 JVM (os.arch amd64 or x86_64) until those layouts "
+                    + "are checked on " + other + "; fix: ", why.substring(0, why.indexOf("; fix: ") + "; fix: ".length()));
+            assertEquals(Optional.of(Trouble.PLATFORM), Trouble.in(why));
+        }
+        assertTrue(IbverbsProvider.platformRefusal(null).contains("this JVM runs on an architecture it does not name (os.arch is not set)"),
+                IbverbsProvider.platformRefusal(null));
+        assertTrue(IbverbsProvider.platformRefusal(" ").contains("os.arch is not set"));
+    }
+
+    /** The provider's own probe refuses before it touches libibverbs, whatever the machine has. */
+    @Test
+    void onAnotherArchitecture_theProbeRefuses_withThatReason() {
+        Availability a = IbverbsProvider.instance().probe("aarch64");
+        assertFalse(a.available());
+        assertEquals(IbverbsProvider.platformRefusal("aarch64"), a.cause());
+        Availability here = IbverbsProvider.instance().probe("amd64");
+        assertFalse(here.cause() != null && here.cause().startsWith("RS10"), "x86-64 gets the probe's own finding: " + here.cause());
+    }
 
     @Test
     void missingLibraryComesFirst() {
