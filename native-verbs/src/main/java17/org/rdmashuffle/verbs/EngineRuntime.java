@@ -38,12 +38,14 @@ public final class EngineRuntime {
     /**
      * An instance of the engine-side class {@code className} (built for Java {@value #REQUIRED_FEATURE}),
      * made with the constructor taking {@code argTypes}; call only where {@link #unavailable()} is empty.
-     * The class's own exceptions come out as they were thrown; anything else that stops it from being
-     * made (a missing or broken class) is an {@link IllegalStateException} naming it.
+     * The class is looked up where {@code caller} was loaded from: the plugin's jar, which may be a user
+     * jar ({@code spark.jars}, {@code spark.jars.packages}) that the loader of {@code as}, Spark's own,
+     * cannot see. The class's own exceptions come out as they were thrown; anything else that stops it
+     * from being made (a missing or broken class) is an {@link IllegalStateException} naming it.
      */
-    public static <T> T load(Class<T> as, String className, Class<?>[] argTypes, Object... args) {
+    public static <T> T load(Class<T> as, Class<?> caller, String className, Class<?>[] argTypes, Object... args) {
         try {
-            Class<?> c = Class.forName(className, true, as.getClassLoader());
+            Class<?> c = Class.forName(className, true, caller.getClassLoader());
             return as.cast(c.getConstructor(argTypes).newInstance(args));
         } catch (java.lang.reflect.InvocationTargetException e) {
             Throwable cause = e.getCause();

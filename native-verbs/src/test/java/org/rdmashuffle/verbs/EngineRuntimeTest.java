@@ -28,10 +28,25 @@ class EngineRuntimeTest {
         assertEquals(Optional.empty(), EngineRuntime.unavailable(), "this test runs on the engine's JVM");
     }
 
+    /** Stands for an engine-side class: made by name, seen only through an interface of a loader above it. */
+    public static final class MadeByName implements Runnable {
+        @Override
+        public void run() {
+        }
+    }
+
+    @Test
+    void theClassIsLookedUpWhereTheCallerCameFrom_notWhereTheInterfaceDid() {
+        // Runnable comes from the boot loader, which cannot see this test's classes: as Spark's ShuffleManager
+        // comes from Spark's loader, which cannot see the plugin's classes when the plugin is a user jar.
+        assertTrue(EngineRuntime.load(Runnable.class, EngineRuntimeTest.class, MadeByName.class.getName(),
+                new Class<?>[0]) instanceof MadeByName);
+    }
+
     @Test
     void aClassThatCannotBeLoadedIsNamed() {
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> EngineRuntime.load(Runnable.class, "org.rdmashuffle.NoSuchEngineClass", new Class<?>[0]));
+                () -> EngineRuntime.load(Runnable.class, EngineRuntimeTest.class, "org.rdmashuffle.NoSuchEngineClass", new Class<?>[0]));
         assertTrue(e.getMessage().contains("org.rdmashuffle.NoSuchEngineClass"), e.getMessage());
     }
 

@@ -57,7 +57,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
     public RdmaShuffleManager(SparkConf conf) {
         Optional<String> why = EngineRuntime.unavailable();
         if (why.isEmpty()) {
-            delegate = EngineRuntime.load(ShuffleManager.class, ENGINE_MANAGER, new Class<?>[] {SparkConf.class}, conf);
+            delegate = EngineRuntime.load(ShuffleManager.class, RdmaShuffleManager.class, ENGINE_MANAGER, new Class<?>[] {SparkConf.class}, conf);
             unavailable = null;
         } else {
             if (!conf.getBoolean(FALLBACK, true)) {

@@ -57,7 +57,7 @@ public final class RdmaShufflePlugin implements SparkPlugin {
     @Override
     public ExecutorPlugin executorPlugin() {
         if (EngineRuntime.unavailable().isEmpty()) {
-            return EngineRuntime.load(ExecutorPlugin.class, ENGINE_EXECUTOR_PLUGIN, new Class<?>[0]);
+            return EngineRuntime.load(ExecutorPlugin.class, RdmaShufflePlugin.class, ENGINE_EXECUTOR_PLUGIN, new Class<?>[0]);
         }
         return new ExecutorPlugin() {
             private FallbackReporter reporter;
