@@ -22,7 +22,12 @@ public enum Trouble {
     AUTHENTICATION("RS07", "authentication"),
     REMOTE_ACCESS("RS08", "remote-access"),
     /** The JVM is older than the engine needs ({@link EngineRuntime}); Spark's or MapReduce's own shuffle carries it. */
-    JVM("RS09", "jvm");
+    JVM("RS09", "jvm"),
+    /**
+     * The Netty or Kryo this JVM gives the engine is not of the line it was built against (shuffle-core's
+     * DependencyVersions); the engine does not start and the host's own transport carries the shuffle.
+     */
+    DEPENDENCY("RS10", "dependency");
 
     private final String code;
     private final String key;
