@@ -24,7 +24,12 @@ public enum Trouble {
     /** The JVM is older than the engine needs ({@link EngineRuntime}); Spark's or MapReduce's own shuffle carries it. */
     JVM("RS09", "jvm"),
     /** The libibverbs provider's layouts are not checked on this JVM's architecture; it refuses to run there. */
-    PLATFORM("RS10", "platform");
+    PLATFORM("RS10", "platform"),
+    /**
+     * The Netty or Kryo this JVM gives the engine is not of the line it was built against (shuffle-core's
+     * DependencyVersions); the engine does not start and the host's own transport carries the shuffle.
+     */
+    DEPENDENCY("RS11", "dependency");
 
     private final String code;
     private final String key;

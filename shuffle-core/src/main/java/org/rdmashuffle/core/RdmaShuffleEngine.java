@@ -59,6 +59,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private RdmaShuffleEngine(EngineConfig config, String appId, byte[] secret, boolean service,
                               ServedApplications services, VerbsProvider provider) {
         config.validate();
+        // Before anything of Netty or Kryo runs: a Netty or Kryo of another line would fail later, mid-shuffle.
+        DependencyVersions.mismatch().ifPresent(line -> {
+            throw new IllegalStateException(line);
+        });
         this.config = config;
         Function<String, String> userOf = services == null ? app -> app : services::user;
         byte[] appSecret = secret == null ? null : secret.clone();

@@ -31,17 +31,12 @@ class PluginJarTest {
     @TempDir
     Path scratch;
 
-    private static boolean ours(String entry) {
-        return entry.contains("/org/rdmashuffle/") || entry.contains("native-verbs/target") || entry.contains("shuffle-core/target")
-                || entry.contains("shuffle-spark/target");
-    }
-
     @Test
     void pluginGivenAsOneJarInSparkJars_carriesTheShuffle() throws Exception {
         List<String> sparkOnly = new ArrayList<>();
         List<String> plugin = new ArrayList<>();
         for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
-            (ours(e) ? plugin : sparkOnly).add(e);
+            (SparkClusterSupport.isOurs(e) ? plugin : sparkOnly).add(e);
         }
         Path jar = assemble(plugin, scratch.resolve("rdma-shuffle-spark-plugin.jar"));
         SparkConf conf = SparkClusterSupport.conf("plugin jar", true, scratch)

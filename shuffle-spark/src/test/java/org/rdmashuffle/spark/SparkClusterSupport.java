@@ -54,6 +54,15 @@ final class SparkClusterSupport {
         return conf;
     }
 
+    /**
+     * Whether an entry of the test classpath holds rdma-shuffle's classes (a module's classes or jar, in
+     * the reactor or in ~/.m2): what a classpath of Spark alone leaves out.
+     */
+    static boolean isOurs(String classpathEntry) {
+        return classpathEntry.contains("/org/rdmashuffle/") || classpathEntry.contains("native-verbs/target")
+                || classpathEntry.contains("shuffle-core/target") || classpathEntry.contains("shuffle-spark/target");
+    }
+
     /** Waits (at most 2 minutes) until {@code n} executors have registered with the driver. */
     static void awaitExecutors(JavaSparkContext sc, int n) throws InterruptedException {
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(120);

@@ -21,9 +21,9 @@ final class Repository {
                 + Path.of("").toAbsolutePath() + ")");
     }
 
-    /** The Spark plugin jar as users ship it ({@code mvn package} of shuffle-spark). */
+    /** The Spark plugin jar as users ship it: shuffle-spark's artifact ({@code mvn package} of shuffle-spark). */
     static Path pluginJar() {
-        return built("shuffle-spark", "rdma-shuffle-spark-.*-plugin\\.jar");
+        return built("shuffle-spark", "rdma-shuffle-spark-[0-9][0-9.]*(-SNAPSHOT)?\\.jar");
     }
 
     /** The NodeManager's jar as operators install it ({@code mvn package} of shuffle-hadoop). */
