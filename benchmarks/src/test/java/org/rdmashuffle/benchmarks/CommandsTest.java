@@ -124,7 +124,7 @@ class CommandsTest {
             {"benchmarks/fetch-benchmark.sh", "--batch", "0"}, {"benchmarks/fetch-benchmark.sh", "2001x256k"},
             {"benchmarks/jmh.sh", "-xyz"},
             {"benchmarks/scale-benchmark.sh", "--peers", "10,0"}, {"benchmarks/scale-benchmark.sh", "--jvms", "four"},
-            {"bin/shuffle-job", "--maps"},
+            {"bin/shuffle-job", "--maps"}, {"bin/dist", "--out"},
         };
         for (String[] c : cases) {
             String[] args = java.util.Arrays.copyOfRange(c, 1, c.length);

@@ -47,12 +47,21 @@ public final class ClusterRun implements AutoCloseable {
      */
     public static ClusterRun start(int workers, String rate, int cores, Path runDir, PrintStream echo) throws IOException,
             InterruptedException {
+        return start(workers, rate, cores, runDir, echo, Repository.pluginJar(), Repository.root().resolve("conf/spark-defaults.conf"));
+    }
+
+    /**
+     * As {@link #start(int, String, int, Path, PrintStream)}, with the plugin jar and the shipped
+     * spark-defaults.conf given, e.g. those of an unpacked release tarball.
+     */
+    public static ClusterRun start(int workers, String rate, int cores, Path runDir, PrintStream echo, Path pluginJar,
+                                   Path shippedConf) throws IOException, InterruptedException {
         if (runDir == null) {
             runDir = Repository.root().resolve("benchmarks/target/cluster-runs")
                     .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
         }
         Files.createDirectories(runDir);
-        SparkHome home = SparkHome.create(runDir.resolve("spark-home"), Repository.pluginJar());
+        SparkHome home = SparkHome.create(runDir.resolve("spark-home"), pluginJar, shippedConf);
         Path appJar = appJar(runDir.resolve("rdma-shuffle-benchmarks-app.jar"));
         echo.printf("cluster bed: %d hosts (Master, driver, %d Workers)%s; logs in %s%n", workers + 2, workers,
                 rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)", runDir.resolve("logs"));

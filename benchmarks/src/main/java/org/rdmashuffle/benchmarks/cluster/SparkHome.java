@@ -54,6 +54,11 @@ public final class SparkHome {
      * {@code spark-defaults-yarn.conf} (on YARN the secret is made per application: nothing to fill).
      */
     public static SparkHome create(Path dir, Path pluginJar, String shippedConf) throws IOException {
+        return create(dir, pluginJar, Repository.root().resolve("conf").resolve(shippedConf));
+    }
+
+    /** The same with the shipped conf at {@code shippedConf}, e.g. the one in an unpacked release tarball. */
+    public static SparkHome create(Path dir, Path pluginJar, Path shippedConf) throws IOException {
         Path jars = Files.createDirectories(dir.resolve("jars"));
         Path root = Repository.root();
         for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
@@ -71,8 +76,7 @@ public final class SparkHome {
         byte[] key = new byte[32];
         new SecureRandom().nextBytes(key);
         String secret = HexFormat.of().formatHex(key);
-        Files.writeString(conf.resolve("spark-defaults.conf"), defaults(root.resolve("conf").resolve(shippedConf), pluginJar,
-                secret));
+        Files.writeString(conf.resolve("spark-defaults.conf"), defaults(shippedConf, pluginJar, secret));
         // The secret is in there: readable by the Spark user only, as docs/spark.md asks.
         Files.setPosixFilePermissions(conf.resolve("spark-defaults.conf"), PosixFilePermissions.fromString("rw-------"));
         Files.writeString(conf.resolve("log4j2.properties"), """

@@ -320,6 +320,24 @@ public final class YarnCluster implements AutoCloseable {
         }
     }
 
+    /**
+     * Kills node {@code h}'s NodeManager (KILL, as a crash: its services go with it, its containers stay)
+     * and starts it again on the same host with the same configuration, as an operator's supervisor
+     * would; waits (bounded) until the new one has registered with the ResourceManager. With
+     * {@code yarn.nodemanager.recovery.enabled} it recovers its applications and containers, and hands
+     * its auxiliary services their recovery path. The new NodeManager's log is {@code
+     * logs/nodemanager-<address>-restarted.log}.
+     */
+    public void restartNodeManager(ClusterBed.Host h) throws IOException, InterruptedException {
+        daemons.kill("nodemanager-" + h.address());
+        String name = "nodemanager-" + h.address() + "-restarted";
+        daemon(h, name, "384m", "org.apache.hadoop.yarn.server.nodemanager.NodeManager", NODE_MANAGER_GRACE_SECONDS);
+        if (!daemons.awaitLog(name + ".log", text -> text.contains("Registered with ResourceManager as"), START_SECONDS)) {
+            throw new IOException("the restarted NodeManager of " + h.address() + " did not register within " + START_SECONDS
+                    + " s; see " + logs.resolve(name + ".log"));
+        }
+    }
+
     private void daemon(ClusterBed.Host host, String name, String heap, String className, long graceSeconds)
             throws IOException {
         daemons.start(host, name, home.command(confDir(host), heap, logs, name + ".log", className, List.of()),

@@ -119,6 +119,50 @@ class MainJobOnYarnAcrossHostsTest {
         }
     }
 
+    /**
+     * As above (service mode, every executor released after the map stage), and then, before the reduce
+     * stage starts, the NodeManager of the node without the application master is killed and started
+     * again (a real NodeManager process, with recovery on, as a supervisor restarts a crashed one). The
+     * restarted NodeManager's Spark service reads the running application's user and secret back from
+     * its recovery path, and the reducers read the outputs written before the crash from its RDMA
+     * service: every remote block over RDMA, no map run again, the job's result.
+     */
+    @Test
+    void aNodeManagerRestartedWithRecovery_servesTheOutputsWrittenBeforeItDied_overRdma() throws Exception {
+        Path go = Files.createTempFile("rdma-shuffle-nodemanager-restarted", ".go");
+        Files.delete(go);
+        String[] restarted = new String[1];
+        try {
+            Job job = run("nodemanager-restarted", true, Map.of("yarn.nodemanager.recovery.enabled", "true",
+                            "yarn.nodemanager.recovery.supervised", "true",
+                            // Recovery refuses an ephemeral port: the node's containers must find it again.
+                            "yarn.nodemanager.address", "0.0.0.0:45454"),
+                    DYNAMIC_ALLOCATION, List.of("--shuffle", "rdma", "--executors", "2", "--release-executors-after-maps",
+                            "--pause-rdma-reduce-until", go.toString()),
+                    yarn -> {
+                        ClusterBed.Host master = yarn.applicationMasterHost();
+                        assertNotNull(master, "the application master runs on one of the nodes");
+                        ClusterBed.Host node = yarn.nodeHosts().stream().filter(h -> !h.equals(master)).findFirst().orElseThrow();
+                        restarted[0] = node.address();
+                        yarn.restartNodeManager(node);
+                        Files.createFile(go);
+                    });
+            assertNotNull(restarted[0], "the job paused before its reduce stage: " + job.text());
+            MainJobOutput out = MainJobOutput.parseSingle(job.printed());
+            MainJobOutput.Round rdma = out.rounds().getFirst();
+            assertEquals(MainJobRows.expectedResult(ROWS, 16), rdma.result(), job.text());
+            assertEquals(0, rdma.stagesRetried(), "no map ran again: the restarted node served its outputs: " + job.text());
+            out.assertEveryRemoteBlockOverRdma(2, "software", job.text());
+            assertTrue(rdma.executors().stream().anyMatch(e -> e.line().contains(restarted[0] + " (")),
+                    "some blocks came over RDMA from the restarted node " + restarted[0] + ": " + job.text());
+            String log = Files.readString(job.logs().resolve("nodemanager-" + restarted[0] + "-restarted.log"));
+            assertTrue(log.contains("rdma-shuffle Spark service: serving 1 recovered applications again"),
+                    "the restarted NodeManager's Spark service recovered the application: " + job.logs());
+        } finally {
+            Files.deleteIfExists(go);
+        }
+    }
+
     /** Dynamic allocation as a test can watch it: two executors at first, each let go after 3 idle seconds. */
     private static final List<String> DYNAMIC_ALLOCATION = List.of("spark.dynamicAllocation.initialExecutors=2",
             "spark.dynamicAllocation.minExecutors=0", "spark.dynamicAllocation.maxExecutors=2",
