@@ -1,7 +1,5 @@
 package org.rdmashuffle.hadoop;
 
-import java.util.Optional;
-
 import javax.crypto.SecretKey;
 
 import org.apache.hadoop.conf.Configuration;
@@ -40,10 +38,8 @@ public class RdmaShuffleService extends ShuffleHandler {
     static final String ENGINE_SIDE = "org.rdmashuffle.hadoop.MapReduceServing";
 
     private boolean authenticate;
-    /** Why the engine could not start (the service then serves over HTTP only); null while it runs. */
-    private volatile String unavailable;
-    private volatile ServiceEngine engine;
-    private UnavailableEngineMetrics unavailableMetrics;
+    private final ServiceEngineSlot<ServiceEngine> slot = new ServiceEngineSlot<>(SERVICE, HadoopKeys.SERVICE_PORT,
+            "map outputs are served over HTTP only (MapReduce's stock shuffle)", METRICS_SOURCE, "rdma-shuffle service engine");
     private NodeLocalDirs configuredLocalDirs;
 
     @Override
@@ -72,48 +68,30 @@ public class RdmaShuffleService extends ShuffleHandler {
     @Override
     protected void serviceStart() throws Exception {
         super.serviceStart();
-        IllegalStateException failure;
-        Optional<String> jvm = EngineRuntime.unavailable();
-        if (jvm.isPresent()) {
-            failure = ServiceStartFailure.jvm(SERVICE, jvm.get());
-        } else {
-            try {
-                engine = EngineRuntime.load(RdmaShuffleService.class, ServiceEngine.class, ENGINE_SIDE,
-                        new Class<?>[] {Configuration.class, AuxiliaryLocalPathHandler.class, boolean.class,
-                                ServiceEngine.MapReduceJobs.class},
-                        getConfig(), getAuxiliaryLocalPathHandler(), authenticate, new Jobs());
-                return;
-            } catch (RuntimeException | LinkageError e) {
-                failure = ServiceStartFailure.cannotStart(SERVICE, HadoopKeys.SERVICE_PORT, e);
-            }
-        }
-        unavailable = ServiceStartFailure.handle(getConfig(), SERVICE,
-                "map outputs are served over HTTP only (MapReduce's stock shuffle)", failure);
-        unavailableMetrics = UnavailableEngineMetrics.register(METRICS_SOURCE, "rdma-shuffle service engine", unavailable);
+        slot.start(getConfig(), () -> EngineRuntime.load(RdmaShuffleService.class, ServiceEngine.class, ENGINE_SIDE,
+                new Class<?>[] {Configuration.class, AuxiliaryLocalPathHandler.class, boolean.class, ServiceEngine.MapReduceJobs.class},
+                getConfig(), getAuxiliaryLocalPathHandler(), authenticate, new Jobs()));
     }
 
     /** Why the RDMA engine could not start (map outputs are then served over HTTP only), or null while it runs. */
     public String unavailable() {
-        return unavailable;
+        return slot.unavailable();
     }
 
     /** The engine serving map outputs over RDMA, or null where it could not start. */
     ServiceEngine engine() {
-        return engine;
+        return slot.engine();
+    }
+
+    /** The metrics2 source the service registered: the engine's, or the one saying why there is none. */
+    org.apache.hadoop.metrics2.MetricsSource metrics() {
+        return slot.metrics();
     }
 
     @Override
     protected void serviceStop() throws Exception {
         try {
-            if (unavailableMetrics != null) {
-                unavailableMetrics.unregister();
-                unavailableMetrics = null;
-            }
-            ServiceEngine e = engine;
-            engine = null;
-            if (e != null) {
-                e.close();
-            }
+            slot.stop();
         } finally {
             super.serviceStop();
         }
@@ -121,22 +99,16 @@ public class RdmaShuffleService extends ShuffleHandler {
 
     @Override
     public void stopApplication(ApplicationTerminationContext context) {
-        ServiceEngine e = engine;
+        ServiceEngine e = slot.engine();
         if (e != null) {
             e.applicationStopped(context.getApplicationId().toString());
         }
         super.stopApplication(context);
     }
 
-    /** The metrics2 source the service registered: the engine's, or the one saying why there is none. */
-    org.apache.hadoop.metrics2.MetricsSource metrics() {
-        ServiceEngine e = engine;
-        return e != null ? e.metrics() : unavailableMetrics;
-    }
-
     /** Where the engine listens (its control plane). */
     public java.net.InetSocketAddress rdmaAddress() {
-        return engine.address();
+        return slot.engine().address();
     }
 
     /** The jobs the stock handler knows, as the engine asks for them. */

@@ -1,7 +1,6 @@
 package org.rdmashuffle.hadoop;
 
 import java.nio.ByteBuffer;
-import java.util.Optional;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -47,10 +46,9 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     static final String ENGINE_SIDE = "org.rdmashuffle.hadoop.SparkServing";
 
     private final AuxiliaryService spark;
-    private volatile ServiceEngine.ForSpark engine;
-    /** Why the RDMA engine could not start (Spark's half then serves alone); null while it runs. */
-    private volatile String unavailable;
-    private UnavailableEngineMetrics unavailableMetrics;
+    private final ServiceEngineSlot<ServiceEngine.ForSpark> slot = new ServiceEngineSlot<>(SERVICE,
+            HadoopKeys.SPARK_SERVICE_PORT, "Spark's own service serves its applications over TCP", METRICS_SOURCE,
+            "rdma-shuffle Spark service engine");
     private NodeLocalDirs configuredLocalDirs;
 
     /** As the NodeManager creates it: Spark's service must be on this service's classpath. */
@@ -110,48 +108,21 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     @Override
     protected void serviceStart() throws Exception {
         spark.start();
-        startEngine();
+        slot.start(getConfig(), () -> EngineRuntime.load(RdmaSparkShuffleService.class, ServiceEngine.ForSpark.class,
+                ENGINE_SIDE, new Class<?>[] {Configuration.class, AuxiliaryLocalPathHandler.class, Path.class},
+                getConfig(), getAuxiliaryLocalPathHandler(), getRecoveryPath()));
         super.serviceStart();
-    }
-
-    private void startEngine() {
-        IllegalStateException failure;
-        Optional<String> jvm = EngineRuntime.unavailable();
-        if (jvm.isPresent()) {
-            failure = ServiceStartFailure.jvm(SERVICE, jvm.get());
-        } else {
-            try {
-                engine = EngineRuntime.load(RdmaSparkShuffleService.class, ServiceEngine.ForSpark.class, ENGINE_SIDE,
-                        new Class<?>[] {Configuration.class, AuxiliaryLocalPathHandler.class, Path.class},
-                        getConfig(), getAuxiliaryLocalPathHandler(), getRecoveryPath());
-                return;
-            } catch (RuntimeException | LinkageError e) {
-                failure = ServiceStartFailure.cannotStart(SERVICE, HadoopKeys.SPARK_SERVICE_PORT, e);
-            }
-        }
-        unavailable = ServiceStartFailure.handle(getConfig(), SERVICE, "Spark's own service serves its applications over TCP",
-                failure);
-        unavailableMetrics = UnavailableEngineMetrics.register(METRICS_SOURCE, "rdma-shuffle Spark service engine",
-                unavailable);
     }
 
     /** Why the RDMA engine could not start (Spark's half then serves alone), or null while it runs. */
     public String unavailable() {
-        return unavailable;
+        return slot.unavailable();
     }
 
     @Override
     protected void serviceStop() throws Exception {
         try {
-            if (unavailableMetrics != null) {
-                unavailableMetrics.unregister();
-                unavailableMetrics = null;
-            }
-            ServiceEngine e = engine;
-            engine = null;
-            if (e != null) {
-                e.close();
-            }
+            slot.stop();
         } finally {
             spark.stop();
             super.serviceStop();
@@ -167,7 +138,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
             data.duplicate().get(secret); // read before Spark's half sees the buffer
         }
         spark.initializeApplication(context);
-        ServiceEngine.ForSpark engine = this.engine;
+        ServiceEngine.ForSpark engine = slot.engine();
         if (engine == null) {
             return; // no engine here (unavailable says why): Spark's half serves it
         }
@@ -182,7 +153,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     @Override
     public void stopApplication(ApplicationTerminationContext context) {
         try {
-            ServiceEngine.ForSpark engine = this.engine;
+            ServiceEngine.ForSpark engine = slot.engine();
             if (engine != null) {
                 engine.applicationStopped(context.getApplicationId().toString());
             }
@@ -208,17 +179,16 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
 
     /** The metrics2 source the service registered: the engine's, or the one saying why there is none. */
     org.apache.hadoop.metrics2.MetricsSource metrics() {
-        ServiceEngine e = engine;
-        return e != null ? e.metrics() : unavailableMetrics;
+        return slot.metrics();
     }
 
     /** Where the RDMA engine listens (its control plane). */
     public java.net.InetSocketAddress rdmaAddress() {
-        return engine.address();
+        return slot.engine().address();
     }
 
     /** The engine serving Spark's outputs over RDMA, or null where it could not start. */
     ServiceEngine.ForSpark engine() {
-        return engine;
+        return slot.engine();
     }
 }

@@ -87,6 +87,29 @@ public final class ClusterRun implements AutoCloseable {
         return cluster.submit(mainClass, appJar, sparkConfs, args, logName);
     }
 
+    /** What a driver printed (its standard output, line by line) and how it ended (-1: killed after its time). */
+    public record Finished(List<String> lines, int exit) {
+        public String text() {
+            return String.join("\n", lines);
+        }
+    }
+
+    /**
+     * Runs the main job's driver ({@link ShuffleJob}) to its end, as {@link #submit} starts it, its output
+     * echoed to {@code echo}; killed after {@code minutes}.
+     */
+    public Finished runMainJob(List<String> sparkConfs, List<String> args, long minutes, PrintStream echo) throws IOException,
+            InterruptedException {
+        Process driver = submit(ShuffleJob.class.getName(), sparkConfs, args, "driver.log");
+        driver.getOutputStream().close();
+        DriverOutput out = new DriverOutput(driver, echo, null);
+        if (!driver.waitFor(minutes, TimeUnit.MINUTES)) {
+            driver.destroyForcibly();
+        }
+        out.join(30);
+        return new Finished(out.lines(), driver.isAlive() ? -1 : driver.exitValue());
+    }
+
     /**
      * The {@code --conf} that records every executor started with it with JDK Flight Recorder's
      * profiling settings, one file per executor JVM under {@code <run dir>/jfr/<label>/} (the shipped

@@ -6,14 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
 import org.rdmashuffle.benchmarks.spark.JobsOwnPlugin;
 import org.rdmashuffle.benchmarks.spark.MainJobRows;
-import org.rdmashuffle.benchmarks.spark.ShuffleJob;
 
 /**
  * The shipped spark-defaults.conf adds to a job's settings: a job submitted with its own
@@ -34,30 +32,21 @@ class ComposedConfsAcrossHostsTest {
     void aJobWithItsOwnPluginAndJavaOptions_keepsTheShippedOnes_andShufflesOverTheEngine() throws Exception {
         BedSupport.requireBed();
         Path runDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "composed-confs");
-        List<String> printed;
-        int exit;
         ClusterRun run = ClusterRun.start(2, null, 1, runDir, System.out);
+        ClusterRun.Finished driver;
         try (run) {
-            Process driver = run.submit(ShuffleJob.class.getName(), List.of(
+            driver = run.runMainJob(List.of(
                     "spark.plugins=" + JobsOwnPlugin.class.getName(),
                     "spark.driver.extraJavaOptions=-D" + JobsOwnPlugin.OWN_OPTION + "=driver",
                     "spark.executor.extraJavaOptions=-D" + JobsOwnPlugin.OWN_OPTION + "=executor"),
                     List.of("--rows", Integer.toString(ROWS), "--maps", Integer.toString(MAPS), "--shuffle", "rdma",
-                            "--executors", "2", "--prometheus"),
-                    "driver.log");
-            driver.getOutputStream().close();
-            DriverOutput out = new DriverOutput(driver, System.out, null);
-            if (!driver.waitFor(10, TimeUnit.MINUTES)) {
-                driver.destroyForcibly();
-            }
-            out.join(30);
-            printed = out.lines();
-            exit = driver.isAlive() ? -1 : driver.exitValue();
+                            "--executors", "2", "--prometheus"), 10, System.out);
         }
+        List<String> printed = driver.lines();
         assertEquals(List.of(), run.leftNamespaces(), "namespaces left behind");
         assertEquals(List.of(), run.leftProcesses(), "processes left behind");
-        String text = String.join("\n", printed);
-        assertEquals(0, exit, "the driver finished; its log: " + runDir.resolve("logs/driver.log") + "\n" + text);
+        String text = driver.text();
+        assertEquals(0, driver.exit(), "the driver finished; its log: " + runDir.resolve("logs/driver.log") + "\n" + text);
 
         MainJobOutput job = MainJobOutput.parseSingle(printed);
         assertEquals(MainJobRows.expectedResult(ROWS, MAPS), job.rounds().getFirst().result(), text);

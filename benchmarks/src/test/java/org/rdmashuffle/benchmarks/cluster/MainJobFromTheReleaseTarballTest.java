@@ -13,7 +13,6 @@ import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 import org.rdmashuffle.benchmarks.spark.MainJobRows;
-import org.rdmashuffle.benchmarks.spark.ShuffleJob;
 
 /**
  * The release as an operator gets it: {@code bin/dist} packs the jars this build made into the tarball
@@ -53,27 +52,18 @@ class MainJobFromTheReleaseTarballTest {
         }
 
         Path runDir = work.resolve("run");
-        List<String> printed;
-        int exit;
         ClusterRun cluster = ClusterRun.start(2, null, 1, runDir, System.out, pluginJar,
                 release.resolve("conf/spark-defaults.conf"));
+        ClusterRun.Finished driver;
         try (cluster) {
-            Process driver = cluster.submit(ShuffleJob.class.getName(), List.of(),
-                    List.of("--rows", Integer.toString(ROWS), "--maps", Integer.toString(MAPS), "--shuffle", "rdma",
-                            "--executors", "2"), "driver.log");
-            driver.getOutputStream().close();
-            DriverOutput out = new DriverOutput(driver, System.out, null);
-            if (!driver.waitFor(10, TimeUnit.MINUTES)) {
-                driver.destroyForcibly();
-            }
-            out.join(30);
-            printed = out.lines();
-            exit = driver.isAlive() ? -1 : driver.exitValue();
+            driver = cluster.runMainJob(List.of(), List.of("--rows", Integer.toString(ROWS), "--maps", Integer.toString(MAPS),
+                    "--shuffle", "rdma", "--executors", "2"), 10, System.out);
         }
+        List<String> printed = driver.lines();
         assertEquals(List.of(), cluster.leftNamespaces(), "namespaces left behind");
         assertEquals(List.of(), cluster.leftProcesses(), "processes left behind");
-        String text = String.join("\n", printed);
-        assertEquals(0, exit, "the driver finished; its log: " + runDir.resolve("logs/driver.log") + "\n" + text);
+        String text = driver.text();
+        assertEquals(0, driver.exit(), "the driver finished; its log: " + runDir.resolve("logs/driver.log") + "\n" + text);
         String defaults = Files.readString(runDir.resolve("spark-home/conf/spark-defaults.conf"));
         assertTrue(defaults.contains("spark.jars                          " + pluginJar.toAbsolutePath()),
                 "the cluster's spark-defaults.conf is the tarball's, its jar path set to the tarball's jar:\n" + defaults);

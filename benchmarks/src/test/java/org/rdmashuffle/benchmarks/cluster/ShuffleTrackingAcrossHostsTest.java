@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -36,11 +35,10 @@ class ShuffleTrackingAcrossHostsTest {
             throws Exception {
         BedSupport.requireBed();
         Path runDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "shuffle-tracking");
-        List<String> printed;
-        int exit;
         ClusterRun run = ClusterRun.start(3, null, 1, runDir, System.out);
+        ClusterRun.Finished driver;
         try (run) {
-            Process driver = run.submit(ShuffleJob.class.getName(), List.of("spark.dynamicAllocation.enabled=true",
+            driver = run.runMainJob(List.of("spark.dynamicAllocation.enabled=true",
                     "spark.dynamicAllocation.shuffleTracking.enabled=true", "spark.shuffle.service.enabled=false",
                     "spark.dynamicAllocation.initialExecutors=3", "spark.dynamicAllocation.minExecutors=0",
                     "spark.dynamicAllocation.maxExecutors=3", "spark.dynamicAllocation.executorIdleTimeout=2s",
@@ -49,20 +47,13 @@ class ShuffleTrackingAcrossHostsTest {
                     // bed. The plugin's shuffle alone: its result is checked against the job's computed without Spark.
                     List.of("--rows", Integer.toString(ROWS), "--maps", Integer.toString(MAPS), "--reducers", "12",
                             "--shuffle", "rdma", "--executors", "3", "--hold-after-maps", "10"),
-                    "driver.log");
-            driver.getOutputStream().close();
-            DriverOutput out = new DriverOutput(driver, System.out, null);
-            if (!driver.waitFor(JOB_MINUTES, TimeUnit.MINUTES)) {
-                driver.destroyForcibly();
-            }
-            out.join(30);
-            printed = out.lines();
-            exit = driver.isAlive() ? -1 : driver.exitValue();
+                    JOB_MINUTES, System.out);
         }
+        List<String> printed = driver.lines();
         assertEquals(List.of(), run.leftNamespaces(), "namespaces left behind");
         assertEquals(List.of(), run.leftProcesses(), "processes left behind");
-        String text = String.join("\n", printed);
-        assertEquals(0, exit, "the driver finished; its log: " + runDir.resolve("logs/driver.log") + "\n" + text);
+        String text = driver.text();
+        assertEquals(0, driver.exit(), "the driver finished; its log: " + runDir.resolve("logs/driver.log") + "\n" + text);
         List<Matcher> holds = printed.stream().map(HELD::matcher).filter(Matcher::find).toList();
         assertEquals(1, holds.size(), "one hold: " + text);
         for (Matcher held : holds) {
