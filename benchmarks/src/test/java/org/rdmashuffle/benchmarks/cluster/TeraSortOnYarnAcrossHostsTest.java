@@ -96,6 +96,48 @@ class TeraSortOnYarnAcrossHostsTest {
         BedSupport.assertNothingLeft(prefix, run);
     }
 
+    /**
+     * Every NodeManager told to use libibverbs ({@code rdma.shuffle.provider=ibverbs} in yarn-site.xml)
+     * on hosts without an RDMA device, as on a cluster whose NICs are not ready: the NodeManagers start
+     * and stay up, each service says once in its log why its engine does not run ({@code RS01
+     * no-device}) and its JMX bean says {@code EngineRunning} 0 with {@code UnavailableCode} 1; TeraSort
+     * through the RDMA consumer (fallback on, as shipped) is shuffled by the stock HTTP handlers, nothing
+     * over RDMA, and TeraValidate finds its output sorted.
+     */
+    @Test
+    void noDeviceForTheProviderEveryNodeManagerIsTold_theyStayUp_andTeraSortShufflesOverHttp() throws Exception {
+        BedSupport.requireBed();
+        Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
+                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-no-device"));
+        HadoopHome home = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
+        Path data = run.resolve("data");
+        String prefix;
+        try (ClusterBed bed = ClusterBed.start(4, null)) {
+            prefix = bed.namespacePrefix();
+            try (YarnCluster yarn = YarnCluster.start(bed, home, run, java.util.Map.of("rdma.shuffle.provider", "ibverbs"))) {
+                job(yarn, "teragen", "-Dmapreduce.job.maps=2", Integer.toString(ROWS / 4), data.resolve("in").toString());
+                String sorted = job(yarn, "terasort-rdma", "-Dmapreduce.job.reduces=2",
+                        "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
+                        data.resolve("in").toString(), data.resolve("out").toString());
+                job(yarn, "teravalidate", data.resolve("out").toString(), data.resolve("report").toString());
+                String report = Files.readString(data.resolve("report/part-r-00000"));
+                assertFalse(report.contains("error") || report.contains("misorder"), "TeraValidate found: " + report);
+                assertTrue(counter(sorted, "Reduce shuffle bytes") > 0, "the reduces shuffled the data over HTTP");
+                assertFalse(sorted.contains("OVER_RDMA"), "nothing came over RDMA");
+                for (ClusterBed.Host node : yarn.nodeHosts()) {
+                    String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
+                    assertTrue(log.contains("rdma-shuffle service (mapreduce_shuffle): no RDMA on this node, map outputs are "
+                            + "served over HTTP only") && log.contains("RS01 no-device"),
+                            "the NodeManager at " + node.address() + " said why: " + yarn.logs());
+                    String bean = yarn.httpGet(YarnCluster.nodeManagerWeb(node) + BEAN);
+                    assertEquals(0, jmx(bean, "EngineRunning"), node.address() + ": " + bean);
+                    assertEquals(1, jmx(bean, "UnavailableCode"), node.address() + ": " + bean);
+                }
+            }
+        }
+        BedSupport.assertNothingLeft(prefix, run);
+    }
+
     private static final String BEAN = "/jmx?qry=Hadoop:service=NodeManager,name=RdmaShuffleService";
 
     /**
