@@ -213,8 +213,10 @@ class ExecutorExitTest {
             }, true);
             assertRightResult(spread.partitionBy(new HashPartitioner(4)));
             long[] counts = SparkClusterSupport.fetchCounts(sc);
-            assertEquals(0, counts[0], "blocks fetched over RDMA with nothing at the RDMA port");
-            assertTrue(counts[1] > 0, "blocks fetched from Spark's half over TCP: " + counts[1]);
+            // What each executor says carried its shuffle, for a failure's message (CI keeps only the message).
+            String carriers = String.join("\n", SparkClusterSupport.describeExecutors(sc));
+            assertEquals(0, counts[0], "blocks fetched over RDMA with nothing at the RDMA port:\n" + carriers);
+            assertTrue(counts[1] > 0, "blocks fetched from Spark's half over TCP: " + counts[1] + "\n" + carriers);
         } finally {
             handler.close();
         }
