@@ -84,10 +84,18 @@ public final class SoakService {
         this.service = (AuxiliaryService) c.newInstance(new NoSparkHalf());
         service.init(conf);
         service.start();
-        Method server = type.getDeclaredMethod("server");
+        // The service's engine side (SparkServing, made by name where the JVM can run it) holds the server.
+        Method engineSide = type.getDeclaredMethod("engine");
+        engineSide.setAccessible(true);
+        Object serving = engineSide.invoke(service);
+        if (serving == null) {
+            throw new IllegalStateException("the service's RDMA engine did not start: "
+                    + type.getMethod("unavailable").invoke(service));
+        }
+        Method server = serving.getClass().getDeclaredMethod("server");
         server.setAccessible(true);
         this.rdmaAddress = (java.net.InetSocketAddress) type.getMethod("rdmaAddress").invoke(service);
-        this.engine = ((SparkShuffleServer) server.invoke(service)).engine();
+        this.engine = ((SparkShuffleServer) server.invoke(serving)).engine();
         EngineConfig ec = engine.config();
         this.poolBytesPerTenant = (long) (ec.receiveBuffers() + ec.sendBuffers()) * ec.receiveBufferSize();
     }
