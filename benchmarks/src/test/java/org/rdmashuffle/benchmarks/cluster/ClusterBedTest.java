@@ -74,8 +74,11 @@ class ClusterBedTest {
     void withoutRoot_theBedRefusesWithTheReason(@TempDir Path dir) throws Exception {
         // A copy nobody can read and run, wherever this checkout lives.
         Path script = Files.copy(ClusterBed.scriptPath(), dir.resolve("cluster-bed"));
+        // The argument helpers it sources, beside it as in bin/.
+        Path args = Files.copy(ClusterBed.scriptPath().resolveSibling("args.sh"), dir.resolve("args.sh"));
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
         Files.setPosixFilePermissions(script, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.setPosixFilePermissions(args, PosixFilePermissions.fromString("rw-r--r--"));
         BedSupport.Output o = BedSupport.run(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                 script.toString(), "--hosts", "1", "--", "true"));
         assertEquals(ClusterBed.CANNOT, o.status(), o.text());

@@ -136,7 +136,7 @@ class MainJobOnYarnAcrossHostsTest {
             Job job = run("nodemanager-restarted", true, Map.of("yarn.nodemanager.recovery.enabled", "true",
                             "yarn.nodemanager.recovery.supervised", "true",
                             // Recovery refuses an ephemeral port: the node's containers must find it again.
-                            "yarn.nodemanager.address", "0.0.0.0:45454"),
+                            "yarn.nodemanager.address", "${yarn.nodemanager.hostname}:45454"),
                     DYNAMIC_ALLOCATION, List.of("--shuffle", "rdma", "--executors", "2", "--release-executors-after-maps",
                             "--pause-rdma-reduce-until", go.toString()),
                     yarn -> {

@@ -160,7 +160,7 @@ class TeraSortOnYarnAcrossHostsTest {
             try (YarnCluster yarn = YarnCluster.start(bed, home, run, java.util.Map.of(
                     "yarn.nodemanager.recovery.enabled", "true", "yarn.nodemanager.recovery.supervised", "true",
                     // Recovery refuses an ephemeral port: the node's containers must find it again.
-                    "yarn.nodemanager.address", "0.0.0.0:45454"))) {
+                    "yarn.nodemanager.address", "${yarn.nodemanager.hostname}:45454"))) {
                 job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS / 2), data.resolve("in").toString());
                 java.util.concurrent.CompletableFuture<String> sort = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
                     try {
