@@ -97,24 +97,24 @@ class TeraSortOnYarnAcrossHostsTest {
     }
 
     /**
-     * Every NodeManager told to use libibverbs ({@code rdma.shuffle.provider=ibverbs} in yarn-site.xml)
-     * on hosts without an RDMA device, as on a cluster whose NICs are not ready: the NodeManagers start
-     * and stay up, each service says once in its log why its engine does not run ({@code RS01
-     * no-device}) and its JMX bean says {@code EngineRunning} 0 with {@code UnavailableCode} 1; TeraSort
-     * through the RDMA consumer (fallback on, as shipped) is shuffled by the stock HTTP handlers, nothing
-     * over RDMA, and TeraValidate finds its output sorted.
+     * Every NodeManager's RDMA service told to listen on an address its host does not have ({@code
+     * rdma.shuffle.service.bindAddress}, a documentation address), as a typo in yarn-site.xml would: the
+     * engines cannot start, the NodeManagers start and stay up, each service says once in its log why
+     * and its JMX bean says {@code EngineRunning} 0; TeraSort through the RDMA consumer (fallback on, as
+     * shipped) finds no service at the nodes' RDMA port and is shuffled by the stock HTTP handlers,
+     * nothing over RDMA, and TeraValidate finds its output sorted.
      */
     @Test
-    void noDeviceForTheProviderEveryNodeManagerIsTold_theyStayUp_andTeraSortShufflesOverHttp() throws Exception {
+    void anRdmaServiceThatCannotListen_leavesEveryNodeManagerUp_andTeraSortShufflesOverHttp() throws Exception {
         BedSupport.requireBed();
         Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
-                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-no-device"));
+                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-cannot-listen"));
         HadoopHome home = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
         Path data = run.resolve("data");
         String prefix;
         try (ClusterBed bed = ClusterBed.start(4, null)) {
             prefix = bed.namespacePrefix();
-            try (YarnCluster yarn = YarnCluster.start(bed, home, run, java.util.Map.of("rdma.shuffle.provider", "ibverbs"))) {
+            try (YarnCluster yarn = YarnCluster.start(bed, home, run, java.util.Map.of("rdma.shuffle.service.bindAddress", "192.0.2.1"))) {
                 job(yarn, "teragen", "-Dmapreduce.job.maps=2", Integer.toString(ROWS / 4), data.resolve("in").toString());
                 String sorted = job(yarn, "terasort-rdma", "-Dmapreduce.job.reduces=2",
                         "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
@@ -123,145 +123,20 @@ class TeraSortOnYarnAcrossHostsTest {
                 String report = Files.readString(data.resolve("report/part-r-00000"));
                 assertFalse(report.contains("error") || report.contains("misorder"), "TeraValidate found: " + report);
                 assertTrue(counter(sorted, "Reduce shuffle bytes") > 0, "the reduces shuffled the data over HTTP");
-                assertFalse(sorted.contains("OVER_RDMA"), "nothing came over RDMA");
+                // The consumer's counters are printed, at 0, when its fetchers ran and fell back to HTTP.
+                assertFalse(Pattern.compile("OVER_RDMA=[1-9]").matcher(sorted).find(), "nothing came over RDMA: " + sorted);
                 for (ClusterBed.Host node : yarn.nodeHosts()) {
                     String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
                     assertTrue(log.contains("rdma-shuffle service (mapreduce_shuffle): no RDMA on this node, map outputs are "
-                            + "served over HTTP only") && log.contains("RS01 no-device"),
-                            "the NodeManager at " + node.address() + " said why: " + yarn.logs());
+                            + "served over HTTP only") && log.contains("192.0.2.1"),
+                            "the NodeManager at " + node.address() + " said why, naming the address: " + yarn.logs());
                     String bean = yarn.httpGet(YarnCluster.nodeManagerWeb(node) + BEAN);
                     assertEquals(0, jmx(bean, "EngineRunning"), node.address() + ": " + bean);
-                    assertEquals(1, jmx(bean, "UnavailableCode"), node.address() + ": " + bean);
+                    assertTrue(bean.contains("\"tag.Reason\"") && bean.contains("192.0.2.1"), node.address() + ": " + bean);
                 }
             }
         }
         BedSupport.assertNothingLeft(prefix, run);
-    }
-
-    /**
-     * A NodeManager process killed and started again with recovery on, after TeraSort's maps wrote their
-     * outputs and before its reduces fetch them (each reduce's shuffle waits in a consumer that pauses,
-     * {@link #PAUSING_CONSUMER}, then is the RDMA consumer): the restarted NodeManager's service gets the
-     * job's secret back from the stock handler's state store and finds the outputs on disk, and every
-     * map output and byte the reduces shuffled, the restarted node's included, comes over RDMA.
-     */
-    @Test
-    void aNodeManagerRestartedWithRecovery_servesTheMapOutputsWrittenBeforeItDied_overRdma() throws Exception {
-        BedSupport.requireBed();
-        Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
-                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-nm-restarted"));
-        HadoopHome home = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
-        Path data = run.resolve("data");
-        Path pause = Files.createDirectories(run.resolve("pause"));
-        Path consumerJar = pausingConsumerJar(run);
-        String prefix;
-        try (ClusterBed bed = ClusterBed.start(4, null)) {
-            prefix = bed.namespacePrefix();
-            try (YarnCluster yarn = YarnCluster.start(bed, home, run, java.util.Map.of(
-                    "yarn.nodemanager.recovery.enabled", "true", "yarn.nodemanager.recovery.supervised", "true",
-                    // Recovery refuses an ephemeral port: the node's containers must find it again.
-                    "yarn.nodemanager.address", "${yarn.nodemanager.hostname}:45454"))) {
-                job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS / 2), data.resolve("in").toString());
-                java.util.concurrent.CompletableFuture<String> sort = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return job(yarn, "terasort-rdma", "-libjars", consumerJar.toString(),
-                                "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=rdmashuffletest.PausingConsumer",
-                                "-Drdmashuffle.test.pauseDir=" + pause, "-Dmapreduce.job.reduces=2",
-                                "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
-                                data.resolve("in").toString(), data.resolve("out").toString());
-                    } catch (IOException | InterruptedException e) {
-                        throw new IllegalStateException(e);
-                    }
-                });
-                long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(JOB_MINUTES);
-                while (paused(pause) < 2 && !sort.isDone() && System.nanoTime() < deadline) {
-                    Thread.sleep(250);
-                }
-                assertTrue(paused(pause) >= 2, "both reduces waiting before their shuffle (every map done): " + yarn.logs());
-                ClusterBed.Host master = yarn.applicationMasterHost();
-                ClusterBed.Host victim = yarn.nodeHosts().stream().filter(h -> !h.equals(master)).findFirst().orElseThrow();
-                yarn.restartNodeManager(victim);
-                Files.createFile(pause.resolve("go"));
-                String sorted = sort.get(JOB_MINUTES, java.util.concurrent.TimeUnit.MINUTES);
-
-                job(yarn, "teravalidate", data.resolve("out").toString(), data.resolve("report").toString());
-                String report = Files.readString(data.resolve("report/part-r-00000"));
-                assertFalse(report.contains("error") || report.contains("misorder"), "TeraValidate found: " + report);
-                long shuffled = counter(sorted, "Shuffled Maps");
-                assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
-                assertEquals(shuffled, counter(sorted, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
-                assertEquals(counter(sorted, "Reduce shuffle bytes"), counter(sorted, "BYTES_OVER_RDMA"), "every byte over RDMA");
-                List<String> tasks = tasksRun(yarn.containerLogs(victim).resolve(application(sorted)));
-                assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")),
-                        "the restarted node " + victim.address() + " held map outputs: " + tasks);
-                String restarted = Files.readString(yarn.logs().resolve("nodemanager-" + victim.address() + "-restarted.log"));
-                assertTrue(restarted.contains("rdma-shuffle service: map outputs served over software device"),
-                        "the restarted NodeManager's RDMA service started: " + yarn.logs());
-            }
-        }
-        BedSupport.assertNothingLeft(prefix, run);
-    }
-
-    /**
-     * A shuffle consumer that, before it is the RDMA consumer, says it waits (a file {@code
-     * paused-<reduce>} in the job's {@code rdmashuffle.test.pauseDir}) and waits for {@code go} there (at
-     * most 5 minutes). Compiled here against the -yarn jar and Hadoop's jars, shipped with {@code -libjars}.
-     */
-    static final String PAUSING_CONSUMER = """
-            package rdmashuffletest;
-
-            import java.nio.file.Files;
-            import java.nio.file.Path;
-            import java.nio.file.Paths;
-
-            public class PausingConsumer<K, V> extends org.rdmashuffle.hadoop.RdmaShuffleConsumerPlugin<K, V> {
-                @Override
-                public void init(Context<K, V> context) {
-                    Path dir = Paths.get(context.getJobConf().get("rdmashuffle.test.pauseDir"));
-                    try {
-                        Files.writeString(dir.resolve("paused-" + context.getReduceId()), "");
-                        long deadline = System.nanoTime() + 300_000_000_000L;
-                        while (!Files.exists(dir.resolve("go"))) {
-                            if (System.nanoTime() > deadline) {
-                                throw new IllegalStateException("no go in " + dir + " within 5 minutes");
-                            }
-                            Thread.sleep(200);
-                        }
-                    } catch (java.io.IOException | InterruptedException e) {
-                        throw new IllegalStateException(e);
-                    }
-                    super.init(context);
-                }
-            }
-            """;
-
-    private static Path pausingConsumerJar(Path run) throws IOException {
-        Path src = Files.createDirectories(run.resolve("pausing-consumer/src/rdmashuffletest"));
-        Files.writeString(src.resolve("PausingConsumer.java"), PAUSING_CONSUMER);
-        Path classes = Files.createDirectories(run.resolve("pausing-consumer/classes"));
-        StringBuilder cp = new StringBuilder(Repository.yarnJar().toString());
-        try (Stream<Path> jars = Files.list(Repository.hadoopJars())) {
-            jars.forEach(j -> cp.append(java.io.File.pathSeparator).append(j));
-        }
-        int rc = javax.tools.ToolProvider.getSystemJavaCompiler().run(null, null, null, "-cp", cp.toString(), "-d",
-                classes.toString(), src.resolve("PausingConsumer.java").toString());
-        assertEquals(0, rc, "the pausing consumer compiles against the -yarn jar");
-        Path jar = run.resolve("pausing-consumer.jar");
-        try (java.util.jar.JarOutputStream out = new java.util.jar.JarOutputStream(Files.newOutputStream(jar));
-             Stream<Path> files = Files.list(classes.resolve("rdmashuffletest"))) {
-            for (Path f : files.sorted().toList()) {
-                out.putNextEntry(new java.util.jar.JarEntry("rdmashuffletest/" + f.getFileName()));
-                Files.copy(f, out);
-                out.closeEntry();
-            }
-        }
-        return jar;
-    }
-
-    private static long paused(Path pause) throws IOException {
-        try (Stream<Path> files = Files.list(pause)) {
-            return files.filter(f -> f.getFileName().toString().startsWith("paused-")).count();
-        }
     }
 
     private static final String BEAN = "/jmx?qry=Hadoop:service=NodeManager,name=RdmaShuffleService";
