@@ -139,6 +139,143 @@ class TeraSortOnYarnAcrossHostsTest {
         BedSupport.assertNothingLeft(prefix, run);
     }
 
+    /**
+     * A NodeManager process killed and started again with recovery on, after TeraSort's maps wrote their
+     * outputs and before its reduces fetch them (each reduce's shuffle waits in a consumer that pauses,
+     * {@link #PAUSING_CONSUMER}, then is the RDMA consumer): the restarted NodeManager's service gets the
+     * job's secret back from the stock handler's state store and finds the outputs on disk, and every
+     * map output and byte the reduces shuffled, the restarted node's included, comes over RDMA.
+     */
+    @Test
+    void aNodeManagerRestartedWithRecovery_servesTheMapOutputsWrittenBeforeItDied_overRdma() throws Exception {
+        BedSupport.requireBed();
+        Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
+                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-nm-restarted"));
+        HadoopHome home = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
+        Path data = run.resolve("data");
+        Path pause = Files.createDirectories(run.resolve("pause"));
+        Path consumerJar = pausingConsumerJar(run);
+        String prefix;
+        try (ClusterBed bed = ClusterBed.start(4, null)) {
+            prefix = bed.namespacePrefix();
+            try (YarnCluster yarn = YarnCluster.start(bed, home, run, java.util.Map.of(
+                    "yarn.nodemanager.recovery.enabled", "true", "yarn.nodemanager.recovery.supervised", "true",
+                    // Recovery refuses an ephemeral port: the node's containers must find it again.
+                    "yarn.nodemanager.address", "${yarn.nodemanager.hostname}:45454"))) {
+                job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS / 2), data.resolve("in").toString());
+                java.util.concurrent.CompletableFuture<String> sort = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try {
+                        // On the tasks' class path beside the -yarn jar (every host sees this file system): -libjars
+                        // does not ship a file: jar when the local file system is not cached (core-site here).
+                        return job(yarn, "terasort-rdma", "-Dmapreduce.application.classpath="
+                                        + mapredSetting(yarn, "mapreduce.application.classpath") + "," + consumerJar,
+                                "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=rdmashuffletest.PausingConsumer",
+                                "-Drdmashuffle.test.pauseDir=" + pause, "-Dmapreduce.job.reduces=2",
+                                "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
+                                data.resolve("in").toString(), data.resolve("out").toString());
+                    } catch (IOException | InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+                long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(JOB_MINUTES);
+                while (paused(pause) < 2 && !sort.isDone() && System.nanoTime() < deadline) {
+                    Thread.sleep(250);
+                }
+                assertTrue(paused(pause) >= 2, "both reduces waiting before their shuffle (every map done): " + yarn.logs());
+                ClusterBed.Host master = yarn.applicationMasterHost();
+                ClusterBed.Host victim = yarn.nodeHosts().stream().filter(h -> !h.equals(master)).findFirst().orElseThrow();
+                yarn.restartNodeManager(victim);
+                Files.createFile(pause.resolve("go"));
+                String sorted = sort.get(JOB_MINUTES, java.util.concurrent.TimeUnit.MINUTES);
+
+                job(yarn, "teravalidate", data.resolve("out").toString(), data.resolve("report").toString());
+                String report = Files.readString(data.resolve("report/part-r-00000"));
+                assertFalse(report.contains("error") || report.contains("misorder"), "TeraValidate found: " + report);
+                long shuffled = counter(sorted, "Shuffled Maps");
+                assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
+                assertEquals(shuffled, counter(sorted, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
+                assertEquals(counter(sorted, "Reduce shuffle bytes"), counter(sorted, "BYTES_OVER_RDMA"), "every byte over RDMA");
+                List<String> tasks = tasksRun(yarn.containerLogs(victim).resolve(application(sorted)));
+                assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")),
+                        "the restarted node " + victim.address() + " held map outputs: " + tasks);
+                String restarted = Files.readString(yarn.logs().resolve("nodemanager-" + victim.address() + "-restarted.log"));
+                assertTrue(restarted.contains("rdma-shuffle service: map outputs served over software device"),
+                        "the restarted NodeManager's RDMA service started: " + yarn.logs());
+            }
+        }
+        BedSupport.assertNothingLeft(prefix, run);
+    }
+
+    /**
+     * A shuffle consumer that, before it is the RDMA consumer, says it waits (a file {@code
+     * paused-<reduce>} in the job's {@code rdmashuffle.test.pauseDir}) and waits for {@code go} there (at
+     * most 5 minutes). Compiled here against the -yarn jar and Hadoop's jars, shipped with {@code -libjars}.
+     */
+    static final String PAUSING_CONSUMER = """
+            package rdmashuffletest;
+
+            import java.nio.file.Files;
+            import java.nio.file.Path;
+            import java.nio.file.Paths;
+
+            public class PausingConsumer<K, V> extends org.rdmashuffle.hadoop.RdmaShuffleConsumerPlugin<K, V> {
+                @Override
+                public void init(Context<K, V> context) {
+                    Path dir = Paths.get(context.getJobConf().get("rdmashuffle.test.pauseDir"));
+                    try {
+                        Files.writeString(dir.resolve("paused-" + context.getReduceId()), "");
+                        long deadline = System.nanoTime() + 300_000_000_000L;
+                        while (!Files.exists(dir.resolve("go"))) {
+                            if (System.nanoTime() > deadline) {
+                                throw new IllegalStateException("no go in " + dir + " within 5 minutes");
+                            }
+                            Thread.sleep(200);
+                        }
+                    } catch (java.io.IOException | InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                    super.init(context);
+                }
+            }
+            """;
+
+    private static Path pausingConsumerJar(Path run) throws IOException {
+        Path src = Files.createDirectories(run.resolve("pausing-consumer/src/rdmashuffletest"));
+        Files.writeString(src.resolve("PausingConsumer.java"), PAUSING_CONSUMER);
+        Path classes = Files.createDirectories(run.resolve("pausing-consumer/classes"));
+        StringBuilder cp = new StringBuilder(Repository.yarnJar().toString());
+        try (Stream<Path> jars = Files.list(Repository.hadoopJars())) {
+            jars.forEach(j -> cp.append(java.io.File.pathSeparator).append(j));
+        }
+        int rc = javax.tools.ToolProvider.getSystemJavaCompiler().run(null, null, null, "-cp", cp.toString(), "-d",
+                classes.toString(), src.resolve("PausingConsumer.java").toString());
+        assertEquals(0, rc, "the pausing consumer compiles against the -yarn jar");
+        Path jar = run.resolve("pausing-consumer.jar");
+        try (java.util.jar.JarOutputStream out = new java.util.jar.JarOutputStream(Files.newOutputStream(jar));
+             Stream<Path> files = Files.list(classes.resolve("rdmashuffletest"))) {
+            for (Path f : files.sorted().toList()) {
+                out.putNextEntry(new java.util.jar.JarEntry("rdmashuffletest/" + f.getFileName()));
+                Files.copy(f, out);
+                out.closeEntry();
+            }
+        }
+        return jar;
+    }
+
+    private static long paused(Path pause) throws IOException {
+        try (Stream<Path> files = Files.list(pause)) {
+            return files.filter(f -> f.getFileName().toString().startsWith("paused-")).count();
+        }
+    }
+
+    /** A setting of the client host's mapred-site.xml, as the cluster wrote it. */
+    private static String mapredSetting(YarnCluster yarn, String name) throws IOException {
+        String xml = Files.readString(yarn.hostDir(yarn.clientHost()).resolve("etc/hadoop/mapred-site.xml"));
+        Matcher m = Pattern.compile("<name>" + Pattern.quote(name) + "</name>\\s*<value>([^<]*)</value>").matcher(xml);
+        assertTrue(m.find(), "the cluster's mapred-site.xml sets " + name);
+        return m.group(1);
+    }
+
     private static final String BEAN = "/jmx?qry=Hadoop:service=NodeManager,name=RdmaShuffleService";
 
     /**
