@@ -13,6 +13,7 @@ import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -38,62 +39,48 @@ class TeraSortOnYarnAcrossHostsTest {
 
     @Test
     void teraSortThroughTheNodeManagersRdmaService_validates_andWritesWhatTheStockShuffleWrites() throws Exception {
-        BedSupport.requireBed();
-        Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
-                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))));
-        HadoopHome home = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
-        Path data = run.resolve("data");
-        String prefix;
-        try (ClusterBed bed = ClusterBed.start(4, null)) {
-            prefix = bed.namespacePrefix();
-            try (YarnCluster yarn = YarnCluster.start(bed, home, run)) {
-                for (ClusterBed.Host node : yarn.nodeHosts()) {
-                    String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
-                    assertTrue(log.contains("rdma-shuffle service: map outputs served over software device"),
-                            "the NodeManager at " + node.address() + " loaded the RDMA service from the -yarn jar");
-                }
-                job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS), data.resolve("in").toString());
-                String rdma = job(yarn, "terasort-rdma", "-Dmapreduce.job.reduces=2",
-                        "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
-                        data.resolve("in").toString(), data.resolve("out-rdma").toString());
-                // Before the next jobs: TeraValidate's shuffle goes over the same services.
-                assertTheNodeManagersPublishWhatTheyServed(yarn, counter(rdma, "MAP_OUTPUTS_OVER_RDMA"),
-                        counter(rdma, "BYTES_OVER_RDMA"));
-                String stock = job(yarn, "terasort-stock", "-Dmapreduce.job.reduces=2",
-                        "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
-                        "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=org.apache.hadoop.mapreduce.task.reduce.Shuffle",
-                        data.resolve("in").toString(), data.resolve("out-stock").toString());
-                job(yarn, "teravalidate", data.resolve("out-rdma").toString(), data.resolve("report").toString());
-
-                String report = Files.readString(data.resolve("report/part-r-00000"));
-                assertTrue(report.contains("checksum"), "TeraValidate wrote its checksum: " + report);
-                assertFalse(report.contains("error") || report.contains("misorder"), "TeraValidate found: " + report);
-                for (String part : List.of("part-r-00000", "part-r-00001")) {
-                    assertArrayEquals(Files.readAllBytes(data.resolve("out-stock").resolve(part)),
-                            Files.readAllBytes(data.resolve("out-rdma").resolve(part)), part + " as the stock shuffle wrote it");
-                }
-
-                assertFalse(stock.contains("OVER_RDMA"), "the stock run shuffled over HTTP only");
-                long shuffled = counter(rdma, "Shuffled Maps");
-                long shuffleBytes = counter(rdma, "Reduce shuffle bytes");
-                assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
-                // The client prints our counters by their enum names: it has no rdma-shuffle jar, so no display names.
-                assertEquals(shuffled, counter(rdma, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
-                assertTrue(shuffleBytes > ROWS * 100L / 2, "the reduces shuffled the data: " + shuffleBytes);
-                assertEquals(shuffleBytes, counter(rdma, "BYTES_OVER_RDMA"), "every shuffled byte over RDMA");
-
-                String app = application(rdma);
-                for (ClusterBed.Host node : yarn.nodeHosts()) {
-                    List<String> tasks = tasksRun(yarn.containerLogs(node).resolve(app));
-                    assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")), node.address() + " ran a map: " + tasks);
-                    assertTrue(tasks.stream().anyMatch(t -> t.contains("_r_")), node.address() + " ran a reduce: " + tasks);
-                    assertTrue(containerText(yarn.containerLogs(node).resolve(app), "stderr").contains(
-                            "fetches with the RDMA engine on software device soft0 (control " + node.address() + ")"),
-                            "the reduce on " + node.address() + " fetched with an engine on its host's address");
-                }
+        onYarn("", Map.of(), (yarn, run, data) -> {
+            for (ClusterBed.Host node : yarn.nodeHosts()) {
+                String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
+                assertTrue(log.contains("rdma-shuffle service: map outputs served over software device"),
+                        "the NodeManager at " + node.address() + " loaded the RDMA service from the -yarn jar");
             }
-        }
-        BedSupport.assertNothingLeft(prefix, run);
+            job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS), data.resolve("in").toString());
+            String rdma = job(yarn, "terasort-rdma", "-Dmapreduce.job.reduces=2",
+                    "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
+                    data.resolve("in").toString(), data.resolve("out-rdma").toString());
+            // Before the next jobs: TeraValidate's shuffle goes over the same services.
+            assertTheNodeManagersPublishWhatTheyServed(yarn, counter(rdma, "MAP_OUTPUTS_OVER_RDMA"),
+                    counter(rdma, "BYTES_OVER_RDMA"));
+            String stock = job(yarn, "terasort-stock", "-Dmapreduce.job.reduces=2",
+                    "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
+                    "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=org.apache.hadoop.mapreduce.task.reduce.Shuffle",
+                    data.resolve("in").toString(), data.resolve("out-stock").toString());
+            assertValidates(yarn, data.resolve("out-rdma"), data.resolve("report"));
+            for (String part : List.of("part-r-00000", "part-r-00001")) {
+                assertArrayEquals(Files.readAllBytes(data.resolve("out-stock").resolve(part)),
+                        Files.readAllBytes(data.resolve("out-rdma").resolve(part)), part + " as the stock shuffle wrote it");
+            }
+
+            assertFalse(stock.contains("OVER_RDMA"), "the stock run shuffled over HTTP only");
+            long shuffled = counter(rdma, "Shuffled Maps");
+            long shuffleBytes = counter(rdma, "Reduce shuffle bytes");
+            assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
+            // The client prints our counters by their enum names: it has no rdma-shuffle jar, so no display names.
+            assertEquals(shuffled, counter(rdma, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
+            assertTrue(shuffleBytes > ROWS * 100L / 2, "the reduces shuffled the data: " + shuffleBytes);
+            assertEquals(shuffleBytes, counter(rdma, "BYTES_OVER_RDMA"), "every shuffled byte over RDMA");
+
+            String app = application(rdma);
+            for (ClusterBed.Host node : yarn.nodeHosts()) {
+                List<String> tasks = tasksRun(yarn.containerLogs(node).resolve(app));
+                assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")), node.address() + " ran a map: " + tasks);
+                assertTrue(tasks.stream().anyMatch(t -> t.contains("_r_")), node.address() + " ran a reduce: " + tasks);
+                assertTrue(containerText(yarn.containerLogs(node).resolve(app), "stderr").contains(
+                        "fetches with the RDMA engine on software device soft0 (control " + node.address() + ")"),
+                        "the reduce on " + node.address() + " fetched with an engine on its host's address");
+            }
+        });
     }
 
     /**
@@ -106,37 +93,25 @@ class TeraSortOnYarnAcrossHostsTest {
      */
     @Test
     void anRdmaServiceThatCannotListen_leavesEveryNodeManagerUp_andTeraSortShufflesOverHttp() throws Exception {
-        BedSupport.requireBed();
-        Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
-                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-cannot-listen"));
-        HadoopHome home = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
-        Path data = run.resolve("data");
-        String prefix;
-        try (ClusterBed bed = ClusterBed.start(4, null)) {
-            prefix = bed.namespacePrefix();
-            try (YarnCluster yarn = YarnCluster.start(bed, home, run, java.util.Map.of("rdma.shuffle.service.bindAddress", "192.0.2.1"))) {
-                job(yarn, "teragen", "-Dmapreduce.job.maps=2", Integer.toString(ROWS / 4), data.resolve("in").toString());
-                String sorted = job(yarn, "terasort-rdma", "-Dmapreduce.job.reduces=2",
-                        "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
-                        data.resolve("in").toString(), data.resolve("out").toString());
-                job(yarn, "teravalidate", data.resolve("out").toString(), data.resolve("report").toString());
-                String report = Files.readString(data.resolve("report/part-r-00000"));
-                assertFalse(report.contains("error") || report.contains("misorder"), "TeraValidate found: " + report);
-                assertTrue(counter(sorted, "Reduce shuffle bytes") > 0, "the reduces shuffled the data over HTTP");
-                // The consumer's counters are printed, at 0, when its fetchers ran and fell back to HTTP.
-                assertFalse(Pattern.compile("OVER_RDMA=[1-9]").matcher(sorted).find(), "nothing came over RDMA: " + sorted);
-                for (ClusterBed.Host node : yarn.nodeHosts()) {
-                    String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
-                    assertTrue(log.contains("rdma-shuffle service (mapreduce_shuffle): no RDMA on this node, map outputs are "
-                            + "served over HTTP only") && log.contains("192.0.2.1"),
-                            "the NodeManager at " + node.address() + " said why, naming the address: " + yarn.logs());
-                    String bean = yarn.httpGet(YarnCluster.nodeManagerWeb(node) + BEAN);
-                    assertEquals(0, jmx(bean, "EngineRunning"), node.address() + ": " + bean);
-                    assertTrue(bean.contains("\"tag.Reason\"") && bean.contains("192.0.2.1"), node.address() + ": " + bean);
-                }
+        onYarn("-cannot-listen", Map.of("rdma.shuffle.service.bindAddress", "192.0.2.1"), (yarn, run, data) -> {
+            job(yarn, "teragen", "-Dmapreduce.job.maps=2", Integer.toString(ROWS / 4), data.resolve("in").toString());
+            String sorted = job(yarn, "terasort-rdma", "-Dmapreduce.job.reduces=2",
+                    "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
+                    data.resolve("in").toString(), data.resolve("out").toString());
+            assertValidates(yarn, data.resolve("out"), data.resolve("report"));
+            assertTrue(counter(sorted, "Reduce shuffle bytes") > 0, "the reduces shuffled the data over HTTP");
+            // The consumer's counters are printed, at 0, when its fetchers ran and fell back to HTTP.
+            assertFalse(Pattern.compile("OVER_RDMA=[1-9]").matcher(sorted).find(), "nothing came over RDMA: " + sorted);
+            for (ClusterBed.Host node : yarn.nodeHosts()) {
+                String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
+                assertTrue(log.contains("rdma-shuffle service (mapreduce_shuffle): no RDMA on this node, map outputs are "
+                        + "served over HTTP only") && log.contains("192.0.2.1"),
+                        "the NodeManager at " + node.address() + " said why, naming the address: " + yarn.logs());
+                String bean = yarn.httpGet(YarnCluster.nodeManagerWeb(node) + BEAN);
+                assertEquals(0, jmx(bean, "EngineRunning"), node.address() + ": " + bean);
+                assertTrue(bean.contains("\"tag.Reason\"") && bean.contains("192.0.2.1"), node.address() + ": " + bean);
             }
-        }
-        BedSupport.assertNothingLeft(prefix, run);
+        });
     }
 
     /**
@@ -148,68 +123,89 @@ class TeraSortOnYarnAcrossHostsTest {
      */
     @Test
     void aNodeManagerRestartedWithRecovery_servesTheMapOutputsWrittenBeforeItDied_overRdma() throws Exception {
+        onYarn("-nm-restarted", Map.of("yarn.nodemanager.recovery.enabled", "true",
+                "yarn.nodemanager.recovery.supervised", "true",
+                // Recovery refuses an ephemeral port: the node's containers must find it again.
+                "yarn.nodemanager.address", "${yarn.nodemanager.hostname}:45454"), (yarn, run, data) -> {
+            Path pause = Files.createDirectories(run.resolve("pause"));
+            Path consumerJar = pausingConsumerJar(run);
+            job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS / 2), data.resolve("in").toString());
+            java.util.concurrent.CompletableFuture<String> sort = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    // On the tasks' class path beside the -yarn jar (every host sees this file system): -libjars
+                    // does not ship a file: jar when the local file system is not cached (core-site here).
+                    return job(yarn, "terasort-rdma", "-Dmapreduce.application.classpath="
+                                    + mapredSetting(yarn, "mapreduce.application.classpath") + "," + consumerJar,
+                            "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=rdmashuffletest.PausingConsumer",
+                            "-Drdmashuffle.test.pauseDir=" + pause, "-Dmapreduce.job.reduces=2",
+                            "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
+                            data.resolve("in").toString(), data.resolve("out").toString());
+                } catch (IOException | InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(JOB_MINUTES);
+            while (paused(pause) < 2 && !sort.isDone() && System.nanoTime() < deadline) {
+                Thread.sleep(250);
+            }
+            assertTrue(paused(pause) >= 2, "both reduces waiting before their shuffle (every map done): " + yarn.logs());
+            ClusterBed.Host master = yarn.applicationMasterHost();
+            ClusterBed.Host victim = yarn.nodeHosts().stream().filter(h -> !h.equals(master)).findFirst().orElseThrow();
+            yarn.restartNodeManager(victim);
+            Files.createFile(pause.resolve("go"));
+            String sorted = sort.get(JOB_MINUTES, java.util.concurrent.TimeUnit.MINUTES);
+
+            assertValidates(yarn, data.resolve("out"), data.resolve("report"));
+            long shuffled = counter(sorted, "Shuffled Maps");
+            assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
+            assertEquals(shuffled, counter(sorted, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
+            assertEquals(counter(sorted, "Reduce shuffle bytes"), counter(sorted, "BYTES_OVER_RDMA"), "every byte over RDMA");
+            List<String> tasks = tasksRun(yarn.containerLogs(victim).resolve(application(sorted)));
+            assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")),
+                    "the restarted node " + victim.address() + " held map outputs: " + tasks);
+            String restarted = Files.readString(yarn.logs().resolve("nodemanager-" + victim.address() + "-restarted.log"));
+            assertTrue(restarted.contains("rdma-shuffle service: map outputs served over software device"),
+                    "the restarted NodeManager's RDMA service started: " + yarn.logs());
+        });
+    }
+
+    /** What a test does on a YARN cluster of the bed: its files under {@code run}, job data under {@code data}. */
+    private interface OnYarn {
+        void run(YarnCluster yarn, Path run, Path data) throws Exception;
+    }
+
+    /**
+     * Runs {@code test} on a YARN cluster of the bed (a ResourceManager, two NodeManagers, a client host)
+     * with {@code yarnSettings} in every host's yarn-site.xml, its files in a run directory named by the
+     * time and {@code runName}; then checks that the bed left nothing behind.
+     */
+    private static void onYarn(String runName, Map<String, String> yarnSettings, OnYarn test) throws Exception {
         BedSupport.requireBed();
         Path run = Files.createDirectories(Repository.root().resolve("benchmarks/target/yarn-runs")
-                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-nm-restarted"));
+                .resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + runName));
         HadoopHome home = HadoopHome.create(run.resolve("hadoop-home"), Repository.hadoopJars(), Repository.yarnJar());
-        Path data = run.resolve("data");
-        Path pause = Files.createDirectories(run.resolve("pause"));
-        Path consumerJar = pausingConsumerJar(run);
         String prefix;
         try (ClusterBed bed = ClusterBed.start(4, null)) {
             prefix = bed.namespacePrefix();
-            try (YarnCluster yarn = YarnCluster.start(bed, home, run, java.util.Map.of(
-                    "yarn.nodemanager.recovery.enabled", "true", "yarn.nodemanager.recovery.supervised", "true",
-                    // Recovery refuses an ephemeral port: the node's containers must find it again.
-                    "yarn.nodemanager.address", "${yarn.nodemanager.hostname}:45454"))) {
-                job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS / 2), data.resolve("in").toString());
-                java.util.concurrent.CompletableFuture<String> sort = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                    try {
-                        // On the tasks' class path beside the -yarn jar (every host sees this file system): -libjars
-                        // does not ship a file: jar when the local file system is not cached (core-site here).
-                        return job(yarn, "terasort-rdma", "-Dmapreduce.application.classpath="
-                                        + mapredSetting(yarn, "mapreduce.application.classpath") + "," + consumerJar,
-                                "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=rdmashuffletest.PausingConsumer",
-                                "-Drdmashuffle.test.pauseDir=" + pause, "-Dmapreduce.job.reduces=2",
-                                "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
-                                data.resolve("in").toString(), data.resolve("out").toString());
-                    } catch (IOException | InterruptedException e) {
-                        throw new IllegalStateException(e);
-                    }
-                });
-                long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(JOB_MINUTES);
-                while (paused(pause) < 2 && !sort.isDone() && System.nanoTime() < deadline) {
-                    Thread.sleep(250);
-                }
-                assertTrue(paused(pause) >= 2, "both reduces waiting before their shuffle (every map done): " + yarn.logs());
-                ClusterBed.Host master = yarn.applicationMasterHost();
-                ClusterBed.Host victim = yarn.nodeHosts().stream().filter(h -> !h.equals(master)).findFirst().orElseThrow();
-                yarn.restartNodeManager(victim);
-                Files.createFile(pause.resolve("go"));
-                String sorted = sort.get(JOB_MINUTES, java.util.concurrent.TimeUnit.MINUTES);
-
-                job(yarn, "teravalidate", data.resolve("out").toString(), data.resolve("report").toString());
-                String report = Files.readString(data.resolve("report/part-r-00000"));
-                assertFalse(report.contains("error") || report.contains("misorder"), "TeraValidate found: " + report);
-                long shuffled = counter(sorted, "Shuffled Maps");
-                assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
-                assertEquals(shuffled, counter(sorted, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
-                assertEquals(counter(sorted, "Reduce shuffle bytes"), counter(sorted, "BYTES_OVER_RDMA"), "every byte over RDMA");
-                List<String> tasks = tasksRun(yarn.containerLogs(victim).resolve(application(sorted)));
-                assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")),
-                        "the restarted node " + victim.address() + " held map outputs: " + tasks);
-                String restarted = Files.readString(yarn.logs().resolve("nodemanager-" + victim.address() + "-restarted.log"));
-                assertTrue(restarted.contains("rdma-shuffle service: map outputs served over software device"),
-                        "the restarted NodeManager's RDMA service started: " + yarn.logs());
+            try (YarnCluster yarn = YarnCluster.start(bed, home, run, yarnSettings)) {
+                test.run(yarn, run, run.resolve("data"));
             }
         }
         BedSupport.assertNothingLeft(prefix, run);
     }
 
+    /** TeraValidate on {@code sorted}: it wrote its checksum to {@code report} and found nothing out of order. */
+    private static void assertValidates(YarnCluster yarn, Path sorted, Path report) throws Exception {
+        job(yarn, "teravalidate", sorted.toString(), report.toString());
+        String found = Files.readString(report.resolve("part-r-00000"));
+        assertTrue(found.contains("checksum"), "TeraValidate wrote its checksum: " + found);
+        assertFalse(found.contains("error") || found.contains("misorder"), "TeraValidate found: " + found);
+    }
+
     /**
      * A shuffle consumer that, before it is the RDMA consumer, says it waits (a file {@code
      * paused-<reduce>} in the job's {@code rdmashuffle.test.pauseDir}) and waits for {@code go} there (at
-     * most 5 minutes). Compiled here against the -yarn jar and Hadoop's jars, shipped with {@code -libjars}.
+     * most 5 minutes). Compiled here against the -yarn jar and Hadoop's jars, put on the tasks' class path.
      */
     static final String PAUSING_CONSUMER = """
             package rdmashuffletest;
