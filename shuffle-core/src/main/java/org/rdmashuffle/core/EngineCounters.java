@@ -14,7 +14,8 @@ package org.rdmashuffle.core;
  * @param sendsInFlight metadata SENDs posted and not completed, plus those queued for a send buffer
  * @param fetchBuffersOutstanding registered fetch buffers not yet released (by the engine or by a block's owner)
  * @param bytesInFlight bytes of reads in flight, process-wide
- * @param peakBytesInFlight the most bytes of reads ever in flight at once
+ * @param peakBytesInFlight the most bytes of posted reads ever in flight at once (each read lands in a fetch buffer of
+ *                          its own, so never more than {@code fetchBufferMemory})
  * @param readRequestsPosted RDMA_READ work requests posted since start
  * @param blocksRead blocks those requests read (more than requests: contiguous blocks were coalesced)
  * @param registeredMapOutputBytes map-output bytes registered with the device

@@ -112,6 +112,154 @@ class FetchPathTest {
     }
 
     /**
+     * A partition of more than 2 GiB (more than an int counts) starting 1000 bytes into its map output,
+     * and a small partition after it, past the 2^31 mark: a sparse file with known bytes at its
+     * edges, across a page boundary, across 2^31 and past it. The large block streams to its
+     * consumer byte for byte (its size a long; its bytes not viewable as one buffer, said by name);
+     * the small one past 2^31 is read whole, from its descriptor and then from the cached layout. The
+     * other end of the same path, Spark's ManagedBuffer of a 3 GiB block starting at 0, is
+     * {@code RdmaBlockStoreClientTest.aThreeGibBlockReachesSpark}.
+     */
+    @Test
+    void aPartitionOfMoreThanTwoGib_andOnePastTheMark_arriveByteForByte() throws Exception {
+        Assumptions.assumeFalse(EngineTestSupport.usesDevice(), "moves 2 GiB, which the emulated guest reads at a few MiB "
+                + "a second; the path is the same on every provider");
+        long big = (2L << 30) + 12_345;
+        long[] offsets = {0, 1000, 1000 + big, 1000 + big + 5000};
+        long[] markers = {1000, 4090, (1L << 31) - 7, (1L << 31) + 8003, offsets[2] - 16}; // the last 16 bytes end it
+        Path file = dir.resolve("shuffle_6_0_0.data");
+        assertTrue(java.nio.file.Files.getFileStore(dir).getUsableSpace() > 64L << 20, "no room for a sparse file");
+        byte[] first = new byte[1000];
+        byte[] past = new byte[5000];
+        new java.util.Random(6).nextBytes(first);
+        new java.util.Random(7).nextBytes(past);
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(offsets[3]); // sparse: a few pages on disk
+            f.write(first);
+            for (long at : markers) {
+                f.seek(at);
+                f.write(marker(at));
+            }
+            f.seek(offsets[2]);
+            f.write(past);
+        }
+        EngineConfig server = EngineTestSupport.smallConfig().set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "4g");
+        try (EnginePair pair = new EnginePair(server, EngineTestSupport.SECRET, EngineTestSupport.smallConfig(),
+                EngineTestSupport.SECRET)) {
+            pair.server.registerMapOutput(6, 0, file, offsets);
+            java.util.concurrent.atomic.AtomicInteger requests = EngineTestSupport.countFetchRequests(pair);
+            BlockId head = BlockId.of(6, 0, 0);
+            BlockId large = BlockId.of(6, 0, 1);
+            BlockId tail = BlockId.of(6, 0, 2);
+            Collector small = new Collector(2);
+            pair.client.fetchBlocks(pair.server.address(), List.of(head, tail), small);
+            small.await().assertAllIntact(Map.of(head, first, tail, past));
+            int asked = requests.get();
+            Collector again = new Collector(1);
+            pair.client.fetchBlocks(pair.server.address(), List.of(tail), again);
+            again.await().assertAllIntact(Map.of(tail, past));
+            assertEquals(asked, requests.get(), "read again from the layout, with no request");
+
+            java.util.concurrent.CompletableFuture<Object> checked = new java.util.concurrent.CompletableFuture<>();
+            pair.client.fetchBlocks(pair.server.address(), List.of(large), new BlockFetchListener() {
+                @Override
+                public void onBlockFetched(FetchedBlock block) {
+                    // Read in pieces: its stream waits for pieces the poller (this thread) delivers.
+                    Thread.ofVirtual().start(() -> {
+                        try {
+                            checked.complete(checkLargeBlock(block, offsets[1], markers));
+                        } catch (Throwable t) {
+                            checked.completeExceptionally(t);
+                        } finally {
+                            block.release();
+                        }
+                    });
+                }
+
+                @Override
+                public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                    checked.completeExceptionally(cause);
+                }
+            });
+            assertEquals(big, checked.get(120, TimeUnit.SECONDS), "bytes streamed");
+            EngineTestSupport.assertNothingLeaks(pair.client, pair.server);
+        }
+    }
+
+    /** 16 bytes that say where they are: the file offset, then its complement. */
+    private static byte[] marker(long at) {
+        return java.nio.ByteBuffer.allocate(16).putLong(at).putLong(~at).array();
+    }
+
+    /**
+     * Checks a block that starts at file offset {@code from}: a long size, no view as one buffer, and
+     * its stream (read in 1 MiB chunks) zero but for {@code markers}; returns the bytes streamed.
+     */
+    private static long checkLargeBlock(FetchedBlock block, long from, long[] markers) throws java.io.IOException {
+        assertFalse(block.isContiguous(), "read in pieces");
+        IllegalStateException notOneBuffer = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                block::asByteBuffer);
+        assertTrue(notOneBuffer.getMessage().contains(block.size() + " bytes") && notOneBuffer.getMessage().contains(
+                "openStream"), notOneBuffer.getMessage());
+        byte[] chunk = new byte[1 << 20];
+        byte[] want = new byte[chunk.length];
+        long read = 0;
+        try (java.io.InputStream in = block.openStream()) {
+            for (int n; (n = in.readNBytes(chunk, 0, chunk.length)) > 0; read += n) {
+                long at = from + read; // the file offset of chunk[0]
+                java.util.Arrays.fill(want, 0, n, (byte) 0);
+                for (long m : markers) {
+                    byte[] mark = marker(m);
+                    for (int i = 0; i < mark.length; i++) {
+                        long p = m + i - at;
+                        if (p >= 0 && p < n) {
+                            want[(int) p] = mark[i];
+                        }
+                    }
+                }
+                if (!java.util.Arrays.equals(chunk, 0, n, want, 0, n)) {
+                    int i = java.util.Arrays.mismatch(chunk, 0, n, want, 0, n);
+                    throw new AssertionError("byte at file offset " + (at + i) + " is " + chunk[i] + ", expected " + want[i]);
+                }
+            }
+        }
+        return read;
+    }
+
+    /**
+     * A reducer's share twenty times its fetch buffers (1 MiB, one slab), asked for in one call: 256
+     * blocks of up to 160 KiB and one of 3 MiB. Every block arrives intact through the one slab, and
+     * the fetch memory stays bounded: the engine registers no fetch buffer beyond its first slab (the
+     * pool never deregisters one while the engine runs, so the bytes registered are the most it ever
+     * held), and the bytes of reads in flight -- the in-flight bounds are 32 and 64 MiB here -- never
+     * exceed the buffers they land in.
+     */
+    @Test
+    void aShareTwentyTimesTheFetchBuffers_arrivesThroughThemAlone() throws Exception {
+        long buffers = 1 << 20;
+        EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_BUFFER_MEMORY, Long.toString(buffers));
+        java.util.Random random = new java.util.Random(52);
+        int[][] maps = new int[4][64];
+        for (int[] m : maps) {
+            for (int p = 0; p < m.length; p++) {
+                m[p] = random.nextInt(8) == 0 ? 0 : 1 + random.nextInt(EngineTestSupport.size(160 << 10));
+            }
+        }
+        maps[2][17] = EngineTestSupport.size(3 << 20); // larger than every fetch buffer: read in pieces
+        long share = java.util.Arrays.stream(maps).flatMapToInt(java.util.Arrays::stream).asLongStream().sum();
+        assertTrue(share >= EngineTestSupport.size(20 << 20), "the share is twenty times the buffers: " + share);
+        try (EnginePair pair = pair(client, 5, maps)) {
+            EngineTestSupport.fetchAllIntact(pair.client, pair.server.address(), pair.outputs);
+            var registered = pair.client.metrics().bufferRegistrations();
+            assertEquals(1, registered.count(), "fetch buffer slabs registered: " + registered);
+            assertEquals(buffers, registered.bytes(), "fetch buffer bytes registered");
+            long peak = pair.client.counters().peakBytesInFlight();
+            assertTrue(peak > 0 && peak <= buffers, "peak bytes of reads in flight " + peak + ", fetch buffers " + buffers);
+            assertEquals(share, pair.client.metrics().fetches().bytes(), "every byte of the share delivered");
+        }
+    }
+
+    /**
      * A consumer keeps the block that fills the fetch buffers; the next block waits for a buffer. Its
      * wait is bounded by the fetch timeout like a request's: it fails by name, the held block and the
      * connection are unharmed, and once the buffer is back the block is fetched.

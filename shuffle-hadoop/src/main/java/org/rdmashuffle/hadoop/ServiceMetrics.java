@@ -41,6 +41,8 @@ final class ServiceMetrics implements MetricsSource {
     static final MetricsInfo REGISTRATIONS = Interns.info("Registrations", "map output files registered");
     static final MetricsInfo REGISTRATION_MILLIS = Interns.info("RegistrationMillis", "time spent registering map outputs");
     static final MetricsInfo REGISTRATION_FAILURES = Interns.info("RegistrationFailures", "map output registrations that failed");
+    static final MetricsInfo REGISTRATION_EVICTIONS = Interns.info("RegistrationEvictions",
+            "map output regions deregistered to make room under the registered-memory limits (registered again if asked for again)");
     static final MetricsInfo COMPLETION_ERRORS = Interns.info("CompletionErrors", "work completions that failed, every status");
     static final MetricsInfo MEMLOCK = Interns.info("MemlockLimitBytes", "the memlock limit the engine runs under (-1: none)");
     static final MetricsInfo APPLICATION = Interns.info("Application", "the application these figures are of");
@@ -93,7 +95,8 @@ final class ServiceMetrics implements MetricsSource {
                 .addCounter(COMPLETIONS, c.completions())
                 .addCounter(REGISTRATIONS, m.mapOutputRegistrations().count())
                 .addCounter(REGISTRATION_MILLIS, m.mapOutputRegistrations().nanos() / 1_000_000)
-                .addCounter(REGISTRATION_FAILURES, m.mapOutputRegistrations().failures());
+                .addCounter(REGISTRATION_FAILURES, m.mapOutputRegistrations().failures())
+                .addCounter(REGISTRATION_EVICTIONS, m.mapOutputRegistrations().evictions());
         served(node, m.served());
         m.mapOutputRegistrations().failuresByErrno().forEach((errno, n) ->
                 node.addCounter(Interns.info("RegistrationFailures" + errno, "map output registrations that failed with "

@@ -140,6 +140,7 @@ class RdmaShuffleServiceTest {
         assertEquals(1L, node.get("RefusedPartitionRange"), node.toString());
         assertEquals(1L, node.get("RefusedRequests"), node.toString());
         assertEquals(1L, node.get("Registrations"), node.toString());
+        assertEquals(0L, node.get("RegistrationEvictions"), "published, and nothing was evicted: " + node);
         assertEquals(0L, node.get("CompletionErrors"), node.toString());
         MetricsRecord perApp = collector.getRecords().stream()
                 .filter(x -> x.name().equals(RdmaShuffleService.METRICS_SOURCE + "Application")).findFirst().orElseThrow();

@@ -15,6 +15,9 @@ import org.rdmashuffle.core.client.FetchedBlock;
  * caller's, dropped after handing the buffer to Spark's listener, which takes its own).
  */
 final class FetchedBlockManagedBuffer extends ManagedBuffer {
+    /** The most bytes {@link #nioByteBuffer} copies into one array (a JVM's arrays stop a little short of 2^31). */
+    static final long MAX_ONE_BUFFER = Integer.MAX_VALUE - 16;
+
     private final FetchedBlock block;
     private final AtomicInteger references = new AtomicInteger(1);
 
@@ -37,8 +40,9 @@ final class FetchedBlockManagedBuffer extends ManagedBuffer {
         if (block.isContiguous()) {
             return block.asByteBuffer();
         }
-        if (block.size() > Integer.MAX_VALUE - 16) {
-            throw new IOException(block.id() + " is " + block.size() + " bytes, more than one buffer holds: read it as a stream");
+        if (block.size() > MAX_ONE_BUFFER) {
+            throw new IOException(block.id() + " is " + block.size() + " bytes, more than one ByteBuffer holds (" + MAX_ONE_BUFFER
+                    + "): read it as a stream (createInputStream)");
         }
         byte[] all = new byte[(int) block.size()];
         try (InputStream in = block.openStream()) {

@@ -113,6 +113,10 @@ class RdmaBlockStoreClientTest {
         ManagedBuffer block = (ManagedBuffer) got;
         try {
             assertEquals(size, block.size());
+            java.io.IOException notOneBuffer = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                    block::nioByteBuffer, "more than one ByteBuffer holds: refused, never truncated");
+            assertTrue(notOneBuffer.getMessage().contains(size + " bytes") && notOneBuffer.getMessage().contains(
+                    "(" + FetchedBlockManagedBuffer.MAX_ONE_BUFFER + ")"), notOneBuffer.getMessage());
             long read = 0;
             long seen = 0;
             byte[] chunk = new byte[1 << 20];

@@ -139,7 +139,7 @@ final class ChainPoster {
             long now = context.nanoTime();
             queued.posted(take, now);
             inFlight.add(id, new ChainsInFlight.Chain(reads, bytes, plan.requests(), now));
-            context.budget().posted(plan.requests(), take);
+            context.budget().posted(plan.requests(), take, bytes);
         }
         return new Posted(noBuffer, allocationFailure, postFailed);
     }

@@ -16,6 +16,8 @@ public final class FetchBudget {
     private final int maxChains;
     private long bytes;
     private int chains;
+    /** Bytes of the chains posted and not completed: {@link #bytes} less what posters hold reserved meanwhile. */
+    private long postedBytes;
     private long peakBytes;
     private long requestsPosted;
     private long blocksPosted;
@@ -32,16 +34,25 @@ public final class FetchBudget {
         }
         bytes += chainBytes;
         chains++;
-        peakBytes = Math.max(peakBytes, bytes);
         return true;
     }
 
-    /** Gives back bytes, and the chain too if {@code chain} (the chain completed, failed, or was never posted). */
+    /**
+     * Gives back bytes reserved by {@link #tryAcquire} and not posted (the reads that found no buffer, a
+     * post that failed), and the chain too if {@code chain}.
+     */
     synchronized void release(long chainBytes, boolean chain) {
         bytes -= chainBytes;
         if (chain) {
             chains--;
         }
+    }
+
+    /** A chain {@link #posted} is over (completed, failed, or its connection retired): its bytes and itself given back. */
+    synchronized void completed(long chainBytes) {
+        bytes -= chainBytes;
+        postedBytes -= chainBytes;
+        chains--;
     }
 
     void await(PeerFetcher f) {
@@ -67,9 +78,16 @@ public final class FetchBudget {
         return bytes;
     }
 
-    synchronized void posted(int requests, int blocks) {
+    /**
+     * A chain of {@code chainBytes} (reserved by {@link #tryAcquire}, each read with its buffer) is
+     * posted: in flight until {@link #completed}. Only posted bytes make the peak: a poster's reservation
+     * for reads that then find no buffer is given back unread.
+     */
+    synchronized void posted(int requests, int blocks, long chainBytes) {
         requestsPosted += requests;
         blocksPosted += blocks;
+        postedBytes += chainBytes;
+        peakBytes = Math.max(peakBytes, postedBytes);
     }
 
     /** RDMA_READ work requests posted since start. */
@@ -82,7 +100,7 @@ public final class FetchBudget {
         return blocksPosted;
     }
 
-    /** The most bytes ever in flight at once. */
+    /** The most bytes of posted reads ever in flight at once (each read has its fetch buffer, so at most those). */
     public synchronized long peakBytesInFlight() {
         return peakBytes;
     }

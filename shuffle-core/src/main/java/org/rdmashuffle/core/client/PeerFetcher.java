@@ -266,7 +266,7 @@ public final class PeerFetcher {
                 return;
             }
         }
-        context.budget().release(chain.bytes(), true);
+        context.budget().completed(chain.bytes());
         if (error != null) {
             // The reads may have left the queue pair in ERR: the connection goes, with every block it owes.
             fail(error, chain);
@@ -424,7 +424,7 @@ public final class PeerFetcher {
         // Destroy the queue pairs before touching their buffers: until then the device may still write.
         channel.retire();
         for (ChainsInFlight.Chain c : chains) {
-            context.budget().release(c.bytes(), true);
+            context.budget().completed(c.bytes());
         }
         if (alsoFailed != null) {
             chains.add(alsoFailed);

@@ -28,14 +28,15 @@ final class FileRegistrations {
     private final IndexCache indexes;
     private final Set<CompletableFuture<Void>> underWay = new HashSet<>();
     private long completed;
-    /** Registrations done and failed, their bytes and time: the operators' figures. Lock-free. */
-    private final org.rdmashuffle.core.metrics.RegistrationCounts counts = new org.rdmashuffle.core.metrics.RegistrationCounts();
+    /** Registrations done and failed, their bytes and time: the operators' figures (shared with the regions' evictions). Lock-free. */
+    private final org.rdmashuffle.core.metrics.RegistrationCounts counts;
     /** Tests: runs before each registration, on the registering thread (to make one take as long as a test needs). */
     private volatile Runnable beforeRegistering = () -> { };
 
     FileRegistrations(MapOutputRegistry registry, ProtectionDomain pd, MemoryRegistration registration, RegisteredRegions regions,
-                      IndexCache indexes) {
+                      IndexCache indexes, org.rdmashuffle.core.metrics.RegistrationCounts counts) {
         this.registry = registry;
+        this.counts = counts;
         this.pd = pd;
         this.memory = registration;
         this.regions = regions;
@@ -104,7 +105,7 @@ final class FileRegistrations {
         return completed;
     }
 
-    /** Registrations done and failed since creation (read without the lock). */
+    /** Registrations done and failed, and regions evicted, since creation (read without the lock). */
     org.rdmashuffle.core.metrics.RegistrationCounts.Snapshot counts() {
         return counts.snapshot();
     }

@@ -140,8 +140,9 @@ public final class MapOutputRegistry implements AutoCloseable {
         this.lookupTimeoutNanos = lookupTimeoutMillis * 1_000_000L;
         this.clock = clock;
         this.indexes = new IndexCache(limits, budget, user);
-        this.regions = new RegisteredRegions(limits, budget, user, leaseMillis * 1_000_000L, clock, indexes);
-        this.registrations = new FileRegistrations(this, pd, registration, regions, indexes);
+        org.rdmashuffle.core.metrics.RegistrationCounts counts = new org.rdmashuffle.core.metrics.RegistrationCounts();
+        this.regions = new RegisteredRegions(limits, budget, user, leaseMillis * 1_000_000L, clock, indexes, counts);
+        this.registrations = new FileRegistrations(this, pd, registration, regions, indexes, counts);
         this.prefetcher = registration.onDemand() ? new Prefetcher(pd) : null;
         this.found = new FoundOutputs(this, table, indexes, budget, new OutputSearches(lookups), lookupTimeoutNanos);
         budget.join(this);
@@ -467,7 +468,10 @@ public final class MapOutputRegistry implements AutoCloseable {
         return registrations.completed();
     }
 
-    /** Files registered and failed to register, their bytes and time, since creation (no lock: counters). */
+    /**
+     * Files registered and failed to register, their bytes and time, and regions evicted to make room,
+     * since creation (no lock: counters).
+     */
     public org.rdmashuffle.core.metrics.RegistrationCounts.Snapshot registrationCounts() {
         return registrations.counts();
     }

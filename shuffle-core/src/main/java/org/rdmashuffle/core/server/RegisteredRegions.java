@@ -23,6 +23,8 @@ final class RegisteredRegions {
     private final LongSupplier clock;
     /** Where an output found on disk goes when its region does: back among the idle indexes. */
     private final IndexCache indexes;
+    /** Where an eviction is counted for operators. */
+    private final org.rdmashuffle.core.metrics.RegistrationCounts counts;
     private final LinkedHashMap<MapOutput, Boolean> lru = new LinkedHashMap<>(16, 0.75f, true);
     /** Deregistered, to be closed outside the lock (closing waits for transfers still using them). */
     private final List<MemoryRegion> toClose = new ArrayList<>();
@@ -31,7 +33,8 @@ final class RegisteredRegions {
     private int count;
 
     RegisteredRegions(RegistryLimits limits, RegistryBudget budget, String user, long leaseNanos, LongSupplier clock,
-                      IndexCache indexes) {
+                      IndexCache indexes, org.rdmashuffle.core.metrics.RegistrationCounts counts) {
+        this.counts = counts;
         this.limits = limits;
         this.budget = budget;
         this.user = user;
@@ -96,7 +99,10 @@ final class RegisteredRegions {
         lru.get(out);
     }
 
-    /** Deregisters the least recently described region outside its lease; false if there is none. */
+    /**
+     * Deregisters the least recently described region outside its lease, to make room (for this
+     * registry or, through the budget, another's), and counts it as an eviction; false if there is none.
+     */
     boolean releaseOne() {
         long now = clock.getAsLong();
         for (Iterator<MapOutput> it = lru.keySet().iterator(); it.hasNext(); ) {
@@ -106,6 +112,7 @@ final class RegisteredRegions {
             }
             it.remove();
             deregister(victim);
+            counts.evicted();
             return true;
         }
         return false;

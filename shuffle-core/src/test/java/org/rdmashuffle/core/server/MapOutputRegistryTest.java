@@ -159,6 +159,8 @@ class MapOutputRegistryTest {
             b.describe("app-b", 1, 1, 0, 1);
             assertEquals(0, a.registeredRegions());
             assertEquals(24576, node.usedBytes());
+            assertEquals(1, a.registrationCounts().evictions(), "counted where the region was: a's");
+            assertEquals(0, b.registrationCounts().evictions());
 
             a.describe("app-a", 1, 2, 0, 1); // fits beside b's: nothing released
             assertEquals(36864, node.usedBytes());
@@ -206,6 +208,8 @@ class MapOutputRegistryTest {
             now.addAndGet(2 * SECOND);
             registry.describe(1, 1, 0, 1); // registered again on demand
             assertEquals(3, registry.registrations());
+            assertEquals(3, registry.registrationCounts().count(), "the operators' count has the registration made again");
+            assertEquals(2, registry.registrationCounts().evictions(), "output 1 made room for 2, then 2 for 1");
         }
     }
 
@@ -253,6 +257,7 @@ class MapOutputRegistryTest {
         registry.close();
         assertEquals(0, registry.registeredBytes());
         assertEquals(0, registry.registeredRegions());
+        assertEquals(0, registry.registrationCounts().evictions(), "regions forgotten with their shuffle are not evictions");
         assertThrows(IllegalStateException.class, () -> registry.describe(2, 1, 0, 1));
     }
 

@@ -95,6 +95,7 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
         gaugeOf("registrations.bytes", e -> registrations(e).bytes());
         gaugeOf("registrations.millis", e -> registrations(e).nanos() / 1_000_000);
         gaugeOf("registrations.failures", e -> registrations(e).failures());
+        gaugeOf("registrations.evictions", e -> e.mapOutputRegistrations().evictions());
         for (String errno : NAMED_ERRNOS) {
             gaugeOf("registrations.failures." + errno, e -> registrations(e).failuresByErrno().getOrDefault(errno, 0L));
         }
