@@ -82,7 +82,8 @@ class BalancedPairsTest {
         BalancedPairs.Figures f = new BalancedPairs.Figures(systems, List.of(
                 Map.of("builtin", 100.0, "rdma", 90.0), Map.of("rdma", 50.0, "builtin", 100.0)));
         assertEquals(List.of(0.7), f.pairRatios("rdma", "builtin"));
-        assertEquals(50.0 / 90.0, f.orderEffect().get("rdma"), 1e-12); // rdma was second in round 1, first in round 2
+        // rdma was second (later) in round 1 with 90, first (earlier) in round 2 with 50: later over earlier
+        assertEquals(90.0 / 50.0, f.orderEffect().get("rdma"), 1e-12);
         assertThrows(IllegalArgumentException.class, () -> new BalancedPairs.Figures(systems, List.of(Map.of("builtin", 1.0, "rdma", 1.0))));
         assertThrows(IllegalArgumentException.class, () -> new BalancedPairs.Figures(systems,
                 List.of(Map.of("builtin", 1.0), Map.of("builtin", 1.0, "rdma", 1.0))));
