@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# TPC-DS with Spark's built-in shuffle and with rdma-shuffle, alternated query by query, results
+# TPC-DS with Spark's built-in shuffle and with rdma-shuffle in balanced pairs, results
 # compared; writes benchmarks/results/tpcds-sf<scale>/ (CSV, markdown, PNG charts). Data is generated
 # once per scale under benchmarks/data/ and reused. Builds what it needs first (mvn install -DskipTests).
 #   benchmarks/tpcds.sh [--scale 0.1|1] [--queries all|q3,q7,...] [--hosts N [--rate RATE] [--profile]]
-#                       [--rounds K] [--shuffle-partitions N] [--control] [--rdma-first] [--data DIR] [--out DIR]
+#                       [--pairs N] [--shuffle-partitions N] [--control] [--rdma-first] [--data DIR] [--out DIR]
 # --scale S: the TPC-DS scale factor, a number above 0 (default 0.1); --queries: all (default) or names;
-# --rounds K: every query K times per side, every round kept (round-<r>/, rounds.md with the medians);
+# --pairs N: N balanced pairs (default 1): 2N rounds, each query once per side per round, the two rounds
+# of a pair in opposite orders (which starts alternates by query); every round kept (round-<r>/), and
+# rounds.md: each pair's ratio, their median with a 90% interval, the order effect (--rounds became --pairs);
 # --shuffle-partitions N: spark.sql.shuffle.partitions on both; --control: both applications on the
 # built-in shuffle (what the bed itself does to two applications); --rdma-first: start the plugin's first.
 # --hosts N: both applications on Spark's standalone cluster across N Worker hosts (1..198) of the cluster
@@ -32,7 +34,8 @@ while (($#)); do
     --hosts) need "$@"; number "$1" "$2" 1 198; hosts=$2; shift 2 ;;
     --rate) need "$@"; rate "$1" "$2"; cluster_only=$1; shift 2 ;;
     --profile) cluster_only=$1; shift ;;
-    --rounds|--shuffle-partitions) need "$@"; number "$1" "$2" 1; shift 2 ;;
+    --pairs|--shuffle-partitions) need "$@"; number "$1" "$2" 1; shift 2 ;;
+    --rounds) refuse "--rounds became --pairs N (N balanced pairs: 2N rounds, each query in both orders in every pair): give --pairs instead of --rounds${2:+ $2}" ;;
     --data|--out) need "$@"; shift 2 ;;
     --control|--rdma-first) shift ;;
     *) refuse "unknown argument '$1'" ;;

@@ -114,7 +114,7 @@ case $what in
     await "$logs/worker.log" "Successfully registered with master" 120
     # Both shuffles: the executors of both load what the guests' will.
     bash "$self" "$kit" submit 127.0.0.1 "spark://127.0.0.1:$port" software \
-      --rows 20000 --partitions 4 --executors 1 --compare 1 >"$logs/driver.out" 2>"$logs/driver.log" &
+      --rows 20000 --partitions 4 --executors 1 --shuffle both >"$logs/driver.out" 2>"$logs/driver.log" &
     driver=$!
     command_of $driver "$logs/driver.cmd"
     wait $driver || { tail -30 "$logs/driver.log" >&2; echo "spark-standalone train: the training job failed" >&2; exit 1; }

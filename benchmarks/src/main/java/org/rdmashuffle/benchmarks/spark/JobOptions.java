@@ -2,6 +2,7 @@ package org.rdmashuffle.benchmarks.spark;
 
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -15,8 +16,8 @@ import java.util.Map;
 record JobOptions(int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
                   boolean releaseExecutors, Path pauseUntil, int holdAfterMapsSeconds, int executorWaitSeconds,
                   Map<String, String> variant, boolean profile, boolean prometheus) {
-    static final String USAGE = "ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] "
-            + "[--compare ROUNDS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
+    static final String USAGE = "ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin|both] "
+            + "[--compare PAIRS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
             + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--executor-wait SECONDS] [--variant spark.KEY=VALUE ...] [--profile] [--prometheus]";
 
     static JobOptions parse(String... args) {
@@ -44,8 +45,8 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
                 case "--reducers" -> reducers = positive(option, value(args, ++i, option));
                 case "--shuffle" -> {
                     shuffle = value(args, ++i, option);
-                    if (!shuffle.equals("rdma") && !shuffle.equals("builtin")) {
-                        throw new IllegalArgumentException("--shuffle takes rdma or builtin, not '" + shuffle + "'");
+                    if (!List.of("rdma", "builtin", "both").contains(shuffle)) {
+                        throw new IllegalArgumentException("--shuffle takes rdma, builtin or both, not '" + shuffle + "'");
                     }
                 }
                 case "--compare" -> compare = positive(option, value(args, ++i, option));
@@ -67,6 +68,9 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
                 }
                 default -> throw new IllegalArgumentException("unknown argument " + option + " (usage: " + USAGE + ")");
             }
+        }
+        if (shuffle.equals("both") && compare > 0) {
+            throw new IllegalArgumentException("--shuffle both runs each shuffle once, --compare in balanced pairs: give one of them");
         }
         if (partitions != null && (maps != null || reducers != null)) {
             throw new IllegalArgumentException("--partitions sets both --maps and --reducers: give either it or them");

@@ -25,7 +25,7 @@ import scala.Tuple2;
  * rows, Kryo-serialized, lz4).
  *
  * <pre>
- *   ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin] [--compare ROUNDS]
+ *   ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin|both] [--compare PAIRS]
  *              [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps]
  *              [--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...] [--profile]
  * </pre>
@@ -36,10 +36,14 @@ import scala.Tuple2;
  * runs on the master and settings it was given, and waits for {@code E} executors before the clock
  * starts. It prints the result (identical either way), the shuffle metrics, and what carried each
  * executor's blocks, with the executor's address, and where the time went stage by stage ({@link
- * StageAccounting}). {@code --compare R} runs the job R times each way, alternated, and prints the
- * median of the per-round ratios, of the whole job and of each stage's figures ({@link StageComparison}). With {@code --variant} (repeatable) each
- * round also runs the plugin with those settings: three runs a round, their order rotated round by
- * round, each rdma system's ratio to the built-in shuffle of the same round.
+ * StageAccounting}). {@code --compare N} runs N balanced pairs ({@link BalancedPairs}): each pair is two
+ * rounds, every system once in each, the second round in the first's reverse order; each run starts only
+ * once the previous application's executors have exited and the machine has synced ({@link
+ * RunSeparation}). It prints every run, then the median of the per-pair ratios with a 90% interval over
+ * pairs, of the whole job and of each stage's figures ({@link StageComparison}), and the order effect.
+ * {@code --shuffle both} runs each shuffle once, the built-in first: a check that both run and agree, with
+ * no ratio. With {@code --variant} (repeatable) each round also runs the plugin with those settings: three runs a
+ * round, rotated from pair to pair, each rdma system's ratio to the built-in shuffle of the same pair.
  */
 public final class ShuffleJob {
     /** Where {@code --profile} writes: a directory per invocation, one per system under it. */
@@ -51,7 +55,7 @@ public final class ShuffleJob {
     record Run(String shuffle, String result, long wallMs, long shuffleWriteBytes, long remoteBytesRead, long localBytesRead,
                long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers, int executorsLost,
                int stagesRetried, long[] taskWaitsMs, List<StageAccounting.Stage> stages, List<StageAccounting.Window> windows,
-               List<String> prometheus) {
+               List<String> prometheus, RunSeparation separation) {
         /** Each reduce task's fetch wait, largest first: a first-use cost shows as a few large ones. */
         String taskWaits() {
             StringBuilder b = new StringBuilder();
@@ -114,7 +118,8 @@ public final class ShuffleJob {
         JobOptions o = org.rdmashuffle.benchmarks.CommandLine.parseOrExit("ShuffleJob", () -> JobOptions.parse(args));
         int compare = o.compare();
         Map<String, String> variant = o.variant();
-        if (compare == 0) {
+        boolean check = o.shuffle().equals("both"); // each once, a check that both run and agree
+        if (compare == 0 && !check) {
             print(run(o.shuffle(), o.shuffle(), Map.of(), o));
             return;
         }
@@ -123,13 +128,17 @@ public final class ShuffleJob {
                 .collect(java.util.stream.Collectors.joining(","));
         List<String> systems = variantName == null ? List.of("builtin", "rdma") : List.of("builtin", "rdma", variantName);
         List<Run> runs = new ArrayList<>();
-        Map<String, List<Double>> wallRatios = new java.util.LinkedHashMap<>();
-        Map<String, List<Double>> waitRatios = new java.util.LinkedHashMap<>();
+        List<Map<String, Double>> walls = new ArrayList<>();
+        List<Map<String, Double>> waits = new ArrayList<>();
         List<Map<String, List<StageAccounting.Stage>>> stageRounds = new ArrayList<>();
-        for (int r = 0; r < compare; r++) {
+        int rounds = check ? 1 : 2 * compare; // compare pairs, each two rounds in opposite orders (BalancedPairs)
+        for (int r = 0; r < rounds; r++) {
             Map<String, Run> round = new java.util.HashMap<>();
-            for (int k = 0; k < systems.size(); k++) {
-                String s = systems.get((r + k) % systems.size()); // order rotated round by round
+            if (r % 2 == 0 && !check) {
+                System.out.printf("pair %d of %d: rounds %d and %d, %s then the reverse%n", r / 2 + 1, compare, r + 1, r + 2,
+                        String.join(", ", BalancedPairs.order(systems, r)));
+            }
+            for (String s : BalancedPairs.order(systems, r)) {
                 Run run = run(s, s.equals("builtin") ? "builtin" : "rdma", s.equals(variantName) ? variant : Map.of(), o);
                 System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  %d remote blocks  result %s%s%n", r + 1, s, run.wallMs(),
                         run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
@@ -141,25 +150,33 @@ public final class ShuffleJob {
                         st.cpuMs(), st.gcMs(), st.fetchWaitMs(), st.shuffleWriteMs()));
                 String runName = "round " + (r + 1) + " " + s;
                 run.windows().forEach(w -> System.out.println("    " + w.line(runName))); // for ClusterJob --cpu-by-thread
+                System.out.println(run.separation().await()); // the next run starts on a quiet machine
                 round.put(s, run);
                 runs.add(run);
             }
             Map<String, List<StageAccounting.Stage>> roundStages = new java.util.HashMap<>();
             round.forEach((s, run) -> roundStages.put(s, run.stages()));
             stageRounds.add(roundStages);
-            Run builtinRun = round.get("builtin");
-            for (String s : systems.subList(1, systems.size())) {
-                wallRatios.computeIfAbsent(s, x -> new ArrayList<>()).add((double) round.get(s).wallMs() / builtinRun.wallMs());
-                waitRatios.computeIfAbsent(s, x -> new ArrayList<>())
-                        .add((double) round.get(s).fetchWaitMs() / Math.max(1, builtinRun.fetchWaitMs()));
-            }
+            Map<String, Double> wall = new java.util.HashMap<>();
+            Map<String, Double> wait = new java.util.HashMap<>();
+            round.forEach((s, run) -> {
+                wall.put(s, (double) run.wallMs());
+                wait.put(s, (double) run.fetchWaitMs());
+            });
+            walls.add(wall);
+            waits.add(wait);
         }
         String reference = runs.get(0).result();
         if (runs.stream().anyMatch(x -> !x.result().equals(reference))) {
             throw new IllegalStateException("the results differ between runs: " + runs.stream().map(Run::result).toList());
         }
+        if (check) {
+            System.out.printf("identical results in both runs: %s (each shuffle once: a check, not a comparison; --compare N measures)%n",
+                    reference);
+            return;
+        }
         System.out.println();
-        System.out.println("| shuffle | wall ms (median of " + compare + ") | shuffle read wait ms (median) |");
+        System.out.println("| shuffle | wall ms (median of " + 2 * compare + ") | shuffle read wait ms (median) |");
         System.out.println("|---|---|---|");
         String provider = runs.stream().filter(x -> x.shuffle().equals("rdma")).findFirst().get().carriers().get(0)
                 .replaceAll(".*RDMA engine on (\\w+).*", "$1");
@@ -180,14 +197,15 @@ public final class ShuffleJob {
         System.out.println();
         int executorHosts = executorHosts(runs).size();
         String hosts = executorHosts + (executorHosts == 1 ? " host" : " hosts");
-        System.out.printf("ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(wallRatios.get("rdma")), compare, hosts);
-        System.out.printf("fetch wait ratio rdma/builtin: %.2f (%d rounds, %s)%n", medianOf(waitRatios.get("rdma")), compare, hosts);
-        if (variantName != null) {
-            System.out.printf("ratio %s/builtin: %.2f (%d rounds, %s)%n", variantName, medianOf(wallRatios.get(variantName)), compare,
-                    hosts);
-            System.out.printf("fetch wait ratio %s/builtin: %.2f (%d rounds, %s)%n", variantName,
-                    medianOf(waitRatios.get(variantName)), compare, hosts);
+        BalancedPairs.Figures wallFigures = new BalancedPairs.Figures(systems, walls);
+        BalancedPairs.Figures waitFigures = new BalancedPairs.Figures(systems, waits);
+        for (String s : systems.subList(1, systems.size())) {
+            String who = s.equals("rdma") ? "rdma" : s;
+            System.out.printf("ratio %s/builtin: %s%n", who, BalancedPairs.ratio(wallFigures.pairRatios(s, "builtin")).describe(hosts));
+            System.out.printf("fetch wait ratio %s/builtin: %s%n", who,
+                    BalancedPairs.ratio(waitFigures.pairRatios(s, "builtin")).describe(hosts));
         }
+        System.out.println("wall " + BalancedPairs.describeOrderEffect(wallFigures.orderEffect(), names));
     }
 
     /** The distinct addresses executors ran at, from the carriers lines ("executor 1 at 10.0.0.3: ..."). */
@@ -329,7 +347,8 @@ public final class ShuffleJob {
             List<String> prometheus = scrape == null ? List.of()
                     : scrape.finish(shuffle.equals("rdma"), remoteBlocks, remote, o.executors());
             return new Run(label, result, wallMs, written, remote, local, waitMs, records, remoteBlocks, carriers,
-                    metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages, windows, prometheus);
+                    metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages, windows, prometheus,
+                    RunSeparation.watch(sc.sc().applicationId()));
         }
     }
 

@@ -17,12 +17,13 @@ import java.util.stream.Collectors;
 import io.trino.tpcds.Table;
 import org.rdmashuffle.benchmarks.CommandLine;
 import org.rdmashuffle.benchmarks.cluster.ClusterRun;
+import org.rdmashuffle.benchmarks.spark.BalancedPairs;
 import org.rdmashuffle.benchmarks.spark.LocalCluster;
 import org.rdmashuffle.benchmarks.spark.StageAccounting;
 
 /**
  * TPC-DS with Spark's built-in shuffle and with rdma-shuffle, side by side: two Spark applications
- * stay up, and every query runs on one and then the other (the order swapped from query to query).
+ * stay up, and every query runs on one and then the other, compared in balanced pairs ({@link BalancedPairs}).
  * Each result is compared row for row (sorted) with the built-in one; a difference is re-checked by
  * running the query on the built-in shuffle again, which tells a query that is not deterministic
  * (e.g. LIMIT over ties) from a wrong answer; two empty results are "empty", not "match". Per query
@@ -30,13 +31,17 @@ import org.rdmashuffle.benchmarks.spark.StageAccounting;
  * run where RDMA silently fell back shows. The first query runs once on each, unrecorded, first.
  *
  * <pre>
- *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--rounds K] [--shuffle-partitions N] [--control] [--rdma-first]
+ *   TpcdsRunner [--scale 0.1] [--queries all|q3,q7,...] [--pairs N] [--shuffle-partitions N] [--control] [--rdma-first]
  *               [--data DIR] [--out DIR]
  *               [--hosts N [--rate RATE] [--profile]]
  * </pre>
- * {@code --rounds K} runs every query K times on each side (the two applications stay up; which side
- * goes first alternates by query and by round); each round is written to {@code round-<r>/} and
- * {@link RoundSummary} writes every round's times and the medians beside them. {@code
+ * {@code --pairs N} (default 1) runs 2N rounds, every query once on each side per round (the two
+ * applications stay up). Rounds 2p-1 and 2p are pair p: each query runs in them in opposite orders
+ * (built-in then rdma-shuffle in one, rdma-shuffle then built-in in the other), and which order a
+ * pair starts with alternates from query to query and from pair to pair ({@link #order}), so whatever
+ * the second place of a query costs falls on both sides alike. Each round is written to {@code
+ * round-<r>/}; {@link RoundSummary} writes every round's times beside the pairs' ratios, their median
+ * with a 90% interval, and the order effect ({@code rounds.md}, {@code rounds.csv}). {@code
  * --shuffle-partitions N} sets {@code spark.sql.shuffle.partitions} on both sides (the output
  * directory gains {@code -p<N>}). {@code --control} is the control experiment: the second application
  * runs Spark's built-in shuffle too (its figures stand in the rdma-shuffle columns), so what the
@@ -156,9 +161,9 @@ public final class TpcdsRunner {
     }
 
     /** Its command line. */
-    record Options(double scale, String queries, Path data, Path out, int hosts, String rate, boolean profile, int rounds,
+    record Options(double scale, String queries, Path data, Path out, int hosts, String rate, boolean profile, int pairs,
                    int partitions, boolean control, boolean rdmaFirst) {
-        static final String USAGE = "TpcdsRunner [--scale S] [--queries all|q3,q7] [--rounds K] [--shuffle-partitions N] [--control] "
+        static final String USAGE = "TpcdsRunner [--scale S] [--queries all|q3,q7] [--pairs N] [--shuffle-partitions N] [--control] "
                 + "[--rdma-first] [--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]]";
         /** The most Worker hosts: the bed makes at most 200, and the Master and the driver take two. */
         static final int MAX_HOSTS = 198;
@@ -172,7 +177,7 @@ public final class TpcdsRunner {
             int hosts = 0;
             String rate = null;
             boolean profile = false;
-            int rounds = 1;
+            int pairs = 1;
             int partitions = 0;
             boolean control = false;
             boolean rdmaFirst = false;
@@ -184,7 +189,9 @@ public final class TpcdsRunner {
                     case "--profile" -> profile = true;
                     case "--control" -> control = true;
                     case "--rdma-first" -> rdmaFirst = true;
-                    case "--rounds" -> rounds = positive(option, args, ++i);
+                    case "--pairs" -> pairs = positive(option, args, ++i);
+                    case "--rounds" -> throw new IllegalArgumentException(ROUNDS_BECAME_PAIRS
+                            + (i + 1 < args.length ? " " + args[i + 1] : ""));
                     case "--shuffle-partitions" -> partitions = positive(option, args, ++i);
                     case "--scale" -> scale = CommandLine.positiveNumber(option, CommandLine.value(args, ++i, option));
                     case "--queries" -> queries = CommandLine.value(args, ++i, option);
@@ -203,8 +210,25 @@ public final class TpcdsRunner {
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-            return new Options(scale, queries, data, out, hosts, rate, profile, rounds, partitions, control, rdmaFirst);
+            return new Options(scale, queries, data, out, hosts, rate, profile, pairs, partitions, control, rdmaFirst);
         }
+
+        /** What {@code --rounds K} (every query K times per side, one order per query and round) is told. */
+        static final String ROUNDS_BECAME_PAIRS = "--rounds became --pairs N (N balanced pairs: 2N rounds, each query in both "
+                + "orders in every pair): give --pairs instead of --rounds";
+    }
+
+    /** The two applications, as {@link BalancedPairs} and {@link RoundSummary} name them: the baseline first. */
+    static final List<String> SYSTEMS = List.of("builtin", "rdma");
+
+    /**
+     * The order in which round {@code round} (0-based; rounds 2p and 2p+1 are pair p) runs query number
+     * {@code query} (0-based, in the order the queries run): the pair's two rounds in opposite orders,
+     * and the order a pair starts with rotated by query and by pair, so within a round the queries
+     * alternate which side goes first and over the run both start pairs equally often.
+     */
+    static List<String> order(int query, int round) {
+        return BalancedPairs.order(SYSTEMS, 2 * (query + round / 2) + round % 2);
     }
 
     public static void main(String[] args) throws Exception {
@@ -216,7 +240,7 @@ public final class TpcdsRunner {
         int hosts = options.hosts();
         String rate = options.rate();
         boolean profile = options.profile();
-        int rounds = options.rounds();
+        int pairs = options.pairs();
         int partitions = options.partitions();
         boolean control = options.control();
         boolean rdmaFirst = options.rdmaFirst();
@@ -241,7 +265,7 @@ public final class TpcdsRunner {
                 Path logs = out;
                 boolean recorded = profile; // both applications alike, each into its own directory
                 boolean controlled = control;
-                outcomes = run(scale, queries, rounds, partitions, rdmaFirst, data.toAbsolutePath(), out, shuffle -> Server.onCluster(
+                outcomes = run(scale, queries, pairs, partitions, rdmaFirst, data.toAbsolutePath(), out, shuffle -> Server.onCluster(
                                 controlled ? control(shuffle) : shuffle, cluster, workers,
                                 recorded ? List.of(cluster.profilingConf(shuffle, System.out)) : List.of()),
                         hosts + " Worker hosts" + (rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)")
@@ -253,7 +277,7 @@ public final class TpcdsRunner {
         } else {
             Path local = out;
             boolean controlled = control;
-            outcomes = run(scale, queries, rounds, partitions, rdmaFirst, data, out, shuffle -> Server.local(controlled ? control(shuffle) : shuffle,
+            outcomes = run(scale, queries, pairs, partitions, rdmaFirst, data, out, shuffle -> Server.local(controlled ? control(shuffle) : shuffle,
                     local.resolve(shuffle + ".log")), "local-cluster, 2 executors each, 127.0.0.1" + (control ? CONTROL : ""));
         }
         long bad = outcomes.stream().filter(o -> o.verdict().startsWith("MISMATCH") || o.verdict().startsWith("FAIL rdma")
@@ -279,27 +303,29 @@ public final class TpcdsRunner {
         Server start(String shuffle) throws Exception;
     }
 
-    /** Runs the queries both ways on local-cluster applications and writes the results; one outcome per query. */
+    /** Runs the queries both ways in one balanced pair on local-cluster applications and writes the results. */
     public static List<Outcome> run(double scale, String queryNames, Path data, Path out) throws Exception {
         return run(scale, queryNames, 1, 0, data, out);
     }
 
     /**
-     * The same, {@code rounds} times, with {@code spark.sql.shuffle.partitions} set on both sides when
-     * {@code partitions} is above 0; the outcomes of every round in order.
+     * The same in {@code pairs} balanced pairs (2 x {@code pairs} rounds), with {@code
+     * spark.sql.shuffle.partitions} set on both sides when {@code partitions} is above 0; the outcomes
+     * of every round in order.
      */
-    public static List<Outcome> run(double scale, String queryNames, int rounds, int partitions, Path data, Path out)
+    public static List<Outcome> run(double scale, String queryNames, int pairs, int partitions, Path data, Path out)
             throws Exception {
         Files.createDirectories(out);
-        return run(scale, queryNames, rounds, partitions, false, data, out, shuffle -> Server.local(shuffle, out.resolve(shuffle + ".log")),
+        return run(scale, queryNames, pairs, partitions, false, data, out, shuffle -> Server.local(shuffle, out.resolve(shuffle + ".log")),
                 "local-cluster, 2 executors each, 127.0.0.1");
     }
 
     /**
-     * Runs the queries both ways, {@code rounds} times, and writes the results; the outcomes of every
-     * round in order. {@code partitions} above 0 sets {@code spark.sql.shuffle.partitions} on both sides.
+     * Runs the queries both ways in {@code pairs} balanced pairs of rounds ({@link #order}) and writes
+     * every round and the pairs' summary; the outcomes of every round in order. {@code partitions} above
+     * 0 sets {@code spark.sql.shuffle.partitions} on both sides.
      */
-    private static List<Outcome> run(double scale, String queryNames, int rounds, int partitions, boolean rdmaFirst, Path data,
+    private static List<Outcome> run(double scale, String queryNames, int pairs, int partitions, boolean rdmaFirst, Path data,
                                      Path out, Launcher launcher, String where) throws Exception {
         Map<String, String> queries = TpcdsQueries.select(queryNames);
         List<Table> tables = TpcdsQueries.tablesUsed(queries);
@@ -330,38 +356,35 @@ public final class TpcdsRunner {
             expect(builtin.call("run " + first + " " + scratch.resolve("warm-up.builtin")), "DONE run");
             expect(rdma.call("run " + first + " " + scratch.resolve("warm-up.rdma")), "DONE run");
             List<List<Outcome>> byRound = new ArrayList<>();
-            for (int round = 1; round <= rounds; round++) {
+            int rounds = 2 * pairs;
+            for (int round = 0; round < rounds; round++) {
                 List<Outcome> these = new ArrayList<>();
                 int i = 0;
                 for (String q : queries.keySet()) {
-                    i++;
                     Path bFile = scratch.resolve(q + ".builtin");
                     Path rFile = scratch.resolve(q + ".rdma");
-                    String b;
-                    String r;
-                    if ((i + round) % 2 == 0) {
-                        b = builtin.call("run " + q + " " + bFile);
-                        r = rdma.call("run " + q + " " + rFile);
-                    } else {
-                        r = rdma.call("run " + q + " " + rFile);
-                        b = builtin.call("run " + q + " " + bFile);
+                    List<String> order = order(i, round);
+                    Map<String, String> replies = new java.util.HashMap<>();
+                    for (String side : order) {
+                        replies.put(side, side.equals("builtin") ? builtin.call("run " + q + " " + bFile)
+                                : rdma.call("run " + q + " " + rFile));
                     }
-                    Outcome o = outcome(q, b, r, bFile, rFile, builtin, scratch);
+                    i++;
+                    Outcome o = outcome(q, replies.get("builtin"), replies.get("rdma"), bFile, rFile, builtin, scratch);
                     these.add(o);
-                    System.out.printf("%s[%3d/%d] %-5s built-in %6d ms, rdma %6d ms (%.2f), shuffle %8.1f MB (rdma side: %.1f MB "
-                            + "over RDMA, %.1f MB over Spark's transport), %5d rows: %s%n", rounds > 1 ? "round " + round + " " : "", i,
-                            queries.size(), q, o.builtinMs(), o.rdmaMs(), o.ratio(), o.shuffleReadBytes() / 1e6,
-                            o.rdma().rdmaBytes() / 1e6, o.rdma().builtinBytes() / 1e6, o.builtinRows(), o.verdict());
+                    System.out.printf("round %d/%d (pair %d, %s first) [%3d/%d] %-5s built-in %6d ms, rdma %6d ms (%.2f), shuffle %8.1f MB "
+                            + "(rdma side: %.1f MB over RDMA, %.1f MB over Spark's transport), %5d rows: %s%n", round + 1, rounds,
+                            round / 2 + 1, order.getFirst().equals("builtin") ? "built-in" : "rdma", i, queries.size(), q, o.builtinMs(),
+                            o.rdmaMs(), o.ratio(), o.shuffleReadBytes() / 1e6, o.rdma().rdmaBytes() / 1e6, o.rdma().builtinBytes() / 1e6,
+                            o.builtinRows(), o.verdict());
                     System.out.println("        " + StageSums.line(o));
                 }
-                write(these, scale, where + (rounds > 1 ? ", round " + round + " of " + rounds : ""),
-                        rounds > 1 ? out.resolve("round-" + round) : out);
+                write(these, scale, where + ", round " + (round + 1) + " of " + rounds + " (pair " + (round / 2 + 1) + " of " + pairs + ")",
+                        out.resolve("round-" + (round + 1)));
                 byRound.add(these);
                 outcomes.addAll(these);
             }
-            if (rounds > 1) {
-                RoundSummary.write(byRound, scale, where, out);
-            }
+            RoundSummary.write(byRound, scale, where, out);
         }
         return outcomes;
     }

@@ -17,7 +17,7 @@ import org.rdmashuffle.benchmarks.spark.MainJobRows;
 
 /**
  * The README's main job on Spark's standalone cluster across three Worker hosts (network namespaces,
- * each its own address), both shuffles, as {@code bin/shuffle-job --hosts 3 --compare 1} runs it: the
+ * each its own address), both shuffles, as {@code bin/shuffle-job --hosts 3 --compare 1} runs it (one balanced pair): the
  * plugin jar through spark.jars and conf/spark-defaults.conf as shipped.
  */
 class MainJobAcrossHostsTest {
@@ -27,13 +27,19 @@ class MainJobAcrossHostsTest {
         ClusterJob.Result r = run.result();
         String printed = run.printed();
         MainJobOutput out = MainJobOutput.parse(r.output());
-        assertEquals(2, out.rounds().size(), printed);
+        assertEquals(4, out.rounds().size(), printed); // one balanced pair: both orders
+        assertEquals(List.of("builtin", "rdma", "rdma", "builtin"), out.rounds().stream().map(MainJobOutput.Round::shuffle).toList());
         out.assertOneResultAndEveryRemoteBlockOverRdma(3, "software", printed);
-        assertTrue(printed.contains("identical results in all 2 runs"), printed);
+        assertTrue(printed.contains("identical results in all 4 runs"), printed);
+        // Each run began once the last one's executors (seen from the driver's namespace) had exited.
+        assertEquals(4, printed.lines().filter(l -> l.matches("^ {4}between runs: [1-9]\\d* executors of app-\\S+ exited .*, then sync .*"))
+                .count(), printed);
         // The result computed without Spark, which the Soft-RoCE pair's RDMA-only run is checked against.
         assertEquals(MainJobRows.expectedResult(300_000, 16), out.results().getFirst(), printed);
-        assertTrue(Pattern.compile("(?m)^ratio rdma/builtin: \\d+\\.\\d\\d \\(1 rounds, 3 hosts\\)$").matcher(printed).find(),
+        assertTrue(Pattern.compile("(?m)^ratio rdma/builtin: \\d+\\.\\d\\d \\(1 pair, no interval from one pair, 3 hosts\\)$").matcher(printed).find(),
                 printed);
+        assertTrue(Pattern.compile("(?m)^wall order effect \\(.*\\): built-in \\d+\\.\\d\\d, rdma-shuffle \\d+\\.\\d\\d$").matcher(printed)
+                .find(), printed);
         // Where the time went: the map and the reduce stage, each with the ratio of the same round's runs.
         assertEquals(2, printed.lines().filter(l -> l.contains(" | rdma-shuffle / built-in | |")).count(), printed);
         assertPrometheusCountsWhatRdmaCarried(printed);

@@ -216,9 +216,9 @@ class MainJobOnYarnAcrossHostsTest {
         List<String> sparkConfs = new ArrayList<>(List.of("spark.executor.cores=1", "spark.executor.memory=640m",
                 "spark.executor.memoryOverhead=512m", "spark.yarn.am.memory=256m", "spark.ui.enabled=false"));
         sparkConfs.addAll(confs);
-        // Both shuffles, one round each, unless the test asks for the plugin's alone ("--shuffle", "rdma").
+        // Both shuffles, once each, unless the test asks for the plugin's alone ("--shuffle", "rdma").
         List<String> args = new ArrayList<>(List.of("--rows", Integer.toString(ROWS)));
-        args.addAll(jobArgs.contains("--shuffle") ? List.of() : List.of("--compare", "1"));
+        args.addAll(jobArgs.contains("--shuffle") ? List.of() : List.of("--shuffle", "both"));
         args.addAll(jobArgs);
         List<String> printed = new ArrayList<>();
         int exit;

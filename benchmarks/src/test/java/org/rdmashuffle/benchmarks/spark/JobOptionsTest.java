@@ -46,6 +46,9 @@ class JobOptionsTest {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--mappers", "3")).getMessage()
                 .startsWith("unknown argument --mappers"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--shuffle", "tcp")).getMessage()
-                .startsWith("--shuffle takes rdma or builtin"));
+                .startsWith("--shuffle takes rdma, builtin or both"));
+        assertEquals("both", JobOptions.parse("--shuffle", "both").shuffle());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--shuffle", "both", "--compare", "2"))
+                .getMessage().contains("give one of them"));
     }
 }

@@ -11,17 +11,18 @@ class TpcdsRunnerOptionsTest {
     @Test
     void theDocumentedRuns_parse() {
         TpcdsRunner.Options o = TpcdsRunner.Options.parse("--scale", "1", "--hosts", "3", "--rate", "10gbit", "--profile",
-                "--rounds", "3", "--shuffle-partitions", "1000", "--queries", "q4,q11,q14a,q14b", "--control", "--rdma-first");
+                "--pairs", "3", "--shuffle-partitions", "1000", "--queries", "q4,q11,q14a,q14b", "--control", "--rdma-first");
         assertEquals(1.0, o.scale());
         assertEquals(3, o.hosts());
         assertEquals("10gbit", o.rate());
-        assertEquals(3, o.rounds());
+        assertEquals(3, o.pairs());
         assertEquals(1000, o.partitions());
         assertTrue(o.profile() && o.control() && o.rdmaFirst());
         TpcdsRunner.Options defaults = TpcdsRunner.Options.parse();
         assertEquals(0.1, defaults.scale());
         assertEquals("all", defaults.queries());
         assertEquals(0, defaults.hosts());
+        assertEquals(1, defaults.pairs()); // one pair: two rounds, each query in both orders
     }
 
     @Test
@@ -29,7 +30,9 @@ class TpcdsRunnerOptionsTest {
         assertEquals("--scale takes a number such as 0.1 or 1, not 'big'", refused("--scale", "big"));
         assertEquals("--scale must be a number above 0, not '-1'", refused("--scale", "-1"));
         assertEquals("--hosts must be 1..198, not 0", refused("--hosts", "0"));
-        assertEquals("--rounds must be at least 1, not 0", refused("--rounds", "0"));
+        assertEquals("--pairs must be at least 1, not 0", refused("--pairs", "0"));
+        assertEquals("--rounds became --pairs N (N balanced pairs: 2N rounds, each query in both orders in every pair): "
+                + "give --pairs instead of --rounds 2", refused("--rounds", "2"));
         assertEquals("--profile needs --hosts N (the cluster bed)", refused("--profile"));
         assertTrue(refused("--queries", "q3,q999").startsWith("--queries: no TPC-DS query q999 "), refused("--queries", "q3,q999"));
         assertTrue(refused("--no-such-flag").startsWith("unknown argument --no-such-flag"));
