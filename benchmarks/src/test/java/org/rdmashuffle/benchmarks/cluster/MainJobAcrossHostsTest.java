@@ -75,6 +75,10 @@ class MainJobAcrossHostsTest {
             Matcher round = ROUND.matcher(line);
             if (round.find()) {
                 system = round.group(1);
+                // A pair runs each system twice: what is checked is each system's last run, whole.
+                for (java.util.Map<String, ?> m : List.of(carried, scraped, during, carriedBy, scrapedBy, linksBy, scrapedLinks)) {
+                    m.remove(system);
+                }
                 continue;
             }
             if (system == null) {
