@@ -11,7 +11,7 @@ import org.apache.spark.api.plugin.SparkPlugin;
 
 /**
  * A plugin of the job's own, standing for RAPIDS, Gluten or a profiler's agent, for the test that the
- * shipped confs add to a job's settings instead of replacing them (ComposedConfsAcrossHostsTest). Each
+ * shipped confs add to a job's settings instead of replacing them (MainJobFromTheReleaseTarballTest). Each
  * executor tells the driver what it sees: the job's own Java option {@value #OWN_OPTION} (given with
  * {@code spark.executor.extraJavaOptions}) and whether native access is enabled (which only the shipped
  * {@code spark.executor.defaultJavaOptions} give). The driver prints one line, {@value #LINE}..., when

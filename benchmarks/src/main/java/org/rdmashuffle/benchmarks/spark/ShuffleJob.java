@@ -202,6 +202,8 @@ public final class ShuffleJob {
         for (String s : systems.subList(1, systems.size())) {
             String who = s.equals("rdma") ? "rdma" : s;
             System.out.printf("ratio %s/builtin: %s%n", who, BalancedPairs.ratio(wallFigures.pairRatios(s, "builtin")).describe(hosts));
+            System.out.println("    each pair: " + wallFigures.pairRatios(s, "builtin").stream()
+                    .map(r -> String.format(java.util.Locale.ROOT, "%.2f", r)).collect(java.util.stream.Collectors.joining(", ")));
             System.out.printf("fetch wait ratio %s/builtin: %s%n", who,
                     BalancedPairs.ratio(waitFigures.pairRatios(s, "builtin")).describe(hosts));
         }

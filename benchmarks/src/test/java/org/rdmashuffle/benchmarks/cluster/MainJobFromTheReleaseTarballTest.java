@@ -9,9 +9,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
+import org.rdmashuffle.benchmarks.spark.JobsOwnPlugin;
 import org.rdmashuffle.benchmarks.spark.MainJobRows;
 
 /**
@@ -21,13 +24,23 @@ import org.rdmashuffle.benchmarks.spark.MainJobRows;
  * it alone, as docs/spark.md says: the tarball's plugin jar, and its conf/spark-defaults.conf with the
  * jar's install path and a secret filled in. The main job then runs, its shuffle on the engine, with the
  * result computed without Spark.
+ *
+ * <p>The job is submitted as a user's job would be, with settings of its own that the shipped conf also
+ * sets: its own {@code spark.plugins} (another plugin, as RAPIDS or a profiler would be) and its own
+ * {@code spark.{driver,executor}.extraJavaOptions}. The shipped conf adds to them instead of replacing
+ * them: the job keeps its plugin and options, and rdma-shuffle's plugin (its Prometheus figures count
+ * every executor on the engine) and the shipped Java options (native access) are there too.
  */
 class MainJobFromTheReleaseTarballTest {
     private static final int ROWS = 200_000;
     private static final int MAPS = 8;
+    private static final Pattern OWN = Pattern.compile(Pattern.quote(JobsOwnPlugin.LINE)
+            + " driver option=(\\S*) nativeAccess=(\\S+); executors \\{(.*)\\}$");
+    private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: rdma.blocks=(\\d+) .*"
+            + "executors.onRdma=(\\d+) executors.fallenBack=(\\d+)");
 
     @Test
-    void theTarballsJarAndConf_runTheMainJobOnAStandaloneCluster_overTheEngine() throws Exception {
+    void theTarballsJarAndConf_runAJobWithItsOwnPluginAndJavaOptions_keepingBoth_overTheEngine() throws Exception {
         BedSupport.requireBed();
         Path work = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "from-the-release");
         Path dist = work.resolve("dist");
@@ -56,8 +69,12 @@ class MainJobFromTheReleaseTarballTest {
                 release.resolve("conf/spark-defaults.conf"));
         ClusterRun.Finished driver;
         try (cluster) {
-            driver = cluster.runMainJob(List.of(), List.of("--rows", Integer.toString(ROWS), "--maps", Integer.toString(MAPS),
-                    "--shuffle", "rdma", "--executors", "2"), 10, System.out);
+            driver = cluster.runMainJob(List.of(
+                    "spark.plugins=" + JobsOwnPlugin.class.getName(),
+                    "spark.driver.extraJavaOptions=-D" + JobsOwnPlugin.OWN_OPTION + "=driver",
+                    "spark.executor.extraJavaOptions=-D" + JobsOwnPlugin.OWN_OPTION + "=executor"),
+                    List.of("--rows", Integer.toString(ROWS), "--maps", Integer.toString(MAPS),
+                    "--shuffle", "rdma", "--executors", "2", "--prometheus"), 10, System.out);
         }
         List<String> printed = driver.lines();
         assertEquals(List.of(), cluster.leftNamespaces(), "namespaces left behind");
@@ -70,7 +87,27 @@ class MainJobFromTheReleaseTarballTest {
         MainJobOutput job = MainJobOutput.parseSingle(printed);
         assertEquals(MainJobRows.expectedResult(ROWS, MAPS), job.rounds().getFirst().result(), text);
         job.assertEveryRemoteBlockOverRdma(2, "software", text);
+        assertTheJobsOwnSettingsAndTheShippedOnesBothTookEffect(printed, job.rounds().getFirst().executors().size(), text);
         deleteTree(work);
+    }
+
+    /** The job's own plugin ran on the driver and every executor, each with the job's option and the shipped one. */
+    private static void assertTheJobsOwnSettingsAndTheShippedOnesBothTookEffect(List<String> printed, int executors, String text) {
+        Matcher own = printed.stream().map(OWN::matcher).filter(Matcher::find).findFirst().orElse(null);
+        assertTrue(own != null, "the job's own plugin ran on the driver: " + text);
+        assertEquals("driver", own.group(1), "the job's own driver option: " + own.group());
+        assertEquals("true", own.group(2), "the shipped driver option (native access) kept: " + own.group());
+        List<String> reports = List.of(own.group(3).split(", "));
+        assertEquals(executors, reports.size(), "every executor ran the job's own plugin: " + own.group());
+        for (String r : reports) {
+            assertTrue(r.endsWith("=option=executor nativeAccess=true"),
+                    "an executor with the job's own option and the shipped one: " + r);
+        }
+        Matcher scraped = printed.stream().map(SCRAPED::matcher).filter(Matcher::find).findFirst().orElse(null);
+        assertTrue(scraped != null, "rdma-shuffle's plugin published its figures beside the job's plugin: " + text);
+        assertTrue(Long.parseLong(scraped.group(1)) > 0, scraped.group());
+        assertEquals(Integer.toString(executors), scraped.group(2), "every executor counted on the engine: " + scraped.group());
+        assertEquals("0", scraped.group(3), scraped.group());
     }
 
     private record Output(int exit, String text) {
