@@ -33,7 +33,8 @@ final class FetchedBlockManagedBuffer extends ManagedBuffer {
     /**
      * The bytes as one buffer: in place for a block that fits one fetch buffer; a block read in pieces
      * is copied (Spark's fetch iterator reads shuffle blocks as streams, so this is a rare path), and
-     * one over 2 GiB cannot be held so.
+     * one over 2 GiB cannot be held so. The copy grows as the pieces arrive: its size is the serving
+     * peer's word until they have, so nothing is allocated for bytes that have not come.
      */
     @Override
     public ByteBuffer nioByteBuffer() throws IOException {
@@ -44,11 +45,12 @@ final class FetchedBlockManagedBuffer extends ManagedBuffer {
             throw new IOException(block.id() + " is " + block.size() + " bytes, more than one ByteBuffer holds (" + MAX_ONE_BUFFER
                     + "): read it as a stream (createInputStream)");
         }
-        byte[] all = new byte[(int) block.size()];
+        byte[] all;
         try (InputStream in = block.openStream()) {
-            if (in.readNBytes(all, 0, all.length) != all.length) {
-                throw new IOException(block.id() + " ended before its " + block.size() + " bytes");
-            }
+            all = in.readNBytes((int) block.size()); // in chunks as they are read, not one array of the size claimed
+        }
+        if (all.length != block.size()) {
+            throw new IOException(block.id() + " ended after " + all.length + " of its " + block.size() + " bytes");
         }
         return ByteBuffer.wrap(all).asReadOnlyBuffer();
     }

@@ -88,6 +88,32 @@ class RdmaBlockStoreClientTest {
     }
 
     /**
+     * A block read in pieces (6 MiB and a bit, fetch buffers of 4 MiB) as one ByteBuffer: copied as its
+     * pieces arrive, every byte in its place.
+     */
+    @Test
+    void aBlockReadInPiecesIsCopiedIntoOneByteBuffer() throws Exception {
+        byte[] bytes = new byte[(6 << 20) + 123];
+        new java.util.Random(11).nextBytes(bytes);
+        Path file = dir.resolve("shuffle_0_1_0.data");
+        java.nio.file.Files.write(file, bytes);
+        server.registerMapOutput(0, 1, file, new long[] {0, bytes.length});
+        Arrivals arrivals = new Arrivals();
+        storeClient(unused()).fetchBlocks("127.0.0.1", 1, EXECUTOR, new String[] {"shuffle_0_1_0"}, arrivals, null);
+        Object got = arrivals.next();
+        assertTrue(got instanceof ManagedBuffer, String.valueOf(got));
+        ManagedBuffer block = (ManagedBuffer) got;
+        try {
+            ByteBuffer all = block.nioByteBuffer();
+            byte[] copy = new byte[all.remaining()];
+            all.get(copy);
+            org.junit.jupiter.api.Assertions.assertArrayEquals(bytes, copy);
+        } finally {
+            block.release();
+        }
+    }
+
+    /**
      * A 3 GiB block, a sparse file with a marker every 256 MiB: before, it failed as too large (and a
      * block over 2 GiB could not be viewed at all). Now Spark gets it as one ManagedBuffer whose stream
      * brings the pieces as they land, using 16 MiB of fetch buffers.

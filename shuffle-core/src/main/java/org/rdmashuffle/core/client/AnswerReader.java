@@ -33,12 +33,21 @@ final class AnswerReader {
      * reason the connection is broken.
      */
     record Answer(List<Wanted> empty, List<Wanted> refused, List<Wanted> askAgain, PiecedBlock refusedPieces,
-                  String refusal, BlockFetchException.Kind refusalKind, Throwable broken) {
+                  String refusal, BlockFetchException.Kind refusalKind, Throwable broken, List<Unread> unread) {
+        Answer(List<Wanted> empty, List<Wanted> refused, List<Wanted> askAgain, PiecedBlock refusedPieces,
+               String refusal, BlockFetchException.Kind refusalKind, Throwable broken) {
+            this(empty, refused, askAgain, refusedPieces, refusal, refusalKind, broken, List.of());
+        }
+    }
+
+    /** A block described in a way it cannot be read (longer than any block can be), and why: it fails alone. */
+    record Unread(Wanted wanted, String reason) {
     }
 
     Answer read(Message message) {
         List<Wanted> empty = new ArrayList<>();
         List<Wanted> askAgain = new ArrayList<>();
+        List<Unread> unread = new ArrayList<>(0);
         return switch (message) {
             case Message.FetchResponse r -> {
                 Request req = awaiting.take(r.requestId());
@@ -50,14 +59,15 @@ final class AnswerReader {
                     broken = new MalformedMessageException("response " + r.requestId() + " describes " + r.blocks().size()
                             + " blocks for a request of " + req.blocks().size());
                 } else {
-                    broken = req.refreshing() != null ? described.redescribed(req.refreshing(), r) : described.fromAnswer(req, r, empty);
+                    broken = req.refreshing() != null ? described.redescribed(req.refreshing(), r)
+                            : described.fromAnswer(req, r, empty, unread);
                     if (broken != null) {
                         awaiting.putBack(r.requestId(), req); // its blocks fail with the connection
                     } else {
                         described.wake(req, r, empty, askAgain);
                     }
                 }
-                yield new Answer(empty, null, askAgain, null, null, null, broken);
+                yield new Answer(empty, null, askAgain, null, null, null, broken, broken == null ? unread : List.of());
             }
             case Message.ErrorResponse e when e.requestId() == Message.CONNECTION_ERROR ->
                     broken(new java.io.IOException("the peer closed the connection: " + e.reason()));

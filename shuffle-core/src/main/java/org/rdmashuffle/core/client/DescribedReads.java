@@ -59,7 +59,7 @@ final class DescribedReads {
         MapOutputLayout l = known == null ? null : known.layout();
         long from = l == null || !l.holds(b) ? -1 : l.offset(b.startPartition());
         long length = from < 0 ? -1 : l.offset(b.endPartition()) - from;
-        if (length < 0 || ResponseCheck.tooManyPieces(length, pieceBytes)) {
+        if (length < 0 || ResponseCheck.tooLong(length, pieceBytes)) {
             return false;
         }
         read(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
@@ -91,16 +91,26 @@ final class DescribedReads {
         }
     }
 
-    /** Checks each descriptor against what was asked and queues its reads; returns what is wrong, if anything. */
-    Throwable fromAnswer(Request req, Message.FetchResponse r, List<Wanted> empty) {
-        Throwable wrong = ResponseCheck.descriptors(r, req.blocks(), pieceBytes);
+    /**
+     * Checks each descriptor against what was asked and queues its reads; returns what is wrong, if
+     * anything (the connection fails). A block described longer than any can be goes to {@code tooLong}
+     * with the reason, to fail alone.
+     */
+    Throwable fromAnswer(Request req, Message.FetchResponse r, List<Wanted> empty, List<AnswerReader.Unread> tooLong) {
+        Throwable wrong = ResponseCheck.descriptors(r, req.blocks());
         if (wrong != null) {
             return wrong;
         }
         long now = context.nanoTime();
         for (int i = 0; i < req.blocks().size(); i++) {
             BlockDescriptor d = r.blocks().get(i);
-            read(req.blocks().get(i), d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
+            Wanted w = req.blocks().get(i);
+            String why = ResponseCheck.tooLong(r, w, d, pieceBytes);
+            if (why != null) {
+                tooLong.add(new AnswerReader.Unread(w, why));
+            } else {
+                read(w, d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
+            }
         }
         for (MapOutputLayout l : r.layouts()) {
             if (ResponseCheck.agrees(l, req.blocks(), r)) {
@@ -126,11 +136,10 @@ final class DescribedReads {
         } else {
             BlockDescriptor d = new BlockDescriptor(w.id.shuffleId(), w.id.mapId(), w.id.startPartition(),
                     w.id.endPartition(), address, length, rkey, rawLength);
-            PiecedBlock p = new PiecedBlock(w, d, describedAt, pieceBytes, recycler, timeoutNanos);
+            int ahead = (int) Math.max(1, Math.min(PIECES_AHEAD, context.buffers().limitBytes() / pieceBytes / 2));
+            PiecedBlock p = new PiecedBlock(w, d, describedAt, pieceBytes, ahead, recycler, timeoutNanos);
             pieced.add(p);
-            int ahead = (int) Math.min(p.pieces, Math.max(1, Math.min(PIECES_AHEAD,
-                    context.buffers().limitBytes() / pieceBytes / 2)));
-            for (; p.nextToQueue < ahead; p.nextToQueue++) {
+            for (; p.nextToQueue < p.window; p.nextToQueue++) {
                 queued.add(p.pieceRead(p.nextToQueue, now, null));
             }
         }

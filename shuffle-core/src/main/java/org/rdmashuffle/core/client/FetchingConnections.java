@@ -292,7 +292,8 @@ public final class FetchingConnections {
         PeerFetcher f = new PeerFetcher(channels.apply(c), context, new PeerFetcher.Limits(config.chainLength(), maxReadSge, config.maxChainBytes(),
                 config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos(),
                 // The peer's lease, if shorter than our timeout: a description is trusted for half of it.
-                theirs.leaseMillis() > 0 ? Math.min(config.fetchTimeout().toNanos(), theirs.leaseMillis() * 1_000_000L)
+                // (TimeUnit saturates: a lease of ~Long.MAX_VALUE ms, the peer's word, does not wrap negative.)
+                theirs.leaseMillis() > 0 ? Math.min(config.fetchTimeout().toNanos(), TimeUnit.MILLISECONDS.toNanos(theirs.leaseMillis()))
                         : config.fetchTimeout().toNanos(),
                 // Reads from page boundaries where our buffers' paging or the peer's regions' needs them.
                 own.registration().pageAlignedReads() || theirs.pageAlignedReads()));

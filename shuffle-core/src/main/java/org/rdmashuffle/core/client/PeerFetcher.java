@@ -215,6 +215,9 @@ public final class PeerFetcher {
         for (Wanted w : a.empty()) {
             Outcomes.deliver(w, FetchedBlock.empty(w.id));
         }
+        for (AnswerReader.Unread u : a.unread()) {
+            Outcomes.failed(peer(), List.of(u.wanted()), BlockFetchException.Kind.FAILED, u.reason(), null);
+        }
         if (a.refused() != null) {
             Outcomes.failed(peer(), a.refused(), a.refusalKind(), "the peer refused: " + a.refusal(), null);
         }

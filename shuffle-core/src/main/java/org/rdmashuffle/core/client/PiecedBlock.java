@@ -17,6 +17,10 @@ import org.rdmashuffle.core.protocol.BlockDescriptor;
  * lands. When the consumer is done with a piece, its buffer reads the next one ({@link Recycler}), so
  * a stream under way never waits for buffers others hold, and the block never needs more registered
  * memory than its window, whatever its size (more than the fetch buffer memory, more than 2 GiB).
+ * Nor more heap: its length is the peer's word, so nothing here is sized by it. The pieces landed and
+ * not yet read sit in one slot each of a ring as long as the window (a piece's buffer reads the piece
+ * a window further on only once its consumer is done with it, so those waiting always fit), and a
+ * block claiming petabytes costs what one of a few megabytes does until its bytes arrive.
  *
  * <p>Two sides. The fetcher's (under its {@link PeerFetcher}'s lock): which pieces are queued, the
  * current descriptor. The consumer's (under this object's monitor): pieces landed and not yet read,
@@ -38,6 +42,8 @@ final class PiecedBlock {
     final long rawLength;
     final int pieceBytes;
     final int pieces;
+    /** Pieces read ahead of the consumer: the buffers the block circulates, and the slots of its ring. */
+    final int window;
     private final Recycler recycler;
     private final long waitNanos;
 
@@ -50,30 +56,46 @@ final class PiecedBlock {
     List<Read> parked;
 
     // The consumer's side, under this.
+    /**
+     * The pieces landed and not yet taken by the stream, piece {@code i} in slot {@code i % window}:
+     * those are pieces {@code [nextToTake, nextToTake + window)}, as piece {@code i + window} is read
+     * only once piece {@code i} was taken and read.
+     */
     private final RegisteredBuffer[] landed;
-    /** Where each landed piece starts in its buffer: its read's {@linkplain Read#lead lead}. */
+    /** Where each landed piece starts in its buffer (by slot): its read's {@linkplain Read#lead lead}. */
     private final int[] leads;
+    /** The piece the stream takes next. */
+    private int nextToTake;
+    /** Pieces landed so far, taken or not. */
     private int landedCount;
     private Throwable failure;
     private boolean closed;
     private boolean streamOpened;
     /** The piece the stream is reading: released with the block if the stream is not read to its end. */
     private RegisteredBuffer reading;
+    /** Where the piece being read starts in {@link #reading}. */
+    private int readingLead;
 
-    PiecedBlock(Wanted wanted, BlockDescriptor where, long describedAt, int pieceBytes, Recycler recycler, long waitNanos) {
+    /**
+     * @param maxAhead the most pieces read ahead of the consumer (its window: fewer if the block has
+     *                 fewer pieces)
+     */
+    PiecedBlock(Wanted wanted, BlockDescriptor where, long describedAt, int pieceBytes, int maxAhead, Recycler recycler,
+                long waitNanos) {
         this.wanted = wanted;
         this.where = where;
         this.describedAt = describedAt;
         this.length = where.length();
         this.rawLength = where.rawLength();
         this.pieceBytes = pieceBytes;
-        long n = (length + pieceBytes - 1) / pieceBytes;
-        if (n > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException(wanted.id + ": " + n + " pieces");
+        long n = length / pieceBytes + (length % pieceBytes == 0 ? 0 : 1);
+        if (length <= 0 || n > ResponseCheck.MAX_PIECES || maxAhead < 1) { // refused before: ResponseCheck.tooLong
+            throw new IllegalArgumentException(wanted.id + ": " + length + " bytes in " + n + " pieces, " + maxAhead + " ahead");
         }
         this.pieces = (int) n;
-        this.landed = new RegisteredBuffer[pieces];
-        this.leads = new int[pieces];
+        this.window = Math.min(pieces, maxAhead);
+        this.landed = new RegisteredBuffer[window];
+        this.leads = new int[window];
         this.recycler = recycler;
         this.waitNanos = waitNanos;
     }
@@ -90,11 +112,18 @@ final class PiecedBlock {
      * block or it failed (the caller releases the buffer).
      */
     synchronized boolean landed(int i, RegisteredBuffer buffer, int lead) {
-        if (closed || failure != null || landed[i] != null) {
+        if (closed || failure != null) {
             return false;
         }
-        landed[i] = buffer;
-        leads[i] = lead;
+        int slot = i % window;
+        if (i < nextToTake || i >= nextToTake + window || landed[slot] != null) {
+            // Cannot happen (a piece is read only once the one a window before it was taken): a bug, the stream says so.
+            fail(new IllegalStateException(wanted.id + ": piece " + i + " landed while the stream takes piece " + nextToTake
+                    + " of " + pieces + " (a window of " + window + ")"));
+            return false;
+        }
+        landed[slot] = buffer;
+        leads[slot] = lead;
         landedCount++;
         notifyAll();
         return true;
@@ -158,9 +187,12 @@ final class PiecedBlock {
                 if (closed) {
                     throw new IOException(wanted.id + " was released while being read");
                 }
-                if (landed[i] != null) {
-                    reading = landed[i];
-                    landed[i] = null;
+                int slot = i % window;
+                if (landed[slot] != null) {
+                    reading = landed[slot];
+                    readingLead = leads[slot];
+                    landed[slot] = null;
+                    nextToTake = i + 1;
                     return reading;
                 }
                 if (failure != null) {
@@ -220,7 +252,7 @@ final class PiecedBlock {
                 long len = Math.min(pieceBytes, length - (long) piece * pieceBytes);
                 int i = piece++;
                 current = take(i);
-                bytes = current.slabMemory().asSlice(current.offset() + leads[i], len); // leads[i]: seen through take's lock
+                bytes = current.slabMemory().asSlice(current.offset() + readingLead, len); // set by take, on this thread
                 position = 0;
             }
             return bytes;

@@ -12,20 +12,24 @@ import org.rdmashuffle.core.protocol.MapOutputLayout;
  * What a reducer believes of a peer's answer before it reads a byte: each descriptor names the block
  * asked for in its place and a range that can exist, and a layout is kept only if it agrees with the
  * descriptors of its blocks. A peer that answers otherwise is broken or hostile; its connection fails.
+ * A block described longer than a reducer reads ({@link #tooLong}) fails alone, the rest of the answer
+ * is read.
  */
 final class ResponseCheck {
+    /**
+     * The most pieces a block is read in ({@link PiecedBlock} counts them in an int): with pieces of a
+     * fetch buffer (at least 1 MiB less a page), a block of about 2 PiB; 8 PiB with the default 4 MiB
+     * buffers. Nothing is sized by a block's length; this bounds only what a counter holds.
+     */
+    static final int MAX_PIECES = Integer.MAX_VALUE - 16;
+
     private ResponseCheck() {
     }
 
     /** What is wrong with response {@code r} to a request for {@code asked} (same size, in order), or null. */
-    static Throwable descriptors(Message.FetchResponse r, List<Wanted> asked, int pieceBytes) {
+    static Throwable descriptors(Message.FetchResponse r, List<Wanted> asked) {
         for (int i = 0; i < asked.size(); i++) {
-            BlockDescriptor d = r.blocks().get(i);
-            Throwable wrong = descriptor(r, asked.get(i), d);
-            if (wrong == null && tooManyPieces(d.length(), pieceBytes)) {
-                wrong = new MalformedMessageException("response " + r.requestId() + ": " + d.length() + " bytes for "
-                        + asked.get(i).id);
-            }
+            Throwable wrong = descriptor(r, asked.get(i), r.blocks().get(i));
             if (wrong != null) {
                 return wrong;
             }
@@ -72,8 +76,26 @@ final class ResponseCheck {
         return any;
     }
 
-    /** More pieces of {@code pieceBytes} than a {@link PiecedBlock} counts: a length no map output has. */
-    static boolean tooManyPieces(long length, int pieceBytes) {
-        return length / pieceBytes > Integer.MAX_VALUE - 16;
+    /** The longest block read in pieces of {@code pieceBytes}: {@link #MAX_PIECES} of them. */
+    static long longestBlock(int pieceBytes) {
+        return (long) MAX_PIECES * pieceBytes;
+    }
+
+    /** Whether a block of {@code length} bytes is longer than one read in pieces of {@code pieceBytes} can be. */
+    static boolean tooLong(long length, int pieceBytes) {
+        return length > longestBlock(pieceBytes);
+    }
+
+    /**
+     * Why the block {@code d} describes for {@code w} in response {@code r} is not read: longer than
+     * any block can be ({@link #longestBlock}), naming the block, the length claimed and the limit; null
+     * if it is read. Only that block fails: the peer's other answers may be right.
+     */
+    static String tooLong(Message.FetchResponse r, Wanted w, BlockDescriptor d, int pieceBytes) {
+        if (!tooLong(d.length(), pieceBytes)) {
+            return null;
+        }
+        return "response " + r.requestId() + " describes " + w.id + " as " + d.length() + " bytes, longer than a block can be ("
+                + longestBlock(pieceBytes) + " bytes: " + MAX_PIECES + " pieces of " + pieceBytes + ")";
     }
 }

@@ -207,6 +207,71 @@ class PeerFetcherTest {
         assertIdle(f);
     }
 
+    /**
+     * "No peer chooses our sizes": a peer describing blocks longer than any can be (Long.MAX_VALUE / 2,
+     * 8 PiB) fails those blocks alone, with an error naming the block, the claimed length and the
+     * limit; the other blocks of its answer arrive, and the connection carries on (until 2026-12 such
+     * an answer failed the connection, and every block on it, as malformed).
+     */
+    @Test
+    void aPeerClaimingAnAbsurdBlockLength_failsThatBlockAlone_andTheOthersArrive() {
+        PeerFetcher f = fetcher(16, 8);
+        long longest = ResponseCheck.longestBlock(SLAB);
+        long[] claimed = {100, Long.MAX_VALUE / 2, 8L << 50, 100};
+        List<BlockId> blocks = blocks(claimed.length);
+        f.fetch(blocks, listener);
+        f.onMessage(described(channel.onlyRequest(), claimed));
+
+        assertTrue(!channel.retired, "the connection carries on");
+        assertEquals(List.of("failed " + blocks.get(1), "failed " + blocks.get(2)), events, "the two absurd claims fail at once");
+        for (int i = 0; i < 2; i++) {
+            BlockFetchException e = assertInstanceOf(BlockFetchException.class, failures.get(i));
+            assertEquals(BlockFetchException.Kind.FAILED, e.kind(), "a fetch failure, as for a malformed answer");
+            assertEquals(List.of(blocks.get(1 + i)), e.blocks());
+            String m = e.getMessage();
+            assertTrue(m.contains(blocks.get(1 + i) + " as " + claimed[1 + i] + " bytes") && m.contains(Long.toString(longest)), m);
+        }
+        completeChains(f);
+        assertEquals(List.of(blocks.get(0), blocks.get(3)), delivered.stream().map(FetchedBlock::id).toList(), "the others arrive");
+
+        List<BlockId> next = List.of(BlockId.of(0, 9, 0)); // and the same connection serves the next fetch
+        f.fetch(next, listener);
+        f.onMessage(answer((Message.FetchRequest) channel.sent.get(1), 0x1000, 0));
+        completeChains(f);
+        assertEquals(next.getFirst(), delivered.getLast().id());
+        assertIdle(f);
+    }
+
+    /**
+     * A block of the longest length accepted (2^31 - 17 pieces; 128 TiB of pieces of 64 KiB) costs the
+     * reducer its window of pieces, read as its consumer goes: nothing is sized from the length it
+     * claims. Until 2026-12 a pieced block had two arrays of one entry per piece, allocated from the
+     * claim before a byte arrived: 16 GiB of heap here, an OutOfMemoryError in the executor.
+     */
+    @Test
+    void aBlockOfTheLongestAcceptedLength_isReadAsItsConsumerGoes_withNothingSizedByItsClaim() throws IOException {
+        PeerFetcher f = fetcher(16, 8);
+        long longest = ResponseCheck.longestBlock(SLAB);
+        List<BlockId> blocks = blocks(2);
+        f.fetch(blocks, listener);
+        f.onMessage(described(channel.onlyRequest(), 100, longest));
+        completeChains(f);
+        assertEquals(blocks, delivered.stream().map(FetchedBlock::id).toList(), "handed over at its first piece");
+        FetchedBlock block = delivered.get(1);
+        assertEquals(longest, block.size());
+        java.io.InputStream in = block.openStream();
+        for (int piece = 0; piece < 5; piece++) { // each piece's buffer reads the next one once it is read
+            assertEquals(SLAB, in.readNBytes(SLAB).length, "piece " + piece);
+            completeChains(f);
+        }
+        assertEquals(1 + 2, buffers.outstanding(), "the small block's buffer and the window's two");
+        block.release();
+        completeChains(f);
+        assertEquals(1, buffers.outstanding(), "the window's buffers are back");
+        assertTrue(!channel.retired && failures.isEmpty());
+        assertIdle(f);
+    }
+
     /** Completes every chain posted and not yet completed, in order. */
     private int completed;
 
@@ -340,6 +405,17 @@ class PeerFetcherTest {
         for (BlockId b : r.blocks()) {
             ds.add(new BlockDescriptor(b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), at, 100, RKEY));
             at += 100 + gap;
+        }
+        return new Message.FetchResponse(r.requestId(), ds);
+    }
+
+    /** The peer's answer: block {@code i} claims {@code lengths[i]} bytes, each a MiB after the last's start. */
+    private static Message.FetchResponse described(Message.FetchRequest r, long... lengths) {
+        List<BlockDescriptor> ds = new ArrayList<>();
+        for (int i = 0; i < lengths.length; i++) {
+            BlockId b = r.blocks().get(i);
+            ds.add(new BlockDescriptor(b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(),
+                    PEER_BASE + ((long) i << 20), lengths[i], RKEY));
         }
         return new Message.FetchResponse(r.requestId(), ds);
     }

@@ -1,5 +1,6 @@
 package org.rdmashuffle.core.client;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -72,17 +73,32 @@ class ResponseCheckTest {
     @Test
     void aDescriptorOfAnotherBlockIsMalformed() {
         var r = answer(List.of(described(1, BASE, 100, RKEY)));
-        Throwable wrong = ResponseCheck.descriptors(r, asked(BlockId.of(3, 5, 0)), 4 << 20);
+        Throwable wrong = ResponseCheck.descriptors(r, asked(BlockId.of(3, 5, 0)));
         assertNotNull(wrong);
         assertTrue(wrong.getMessage().contains("shuffle_3_5_1") && wrong.getMessage().contains("shuffle_3_5_0"), wrong.getMessage());
     }
 
     @Test
     void aRangeThatCannotExistIsMalformed() {
-        assertNotNull(ResponseCheck.descriptors(answer(List.of(described(0, 0, 100, RKEY))), asked(BlockId.of(3, 5, 0)), 4 << 20));
-        assertNotNull(ResponseCheck.descriptors(answer(List.of(described(0, -16, 100, RKEY))), asked(BlockId.of(3, 5, 0)), 4 << 20));
-        assertNotNull(ResponseCheck.descriptors(answer(List.of(described(0, BASE, Long.MAX_VALUE, RKEY))),
-                asked(BlockId.of(3, 5, 0)), 4 << 20), "more pieces than a block can have");
-        assertNull(ResponseCheck.descriptors(answer(List.of(described(0, BASE, 100, RKEY))), asked(BlockId.of(3, 5, 0)), 4 << 20));
+        assertNotNull(ResponseCheck.descriptors(answer(List.of(described(0, 0, 100, RKEY))), asked(BlockId.of(3, 5, 0))));
+        assertNotNull(ResponseCheck.descriptors(answer(List.of(described(0, -16, 100, RKEY))), asked(BlockId.of(3, 5, 0))));
+        assertNull(ResponseCheck.descriptors(answer(List.of(described(0, BASE, 100, RKEY))), asked(BlockId.of(3, 5, 0))));
+    }
+
+    @Test
+    void aBlockLongerThanAnyCanBe_isNotRead_andTheReasonNamesTheBlockItsClaimAndTheLimit() {
+        int pieceBytes = 4 << 20;
+        long longest = ResponseCheck.longestBlock(pieceBytes);
+        assertEquals((Integer.MAX_VALUE - 16L) * pieceBytes, longest, "8 PiB less 68 MiB with pieces of 4 MiB");
+        var wanted = new Wanted(BlockId.of(3, 5, 0), null);
+        for (long claim : new long[] {Long.MAX_VALUE, Long.MAX_VALUE / 2, 8L << 50, longest + 1}) {
+            var r = answer(List.of(described(0, BASE, claim, RKEY)));
+            assertNull(ResponseCheck.descriptors(r, List.of(wanted)), "a range that can exist: not a malformed answer");
+            String why = ResponseCheck.tooLong(r, wanted, r.blocks().getFirst(), pieceBytes);
+            assertNotNull(why, claim + " bytes");
+            assertTrue(why.contains("shuffle_3_5_0 as " + claim + " bytes") && why.contains(Long.toString(longest)), why);
+        }
+        var r = answer(List.of(described(0, BASE, longest, RKEY)));
+        assertNull(ResponseCheck.tooLong(r, wanted, r.blocks().getFirst(), pieceBytes), "the longest is read");
     }
 }
