@@ -299,6 +299,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return transport.timerTasks();
     }
 
+    /** Tests: the timer's periodic ticks run since the start (an engine with nothing to fetch or serve runs none). */
+    long ticksRun() {
+        return transport.ticksRun();
+    }
+
     /** Tests: the most metadata sends one tenant has had waiting for a send slot at once. */
     int peakQueuedSends() {
         return transport.sender().peakQueued();

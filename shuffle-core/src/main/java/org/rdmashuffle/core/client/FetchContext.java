@@ -23,6 +23,13 @@ public interface FetchContext {
     default void requestSent() {
     }
 
+    /**
+     * A fetcher was connected, or took work (its requests and reads registered): the engine's timer
+     * looks at its timeouts from now on, and at its idleness once it has none ({@link PeerFetcher#nextCheck}).
+     */
+    default void workMade() {
+    }
+
     /** Now, in the nanoseconds of {@link System#nanoTime()}. */
     default long nanoTime() {
         return System.nanoTime();

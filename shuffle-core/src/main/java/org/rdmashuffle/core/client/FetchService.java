@@ -229,13 +229,20 @@ public final class FetchService implements FetchSide {
         }
     }
 
-    private void tick() {
-        long now = System.nanoTime();
+    /**
+     * The fetchers' timeouts and idleness, on the engine's timer: every tick while one has work (or a
+     * fetch waits for room in the budget), then at the earliest idle fetcher's deadline (its close
+     * for idleness, its spares dropped); none with no fetcher. A fetch, or a new connection, arms it.
+     */
+    private long tick(long now) {
+        long next = TransportContext.IDLE;
         for (PeerFetcher f : fetching.all()) {
             f.checkTimeouts(now);
             f.closeIfIdle(now, idleNanos);
+            next = Math.min(next, f.nextCheck(now, idleNanos));
         }
         budget.wakeWaiters();
+        return budget.hasWaiters() ? now : next;
     }
 
     // ------------------------------------------------------------------ close, in phases
@@ -307,6 +314,11 @@ public final class FetchService implements FetchSide {
         @Override
         public void requestSent() {
             counts.requestSent();
+        }
+
+        @Override
+        public void workMade() {
+            transport.armTick();
         }
     }
 }

@@ -236,6 +236,7 @@ public final class FetchingConnections {
                 }
                 PeerFetcher f = connectQueuePairs(peer);
                 fetchers.put(peer, f);
+                context.workMade(); // closed if it stays idle: the timer looks at it
                 return f;
             } catch (ServerBusyException busy) {
                 if (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pauseMillis) > deadline) {

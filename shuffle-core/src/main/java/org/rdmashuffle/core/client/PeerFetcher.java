@@ -141,6 +141,7 @@ public final class PeerFetcher {
         if (read) {
             pump();
         }
+        context.workMade(); // after its requests and reads are registered: a tick from now on sees them
         return true;
     }
 
@@ -397,6 +398,28 @@ public final class PeerFetcher {
             closedIdle = true;
         }
         fail(new java.io.IOException("closed after " + idleNanos / 1_000_000_000 + " s idle"));
+    }
+
+    /**
+     * After {@link #checkTimeouts} and {@link #closeIfIdle} at {@code now}: when the engine's timer must
+     * look at it next (nanoTime). The next tick while it has work; while idle, when it is to be closed
+     * for idleness or drop its spares; {@link Long#MAX_VALUE} once it failed or was closed.
+     */
+    public synchronized long nextCheck(long now, long idleNanos) {
+        if (failed || closedIdle) {
+            return Long.MAX_VALUE;
+        }
+        if (idleSince < 0) {
+            return now;
+        }
+        long next = after(idleSince, idleNanos);
+        return spares.isEmpty() ? next : Math.min(next, after(idleSince, SpareReads.IDLE_NANOS));
+    }
+
+    /** The first nanoTime past {@code nanos} after {@code since}, short of Long.MAX_VALUE however long. */
+    private static long after(long since, long nanos) {
+        long t = since + nanos + 1;
+        return t < since ? Long.MAX_VALUE - 1 : Math.min(t, Long.MAX_VALUE - 1);
     }
 
     public void fail(Throwable cause) {

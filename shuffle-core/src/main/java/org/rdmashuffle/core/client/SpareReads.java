@@ -37,6 +37,10 @@ final class SpareReads {
         }
     }
 
+    boolean isEmpty() {
+        return reads.isEmpty() && wanted.isEmpty();
+    }
+
     /** Drops the spares: the fetcher has been idle a while, and what a burst left behind goes back to the heap. */
     void clear() {
         reads.clear();

@@ -29,15 +29,19 @@ public final class FetchRequestServer {
     /** How answers leave; a connection that cannot take one is failed to its owner. */
     private final MetadataSender replies;
     private final ServiceUsage usage;
+    /** Before an answer through memory windows: the windows it makes are swept at their lease's end. */
+    private final Runnable answeringThroughWindows;
 
     /**
      * @param work the server threads' queue, bounded per application, its running bound per user
      * @param usage where the blocks of requests being answered off the poller are counted
+     * @param answeringThroughWindows called before each answer that hands out window keys (it may make windows)
      */
-    public FetchRequestServer(FairThreads work, MetadataSender replies, ServiceUsage usage) {
+    public FetchRequestServer(FairThreads work, MetadataSender replies, ServiceUsage usage, Runnable answeringThroughWindows) {
         this.work = work;
         this.replies = replies;
         this.usage = usage;
+        this.answeringThroughWindows = answeringThroughWindows;
     }
 
     /** A message received on serving connection {@code c}, on a poller thread. */
@@ -52,6 +56,9 @@ public final class FetchRequestServer {
         int layoutBytes = r.withLayouts() ? c.peerReceiveBufferSize() / 2 : 0;
         // Reads through windows: the keys this request's answer hands out, bound for c's queue pair alone.
         ServingWindows.Keys keys = t.windows() == null ? null : t.windows().keysFor(c);
+        if (keys != null) {
+            answeringThroughWindows.run();
+        }
         Message ready = requests.answerIfReady(t.app(), r, layoutBytes, keys);
         if (ready != null) {
             reply(c, r, ready, keys);

@@ -74,7 +74,10 @@ public final class ServeService {
             this.servers = new FairThreads("rdma-shuffle-server", config.serverThreads(),
                     ServiceLimits.SERVER_QUEUE_PER_APPLICATION, Integer.MAX_VALUE, limits.serverThreadsPerUser());
             made.add(servers::close);
-            this.requestServer = new FetchRequestServer(servers, transport.sender(), usage);
+            long leaseNanos = limits.lease().toNanos();
+            // An answer through windows may make one: the timer looks at it by its lease's end (lock-free when due by then).
+            this.requestServer = new FetchRequestServer(servers, transport.sender(), usage,
+                    () -> transport.tickBy(TransportContext.after(System.nanoTime(), leaseNanos + 1)));
             ConnectionTable table = transport.connections();
             long graceMillis = config.connectTimeout().toMillis();
             this.servingConnections = new ServingConnections(config, tenancy::tenant,
@@ -85,7 +88,14 @@ public final class ServeService {
             made.add(connectors::close);
             this.stops = new ApplicationStops(this::endTenant, transport.waitForSetUpsMillis());
             if (transport.profile().windows().on()) { // an idle reducer's windows go at its lease's end
-                transport.everyTick(() -> tenants.all().forEach(t -> t.windows().sweep()));
+                transport.everyTick(now -> {
+                    long next = TransportContext.IDLE;
+                    for (ServedTenant t : tenants.all()) {
+                        long in = t.windows().sweep();
+                        next = Math.min(next, in == Long.MAX_VALUE ? TransportContext.IDLE : TransportContext.after(now, in));
+                    }
+                    return next;
+                });
             }
             this.controlServer = new ControlServer(new InetSocketAddress(config.bindAddress(), config.controlPort()),
                     secrets, this::onControlRequest, ControlServer.MAX_FRAME_BYTES,

@@ -257,22 +257,31 @@ public final class ServingWindows implements AutoCloseable {
     /**
      * Takes back every window whose region no answer named within the lease: its reducer is idle, and
      * its key is refused from now on (it asks again, and gets a new one). For the engine's timer.
+     *
+     * @return nanoseconds until the next window's lease ends (0: one reserved and not posted yet
+     *     outlived it), or {@link Long#MAX_VALUE} with no window left (a window made later is looked
+     *     at by the end of its lease: its answer arms the timer)
      */
-    public synchronized void sweep() {
+    public synchronized long sweep() {
         long now = clock.getAsLong();
+        long next = Long.MAX_VALUE;
         for (PerConnection pc : connections.values()) {
             for (Iterator<Bound> it = pc.bound.values().iterator(); it.hasNext(); ) {
                 Bound b = it.next();
                 if (now - b.usedAt < leaseNanos) {
+                    next = Math.min(next, leaseNanos - (now - b.usedAt));
                     break; // least recently used first
                 }
                 if (!b.pending) {
                     it.remove();
                     close(b);
                     takenBack++;
+                } else {
+                    next = 0;
                 }
             }
         }
+        return next;
     }
 
     /** {@code region} is about to be deregistered: every window over it goes first. */

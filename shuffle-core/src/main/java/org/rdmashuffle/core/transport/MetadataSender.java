@@ -56,6 +56,8 @@ public final class MetadataSender {
     private final ThreadLocal<MessageCodec> codec;
     private final Listener listener;
     private final long servingDeadlineNanos;
+    /** Asks the engine's timer to look at the sends in flight by a deadline ({@link TransportContext#tickBy}). */
+    private final java.util.function.LongConsumer checkBy;
     /** By sequence, so by the order they were posted: the oldest first. */
     private final ConcurrentSkipListMap<Long, InFlightSend> inFlight = new ConcurrentSkipListMap<>();
     /** Where a message to be queued is encoded before it is copied out. */
@@ -68,9 +70,12 @@ public final class MetadataSender {
      * @param ids the engine's id counter (never repeats, shared with read chains)
      * @param codec the engine's per-thread codec
      * @param servingDeadlineMillis the longest a send to a reducer may stay in flight
+     * @param checkBy called with a send's deadline (nanoTime) as it is posted: {@link #failLateSends} must run by then
      */
-    public MetadataSender(AtomicLong ids, ThreadLocal<MessageCodec> codec, Listener listener, long servingDeadlineMillis) {
+    public MetadataSender(AtomicLong ids, ThreadLocal<MessageCodec> codec, Listener listener, long servingDeadlineMillis,
+                          java.util.function.LongConsumer checkBy) {
         this.ids = ids;
+        this.checkBy = checkBy;
         this.codec = codec;
         this.listener = listener;
         this.servingDeadlineNanos = servingDeadlineMillis * 1_000_000L;
@@ -188,7 +193,9 @@ public final class MetadataSender {
     private void postEncoded(DataConnection c, int slot, int length, boolean closeAfter) {
         SendBufferPool pool = c.tenant().sendPool();
         long seq = ids.incrementAndGet();
-        inFlight.put(seq, new InFlightSend(slot, c, closeAfter, System.nanoTime()));
+        long postedAt = System.nanoTime();
+        inFlight.put(seq, new InFlightSend(slot, c, closeAfter, postedAt));
+        checkBy.accept(TransportContext.after(postedAt, servingDeadlineNanos + 1)); // lock-free while a check is due by then
         try {
             c.postSend(WorkRequestIds.of(WorkRequestIds.SEND, seq), pool.slot(slot).address(), length, pool.lkey());
         } catch (RuntimeException e) {
@@ -261,13 +268,19 @@ public final class MetadataSender {
      * Fails every serving connection with a send in flight for longer than the send deadline: its
      * peer takes no answers (it never acknowledges), and holds its application's send slots until
      * the connection's queue pairs are destroyed. For the engine's timer; costs the late sends only.
+     *
+     * @return when it must run next (nanoTime): the oldest send in flight past the deadline then, or
+     *     {@link TransportContext#IDLE} with none in flight (a send posted later asks for its own)
      */
-    public void failLateSends(long now) {
+    public long failLateSends(long now) {
         List<DataConnection> late = null;
+        long next = TransportContext.IDLE;
         for (InFlightSend s : inFlight.values()) { // oldest first
             if (now - s.postedAt() <= servingDeadlineNanos) {
+                next = TransportContext.after(s.postedAt(), servingDeadlineNanos + 1);
                 break;
             }
+            next = now; // late, and still in flight until its connection is retired: looked at again next tick
             DataConnection c = s.connection();
             if (c.role() == DataConnection.Role.SERVING && !c.isClosing() && (late == null || !late.contains(c))) {
                 (late == null ? late = new ArrayList<>() : late).add(c);
@@ -279,6 +292,7 @@ public final class MetadataSender {
                         + servingDeadlineNanos / 1_000_000 + " ms"));
             }
         }
+        return next;
     }
 
     /**

@@ -35,9 +35,33 @@ import org.rdmashuffle.verbs.WorkCompletionStatus;
  */
 public final class TransportContext {
     private static final System.Logger LOG = System.getLogger(TransportContext.class.getName());
-    /** The period of the engine's periodic checks (late sends, fetch timeouts, idle connections). */
+    /** The period of the engine's periodic checks (late sends, fetch timeouts, idle connections) while they have work. */
     static final java.time.Duration TICK = java.time.Duration.ofMillis(200);
-    private final java.util.List<Runnable> ticks = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private static final long TICK_NANOS = TICK.toNanos();
+    /** What a {@link Check} returns when it has nothing to watch until new work {@linkplain #armTick arms} the tick. */
+    public static final long IDLE = Long.MAX_VALUE;
+    /** {@link #nextTickAt} while a tick runs (or before {@link #start}): arms only leave {@link #wanted} for it. */
+    private static final long RUNNING = Long.MIN_VALUE;
+    private final java.util.List<Check> ticks = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** When the scheduled tick runs (nanoTime), {@link #IDLE} if none is, {@link #RUNNING} while one runs. */
+    private final AtomicLong nextTickAt = new AtomicLong(RUNNING);
+    /** Work was created while a tick ran: it looks again before it lets the timer sleep. */
+    private final java.util.concurrent.atomic.AtomicBoolean wanted = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Guards scheduling and replacing the one pending tick (the slow path; arming is lock-free when one is due soon enough). */
+    private final Object tickLock = new Object();
+    private java.util.concurrent.ScheduledFuture<?> pendingTick;
+    private final AtomicLong ticksRun = new AtomicLong();
+
+    /**
+     * A periodic check of the engine's timer: does what is due at {@code now} (nanoTime) and says when
+     * it next needs to run: a nanoTime (at most every {@link #TICK}; {@code now} or earlier: the next
+     * tick), or {@link #IDLE} when it has nothing to watch. Whatever gives it work later arms the tick
+     * ({@link #armTick}, {@link #tickBy}), so an idle engine's timer sleeps.
+     */
+    @FunctionalInterface
+    public interface Check {
+        long run(long now);
+    }
 
     /** The live tenants' device resources, by the index receive wr_ids carry. */
     public interface TenantIndex {
@@ -111,7 +135,7 @@ public final class TransportContext {
                 public void retire(DataConnection c) {
                     connections.retire(c);
                 }
-            }, sendDeadlineMillis);
+            }, sendDeadlineMillis, this::tickBy);
             this.router = new CompletionRouter(i -> tenants.domainByIndex(i), connections, sender, codec,
                     config.receiveBufferSize(), new FailedCompletions(profile.gid(), context.device().name(),
                             profile.options().portNumber(), profile.options().mtu().bytes()));
@@ -160,24 +184,100 @@ public final class TransportContext {
                 }
             }
         });
-        everyTick(() -> sender.failLateSends(System.nanoTime()));
-        // One timer wake-up for every periodic check, not one each: on a small shared machine each costs the tasks CPU.
-        timer.scheduleWithFixedDelay(this::tick, TICK.toMillis(), TICK.toMillis(), TimeUnit.MILLISECONDS);
+        everyTick(sender::failLateSends);
+        // One timer wake-up for every periodic check, not one each: on a small shared machine each costs the
+        // tasks CPU. And none while no check has work: the first tick looks at what was made before the start.
+        nextTickAt.set(IDLE);
+        armTick();
     }
 
-    /** Runs {@code check} on the timer every {@link #TICK} from {@link #start}, with the engine's other checks. */
-    public void everyTick(Runnable check) {
+    /**
+     * Runs {@code check} on the timer from {@link #start}, with the engine's other checks, every {@link
+     * #TICK} while it has work and then when it asks to ({@link Check}).
+     */
+    public void everyTick(Check check) {
         ticks.add(check);
     }
 
-    private void tick() {
-        for (Runnable check : ticks) {
+    /** Work a check watches was made: a tick runs within {@link #TICK}. Cheap and lock-free when one is due by then. */
+    public void armTick() {
+        tickBy(System.nanoTime() + TICK_NANOS);
+    }
+
+    /**
+     * Work a check watches was made that needs looking at by {@code nanoTime} (a deadline): a tick runs
+     * then at the latest. Lock-free when one is due by then (the common case: one call per send).
+     */
+    public void tickBy(long nanoTime) {
+        if (!wanted.get()) {
+            wanted.set(true); // seen by a tick under way, which then looks again before it lets the timer sleep
+        }
+        if (nextTickAt.get() <= nanoTime) {
+            return; // one is due by then, or running (and sees wanted)
+        }
+        synchronized (tickLock) {
+            long at = nextTickAt.get();
+            if (at <= nanoTime) {
+                return;
+            }
+            schedule(nanoTime);
+        }
+    }
+
+    /** Under {@link #tickLock}: the one pending tick runs at {@code due}, replacing a later one. */
+    private void schedule(long due) {
+        nextTickAt.set(due);
+        if (pendingTick != null) {
+            pendingTick.cancel(false); // if it has begun it finds it is not the one due, and returns
+        }
+        try {
+            pendingTick = timer.schedule(() -> tick(due), Math.max(0, due - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException closing) {
+            pendingTick = null; // the engine is closing: no tick from now on
+        }
+    }
+
+    private void tick(long due) {
+        synchronized (tickLock) {
+            if (nextTickAt.get() != due) {
+                return; // replaced by a sooner one
+            }
+            nextTickAt.set(RUNNING);
+            pendingTick = null;
+        }
+        ticksRun.incrementAndGet();
+        wanted.set(false); // work made from here on is seen by the checks below, or makes this tick look again
+        long now = System.nanoTime();
+        long next = IDLE;
+        for (Check check : ticks) {
             try {
-                check.run();
+                next = Math.min(next, check.run(now));
             } catch (RuntimeException | Error e) { // one check failing must not end the others' schedule
                 LOG.log(System.Logger.Level.ERROR, "rdma-shuffle: a periodic check failed", e);
+                next = now; // nor its own: it is looked at again next tick, as when it had work
             }
         }
+        synchronized (tickLock) {
+            if (next == IDLE) {
+                nextTickAt.set(IDLE);
+            } else {
+                schedule(Math.max(next, System.nanoTime() + TICK_NANOS));
+            }
+        }
+        if (wanted.get()) { // work made while the checks ran, which they may have missed: look again
+            armTick();
+        }
+    }
+
+    /** {@code nanoTime} plus {@code nanos} (not negative), short of {@link #IDLE} however long: a deadline for {@link Check}s. */
+    public static long after(long nanoTime, long nanos) {
+        long t = nanoTime + nanos;
+        return t < nanoTime || t == IDLE ? IDLE - 1 : t;
+    }
+
+    /** Tests: the periodic ticks run since the start (an idle engine runs none). */
+    public long ticksRun() {
+        return ticksRun.get();
     }
 
     /** The shared receive queue of one tenant ran low: post every repost gathered so far, now, and re-arm it. */
