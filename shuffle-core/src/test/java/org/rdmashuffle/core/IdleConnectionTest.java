@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,14 +26,6 @@ class IdleConnectionTest {
     @TempDir
     Path dir;
 
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, what);
-            Thread.sleep(50);
-        }
-    }
-
     private static EnginePair pair(String idle, String fetchTimeout) {
         EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_IDLE_TIMEOUT, idle)
                 .set(EngineConfig.KEY_FETCH_TIMEOUT, fetchTimeout);
@@ -52,8 +42,9 @@ class IdleConnectionTest {
             pair.client.fetchBlocks(pair.server.address(), List.of(b), first);
             assertArrayEquals(o.bytes(b), first.await().fetched.get(b));
 
-            await(() -> pair.client.counters().fetchConnections() == 0 && pair.server.counters().servingConnections() == 0,
-                    "an idle connection still open after 15 s: " + pair.client.counters() + " / " + pair.server.counters());
+            EngineTestSupport.eventually("an idle connection still open after 15 s: " + pair.client.counters() + " / "
+                    + pair.server.counters(), () -> pair.client.counters().fetchConnections() == 0
+                    && pair.server.counters().servingConnections() == 0);
             // Ended by a DISCONNECT: the control connection stays for the next set-up.
             assertEquals(1, pair.client.counters().controlConnections(), String.valueOf(pair.client.counters()));
             Collector second = new Collector(1);
@@ -79,7 +70,7 @@ class IdleConnectionTest {
             BlockId b = BlockId.of(2, 0, 0);
             Collector got = new Collector(1);
             pair.client.fetchBlocks(pair.server.address(), List.of(b), got);
-            await(() -> pair.client.counters().awaitingRequests() == 1, "the request was never sent");
+            EngineTestSupport.eventually("the request was never sent", () -> pair.client.counters().awaitingRequests() == 1);
             Thread.sleep(2500); // well past the idle time, short of the fetch timeout
             assertEquals(1, pair.client.counters().fetchConnections(), "closed for idleness with a request awaiting");
             assertEquals(1, pair.client.counters().awaitingRequests());

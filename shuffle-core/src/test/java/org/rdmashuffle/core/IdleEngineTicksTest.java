@@ -2,12 +2,9 @@ package org.rdmashuffle.core;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -23,14 +20,6 @@ import org.rdmashuffle.core.protocol.BlockId;
 class IdleEngineTicksTest {
     @TempDir
     Path dir;
-
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, what);
-            Thread.sleep(50);
-        }
-    }
 
     private static EnginePair pair(String idle) {
         EngineConfig client = EngineTestSupport.smallConfig().set(EngineConfig.KEY_IDLE_TIMEOUT, idle);
@@ -59,7 +48,8 @@ class IdleEngineTicksTest {
     void connectedEnginesWithNothingToDoRunNoTick() throws Exception {
         try (EnginePair pair = pair("120s")) {
             fetchOnce(pair, 1);
-            await(() -> pair.client.ticksRun() > 0, "the new connection was never looked at by the timer");
+            EngineTestSupport.eventually("the new connection was never looked at by the timer",
+                    () -> pair.client.ticksRun() > 0);
             long ticks = ticksAtRest(pair, 2000);
             assertEquals(0, ticks, "ticks over 2 s with nothing to fetch or serve (a tick every 200 ms per engine: ~20)");
             assertEquals(1, pair.client.counters().fetchConnections(), "the connection stays open (idleTimeout 120 s)");
@@ -74,8 +64,9 @@ class IdleEngineTicksTest {
     void anIdleConnectionIsStillClosedAtItsTimeoutThenTheEnginesRest() throws Exception {
         try (EnginePair pair = pair("1s")) {
             fetchOnce(pair, 3);
-            await(() -> pair.client.counters().fetchConnections() == 0 && pair.server.counters().servingConnections() == 0,
-                    "an idle connection still open after 15 s: " + pair.client.counters() + " / " + pair.server.counters());
+            EngineTestSupport.eventually("an idle connection still open after 15 s: " + pair.client.counters() + " / "
+                    + pair.server.counters(), () -> pair.client.counters().fetchConnections() == 0
+                    && pair.server.counters().servingConnections() == 0);
             assertEquals(0, ticksAtRest(pair, 1500), "ticks with the connection closed and nothing to do");
         }
     }

@@ -10,7 +10,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 
-import org.rdmashuffle.benchmarks.spark.ShuffleJob;
+import org.rdmashuffle.benchmarks.spark.BalancedPairs;
 import org.rdmashuffle.benchmarks.spark.StageAccounting;
 
 /**
@@ -89,7 +89,7 @@ final class CpuByStage {
                 for (String system : systems) {
                     List<Double> values = new ArrayList<>();
                     bySystem.get(system).forEach(round -> values.add(round.getOrDefault(stage, Map.of()).getOrDefault(place, 0.0)));
-                    row.append(String.format(Locale.ROOT, " %.1f |", ShuffleJob.medianOf(values))); // a round or more each
+                    row.append(String.format(Locale.ROOT, " %.1f |", BalancedPairs.median(values))); // a round or more each
                 }
             }
             out.println(row);

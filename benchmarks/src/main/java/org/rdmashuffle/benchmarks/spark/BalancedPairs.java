@@ -142,7 +142,8 @@ public final class BalancedPairs {
         return df <= table.length ? table[df - 1] : df <= 60 ? 1.671 : df <= 120 ? 1.658 : 1.645;
     }
 
-    static double median(List<Double> values) {
+    /** The median of a non-empty list of figures (for an even count, the mean of the middle two). */
+    public static double median(List<Double> values) {
         List<Double> sorted = values.stream().sorted().toList();
         int n = sorted.size();
         return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;

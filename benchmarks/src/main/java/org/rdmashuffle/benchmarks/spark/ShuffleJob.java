@@ -230,13 +230,6 @@ public final class ShuffleJob {
         JobOptions.parse(args.toArray(String[]::new));
     }
 
-    /** The median of per-round ratios (below 1: the plugin was faster), or of any non-empty list of figures. */
-    public static double medianOf(List<Double> ratios) {
-        List<Double> sorted = ratios.stream().sorted().toList();
-        int n = sorted.size();
-        return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
-    }
-
     private static long median(long[] sorted) {
         return sorted.length % 2 == 1 ? sorted[sorted.length / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
     }
