@@ -113,6 +113,7 @@ class CommandsTest {
             {"bin/shuffle-job", "--maps", "many"}, {"bin/shuffle-job", "--reducers", "-3"}, {"bin/shuffle-job", "--shuffle", "tcp"},
             {"bin/shuffle-job", "--hosts", "1"}, {"bin/shuffle-job", "--hosts", "3", "--rate", "fast"},
             {"bin/shuffle-job", "--cpu-by-thread"}, {"bin/shuffle-job", "--variant", "busyPoll=0"},
+            {"bin/shuffle-job", "--compare", "2", "--shuffle", "both"},
             {"bin/test", "-o"},
             {"bin/doctor", "carrier-pigeon"}, {"bin/doctor", "auto", "[::1"},
             {"bin/cluster-bed", "--hosts", "0", "--hold"}, {"bin/cluster-bed", "--mtu", "9k", "--hold"},
