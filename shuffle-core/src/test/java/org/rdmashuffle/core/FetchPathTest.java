@@ -143,7 +143,8 @@ class FetchPathTest {
             f.seek(offsets[2]);
             f.write(past);
         }
-        EngineConfig server = EngineTestSupport.smallConfig().set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "4g");
+        // Room for twice the output: at more than half the limit registered, answers would carry no layouts.
+        EngineConfig server = EngineTestSupport.smallConfig().set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "8g");
         try (EnginePair pair = new EnginePair(server, EngineTestSupport.SECRET, EngineTestSupport.smallConfig(),
                 EngineTestSupport.SECRET)) {
             pair.server.registerMapOutput(6, 0, file, offsets);

@@ -156,7 +156,9 @@ class HostileTenantBoundsTest {
      */
     @Test
     void outputsHardLinkedToOneByteRegisterNoMoreRegionsThanTheBound() throws Exception {
-        EngineConfig config = EngineTestSupport.smallConfig().set(EngineConfig.KEY_MAX_REGISTERED_REGIONS, "16");
+        // A held answer's request waits for a release this reducer never sends: at most the lookup timeout.
+        EngineConfig config = EngineTestSupport.smallConfig().set(EngineConfig.KEY_MAX_REGISTERED_REGIONS, "16")
+                .set(EngineConfig.KEY_LOOKUP_TIMEOUT, "100ms");
         try (ServiceNode node = new ServiceNode(config)) {
             Path aDir = Files.createDirectories(dir.resolve("a"));
             Path one = Files.write(aDir.resolve("one.data"), new byte[] {7});
@@ -170,7 +172,7 @@ class HostileTenantBoundsTest {
             try (HostileReducer hoarder = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A)) {
                 hoarder.postReceives();
                 int refused = 0;
-                for (int m = 0; m < 60; m++) { // each described, so within its lease: none may be released
+                for (int m = 0; m < 60; m++) { // each described and held, never released: none may be deregistered
                     Message answer = hoarder.ask(new Message.FetchRequest(m + 1, 0, List.of(BlockId.of(0, m, 0))));
                     refused += answer instanceof Message.ErrorResponse e && e.reason().contains("registered memory") ? 1 : 0;
                 }

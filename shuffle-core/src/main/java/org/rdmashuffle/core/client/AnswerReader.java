@@ -54,7 +54,7 @@ final class AnswerReader {
                 Throwable broken;
                 if (req == null) {
                     broken = new MalformedMessageException("a response to request " + r.requestId() + ", which is not awaited");
-                } else if (r.blocks().size() != req.blocks().size()) {
+                } else if (r.blocks().size() != req.blocks().size() && !partial(r, req)) {
                     awaiting.putBack(r.requestId(), req); // failed with the connection
                     broken = new MalformedMessageException("response " + r.requestId() + " describes " + r.blocks().size()
                             + " blocks for a request of " + req.blocks().size());
@@ -64,6 +64,9 @@ final class AnswerReader {
                     if (broken != null) {
                         awaiting.putBack(r.requestId(), req); // its blocks fail with the connection
                     } else {
+                        // A held answer may describe the first blocks only (what the peer's registered memory
+                        // held at once): the others are asked for again, and wait there for room.
+                        askAgain.addAll(req.blocks().subList(r.blocks().size(), req.blocks().size()));
                         described.wake(req, r, empty, askAgain);
                     }
                 }
@@ -73,7 +76,13 @@ final class AnswerReader {
                     broken(new java.io.IOException("the peer closed the connection: " + e.reason()));
             case Message.ErrorResponse e -> refusal(e, empty, askAgain);
             case Message.FetchRequest q -> broken(new MalformedMessageException("a fetch request on a fetching connection"));
+            case Message.Release q -> broken(new MalformedMessageException("a release on a fetching connection"));
         };
+    }
+
+    /** A held answer to a request of several blocks may describe its first ones, at least one. */
+    private static boolean partial(Message.FetchResponse r, Request req) {
+        return r.held() && req.refreshing() == null && !r.blocks().isEmpty() && r.blocks().size() < req.blocks().size();
     }
 
     private Answer refusal(Message.ErrorResponse e, List<Wanted> empty, List<Wanted> askAgain) {

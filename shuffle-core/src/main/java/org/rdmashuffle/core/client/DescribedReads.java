@@ -27,6 +27,8 @@ final class DescribedReads {
     private final SpareReads spares;
     private final FetchContext context;
     private final PiecedBlock.Recycler recycler;
+    /** Outputs of held answers, and the releases owed for them. */
+    private final HeldOutputs held;
     private final long timeoutNanos;
     /**
      * The most a block read whole may have, and a piece of a larger one: a fetch buffer, less a page
@@ -35,7 +37,9 @@ final class DescribedReads {
     private final int pieceBytes;
 
     DescribedReads(ReadQueue queued, LayoutCache layouts, LayoutsAsked asked, Set<PiecedBlock> pieced, SpareReads spares,
-                   FetchContext context, PiecedBlock.Recycler recycler, long timeoutNanos, boolean pageAlignedReads) {
+                   FetchContext context, PiecedBlock.Recycler recycler, long timeoutNanos, boolean pageAlignedReads,
+                   HeldOutputs held) {
+        this.held = held;
         // Fetch buffers are at least 1 MiB (fetchBufferMemory), so a page less leaves whole pages.
         this.pieceBytes = context.buffers().slabBytes() - (pageAlignedReads ? org.rdmashuffle.core.transport.MemoryRegistration.PAGE : 0);
         this.queued = queued;
@@ -62,7 +66,7 @@ final class DescribedReads {
         if (length < 0 || ResponseCheck.tooLong(length, pieceBytes)) {
             return false;
         }
-        read(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty);
+        read(w, l.address() + from, length, l.rkey(), length, known.describedAt(), now, empty, null);
         return true;
     }
 
@@ -74,9 +78,11 @@ final class DescribedReads {
         if (!req.withLayouts()) {
             return;
         }
-        if (answer != null) { // how many of this shuffle's layouts an answer holds (none: MapReduce's outputs)
+        // How many of this shuffle's layouts an answer holds (none: MapReduce's outputs, or a peer crowded
+        // for registered memory: then blocks ask at once instead of waiting for layouts that do not come).
+        if (answer != null) {
             java.util.Set<Long> described = new java.util.HashSet<>();
-            for (int i = 0; i < req.blocks().size(); i++) {
+            for (int i = 0; i < answer.blocks().size(); i++) { // a held answer may describe the first blocks only
                 if (!answer.blocks().get(i).isEmpty()) {
                     described.add(req.blocks().get(i).id.mapId());
                 }
@@ -102,15 +108,22 @@ final class DescribedReads {
             return wrong;
         }
         long now = context.nanoTime();
-        for (int i = 0; i < req.blocks().size(); i++) {
+        // A held answer: each output it describes (a non-empty block of) is released once, when its reads are over.
+        java.util.Map<Long, HeldOutputs.Output> holds = r.held() ? new java.util.HashMap<>() : null;
+        for (int i = 0; i < r.blocks().size(); i++) { // all asked for, or the first of them (a held answer)
             BlockDescriptor d = r.blocks().get(i);
             Wanted w = req.blocks().get(i);
+            HeldOutputs.Output hold = holds == null || d.isEmpty() ? null
+                    : holds.computeIfAbsent(w.id.mapId(), map -> held.described(w.id.shuffleId(), map));
             String why = ResponseCheck.tooLong(r, w, d, pieceBytes);
             if (why != null) {
                 tooLong.add(new AnswerReader.Unread(w, why));
             } else {
-                read(w, d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty);
+                read(w, d.address(), d.length(), d.rkey(), d.rawLength(), now, now, empty, hold);
             }
+        }
+        if (holds != null) {
+            holds.values().forEach(held::settle); // any whose every block failed alone goes back now
         }
         for (MapOutputLayout l : r.layouts()) {
             if (ResponseCheck.agrees(l, req.blocks(), r)) {
@@ -125,19 +138,28 @@ final class DescribedReads {
      * of region {@code rkey} (or, for an empty one, adds it to {@code empty}).
      */
     void read(Wanted w, long address, long length, int rkey, long rawLength, long describedAt, long now,
-                           List<Wanted> empty) {
+                           List<Wanted> empty, HeldOutputs.Output hold) {
         if (w.queuedSince < 0) {
             w.queuedSince = now;
         }
         if (length == 0) {
             empty.add(w);
         } else if (length <= pieceBytes) {
-            queued.add(spares.read(w, address, length, rkey, rawLength, describedAt, w.queuedSince));
+            Read r = spares.read(w, address, length, rkey, rawLength, describedAt, w.queuedSince);
+            if (hold != null) {
+                hold.start();
+                r.hold = hold;
+            }
+            queued.add(r);
         } else {
             BlockDescriptor d = new BlockDescriptor(w.id.shuffleId(), w.id.mapId(), w.id.startPartition(),
                     w.id.endPartition(), address, length, rkey, rawLength);
             int ahead = (int) Math.max(1, Math.min(PIECES_AHEAD, context.buffers().limitBytes() / pieceBytes / 2));
             PiecedBlock p = new PiecedBlock(w, d, describedAt, pieceBytes, ahead, recycler, timeoutNanos);
+            if (hold != null) { // counted as read while it has pieces to read, each piece as well
+                hold.start();
+                p.hold = hold;
+            }
             pieced.add(p);
             for (; p.nextToQueue < p.window; p.nextToQueue++) {
                 queued.add(p.pieceRead(p.nextToQueue, now, null));
@@ -153,13 +175,25 @@ final class DescribedReads {
             wrong = new MalformedMessageException("response " + r.requestId() + " describes " + p.wanted.id + " as "
                     + d.length() + " bytes, where it was " + p.length);
         }
-        if (wrong != null || !pieced.contains(p)) {
-            return wrong; // a block closed meanwhile has no pieces left to read
+        if (wrong != null) {
+            return wrong;
+        }
+        HeldOutputs.Output hold = r.held() && !d.isEmpty() ? held.described(p.wanted.id.shuffleId(), p.wanted.id.mapId()) : null;
+        if (!pieced.contains(p)) { // a block closed meanwhile has no pieces left to read
+            if (hold != null) {
+                held.settle(hold);
+            }
+            return null;
         }
         long now = context.nanoTime();
         p.where = d;
         p.describedAt = now;
+        if (hold != null && p.hold == null) { // described before in an answer that was not held
+            hold.start();
+            p.hold = hold;
+        }
         for (Read r0 : p.parked) {
+            HeldOutputs.end(r0); // read again under the new description, as a new read
             queued.addFirst(p.pieceRead(r0.piece, r0.queuedAt, r0.buffer));
         }
         p.parked = null;

@@ -23,6 +23,8 @@ import org.rdmashuffle.core.protocol.Message;
  * ({@link PiecedBlocks}).</li>
  * <li>{@link #pump} posts queued reads as RDMA_READ chains while the bounds allow ({@link ChainPoster}).</li>
  * <li>{@link #onChainCompleted} delivers the chain's blocks to their listeners, or fails them.</li>
+ * <li>Outputs a peer crowded for registered memory described in held answers are released once no
+ * read of them is left ({@link HeldOutputs}), so the peer can deregister them before their lease ends.</li>
  * </ol>
  *
  * Any failure of the connection (a failed read or send, a malformed message, a timeout) retires it,
@@ -76,6 +78,8 @@ public final class PeerFetcher {
     private final DescribedReads described;
     /** The peer's answers read against what is awaited. */
     private final AnswerReader answers;
+    /** Outputs of held answers with reads under way, and the releases owed for them. */
+    private final HeldOutputs held = new HeldOutputs();
     /** Since when it has had nothing to do (-1: busy), seen by {@link #checkTimeouts}. */
     private long idleSince = -1;
     /** Closed for being idle: it takes no fetch (the engine opens a new connection for the next). */
@@ -92,7 +96,7 @@ public final class PeerFetcher {
         this.queued = new ReadQueue(limits.timeoutNanos(), limits.leaseNanos(), context.nanoTime());
         this.pieces = new PiecedBlocks(this, queued, context, channel.peer());
         this.described = new DescribedReads(queued, layouts, asked, pieces.set(), spares, context, pieces, limits.timeoutNanos(),
-                limits.pageAlignedReads());
+                limits.pageAlignedReads(), held);
         this.answers = new AnswerReader(awaiting, described, layouts, pieces.set());
     }
 
@@ -237,11 +241,17 @@ public final class PeerFetcher {
     public void pump() {
         redescribeStale(context.nanoTime());
         ChainPoster.Posted posted;
+        Throwable releaseFailed;
         synchronized (this) {
             if (failed) {
                 return;
             }
+            releaseFailed = sendReleases(false);
             posted = poster.post(queued, inFlight, this);
+        }
+        if (releaseFailed != null) {
+            fail(releaseFailed);
+            return;
         }
         for (Read r : posted.noBuffer()) {
             failRead(r, "no fetch buffer: registering fetch buffer memory failed: " + posted.allocationFailure().getMessage(),
@@ -252,8 +262,35 @@ public final class PeerFetcher {
         }
     }
 
+    /**
+     * Under the lock: sends the releases owed ({@link HeldOutputs}) once a message's worth is owed, or
+     * no chain is in flight (none will come sooner), or {@code all}; what went wrong, if anything.
+     */
+    private Throwable sendReleases(boolean all) {
+        int owed = held.owed();
+        if (owed == 0 || (!all && owed < HeldOutputs.MAX_PER_MESSAGE && inFlight.size() > 0)) {
+            return null;
+        }
+        for (Message.Release m : held.take()) {
+            try {
+                channel.send(m);
+            } catch (RuntimeException e) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    /** Outputs of held answers whose reads are under way, and releases owed but not sent (tests). */
+    synchronized int[] heldOutputs() {
+        return new int[] {held.held(), held.owed()};
+    }
+
     /** A read out of the queue fails alone: its block, or the pieced block it is part of. */
     private void failRead(Read r, String reason, Throwable cause) {
+        synchronized (this) {
+            HeldOutputs.end(r);
+        }
         if (r.pieced != null) {
             pieces.failAlone(r.pieced, BlockFetchException.Kind.FAILED, reason, cause);
         } else {
@@ -288,6 +325,7 @@ public final class PeerFetcher {
         synchronized (this) {
             for (int i = 0; i < reads.size(); i++) {
                 Read r = reads.get(i);
+                HeldOutputs.end(r); // its bytes are here: the peer's region is not read by it again
                 if (r.pieced == null) {
                     spares.delivered(r);
                 }
@@ -315,6 +353,7 @@ public final class PeerFetcher {
             }
             for (Read r : taken) {
                 if (r.pieced == null) {
+                    HeldOutputs.end(r); // asked for again: a new description comes
                     if (r.buffer != null) { // taken on a retry and not posted yet: its new read takes another
                         r.buffer.release();
                         r.buffer = null;
@@ -348,6 +387,7 @@ public final class PeerFetcher {
         redescribeStale(now);
         String late = null;
         List<Read> expired = null;
+        Throwable releaseFailed = null;
         synchronized (this) {
             if (awaiting.anyOlderThan(now, limits.timeoutNanos())) {
                 late = "no answer to a metadata request";
@@ -357,6 +397,7 @@ public final class PeerFetcher {
             }
             if (late == null) {
                 expired = queued.takeExpired(now);
+                releaseFailed = sendReleases(true); // what is owed goes now, however little: no completion may come to send it
             }
             if (!awaiting.isEmpty() || !unsent.isEmpty() || !queued.isEmpty() || inFlight.size() > 0 || !pieces.isEmpty()) {
                 idleSince = -1;
@@ -368,6 +409,10 @@ public final class PeerFetcher {
         }
         if (late != null) {
             fail(new TimeoutException(late + " within " + limits.timeoutNanos() / 1_000_000 + " ms"));
+            return;
+        }
+        if (releaseFailed != null) {
+            fail(releaseFailed);
             return;
         }
         if (expired != null) {
@@ -446,6 +491,7 @@ public final class PeerFetcher {
             chains = inFlight.drain();
             pieces.drain(handedOver, notHandedOver, release);
             layouts.close(); // its bytes go back to the engine's budget: a new connection starts empty
+            held.clear(); // the peer gives back what the connection held
         }
         // Destroy the queue pairs before touching their buffers: until then the device may still write.
         channel.retire();

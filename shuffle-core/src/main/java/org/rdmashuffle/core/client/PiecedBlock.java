@@ -50,6 +50,8 @@ final class PiecedBlock {
     // The fetcher's side, under its lock.
     BlockDescriptor where;
     long describedAt;
+    /** The output of a held answer it reads, counted as read until it has no piece left to read; else null. */
+    HeldOutputs.Output hold;
     int nextToQueue;
     boolean handedOver;
     /** Pieces set aside (with any buffer they hold) while the block is described again. */
@@ -104,7 +106,12 @@ final class PiecedBlock {
     Read pieceRead(int i, long queuedAt, RegisteredBuffer buffer) {
         long offset = (long) i * pieceBytes;
         long len = Math.min(pieceBytes, length - offset);
-        return new Read(wanted, where.address() + offset, len, where.rkey(), rawLength, describedAt, queuedAt, this, i, buffer);
+        Read r = new Read(wanted, where.address() + offset, len, where.rkey(), rawLength, describedAt, queuedAt, this, i, buffer);
+        if (hold != null) {
+            hold.start();
+            r.hold = hold;
+        }
+        return r;
     }
 
     /**

@@ -42,6 +42,7 @@ final class PiecedBlocks implements PiecedBlock.Recycler {
                 return;
             }
             drop(p, release);
+            HeldOutputs.end(p);
             handedOver = p.handedOver;
         }
         release.forEach(RegisteredBuffer::release);
@@ -58,6 +59,7 @@ final class PiecedBlocks implements PiecedBlock.Recycler {
         queued.removePieces(p, release);
         if (p.parked != null) {
             for (Read r : p.parked) {
+                HeldOutputs.end(r);
                 if (r.buffer != null) {
                     release.add(r.buffer);
                 }
@@ -94,6 +96,7 @@ final class PiecedBlocks implements PiecedBlock.Recycler {
         synchronized (fetcher) {
             if (pieced.remove(p)) {
                 drop(p, release);
+                HeldOutputs.end(p);
             }
         }
         release.forEach(RegisteredBuffer::release); // pieces in flight are released as they land
@@ -116,8 +119,8 @@ final class PiecedBlocks implements PiecedBlock.Recycler {
             r.buffer.release(); // the fetch failed meanwhile: the stream says so
         }
         synchronized (fetcher) {
-            if (p.allLanded()) {
-                pieced.remove(p);
+            if (p.allLanded() && pieced.remove(p)) {
+                HeldOutputs.end(p);
             }
         }
         if (handOver) {

@@ -29,6 +29,8 @@ final class Read {
     final PiecedBlock pieced;
     final int piece;
     RegisteredBuffer buffer;
+    /** The output of a held answer it reads, released once none of its reads is left ({@link HeldOutputs}); else null. */
+    HeldOutputs.Output hold;
 
     Read(Wanted wanted, long address, long length, int rkey, long rawLength, long describedAt, long queuedAt) {
         this(wanted, address, length, rkey, rawLength, describedAt, queuedAt, null, -1, null);
@@ -45,6 +47,7 @@ final class Read {
         this.queuedAt = queuedAt;
         this.buffer = null;
         this.lead = 0;
+        this.hold = null;
         return this;
     }
 

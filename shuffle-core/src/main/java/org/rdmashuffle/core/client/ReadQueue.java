@@ -79,6 +79,7 @@ final class ReadQueue implements Iterable<Read> {
             Read r = it.next();
             if (r.pieced == p) {
                 it.remove();
+                HeldOutputs.end(r);
                 if (r.buffer != null) {
                     release.add(r.buffer);
                 }

@@ -26,9 +26,12 @@ final class ResponseCheck {
     private ResponseCheck() {
     }
 
-    /** What is wrong with response {@code r} to a request for {@code asked} (same size, in order), or null. */
+    /**
+     * What is wrong with response {@code r} to a request for {@code asked} (in order: as many, or for a
+     * held answer the first of them), or null.
+     */
     static Throwable descriptors(Message.FetchResponse r, List<Wanted> asked) {
-        for (int i = 0; i < asked.size(); i++) {
+        for (int i = 0; i < r.blocks().size(); i++) {
             Throwable wrong = descriptor(r, asked.get(i), r.blocks().get(i));
             if (wrong != null) {
                 return wrong;

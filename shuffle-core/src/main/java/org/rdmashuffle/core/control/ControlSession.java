@@ -10,6 +10,9 @@ import java.util.List;
  * it, so a peer that goes away leaves nothing behind).
  */
 public final class ControlSession {
+    /** The first control protocol version whose data connections carry held answers and their releases. */
+    public static final int HELD_ANSWERS = ProtocolVersions.HELD_ANSWERS;
+
     private final String appId;
     private final SocketAddress remote;
     private final int protocolVersion;

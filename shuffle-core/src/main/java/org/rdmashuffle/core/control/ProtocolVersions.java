@@ -20,14 +20,21 @@ package org.rdmashuffle.core.control;
  * <p>Versions so far, raised when an encoding of the control plane (its frames or the messages they
  * carry) changes: 0, the releases before it was sent; 2, the server proves itself last, a CONNECT
  * reply carries the lease; 3 (0.1.0), CONNECT carries flags, the reply's saying whether its regions are
- * read from page boundaries only; 4, the HELLO offers a range and the server chooses. Everything after
- * the handshake is encoded alike in 3 and 4.
+ * read from page boundaries only; 4, the HELLO offers a range and the server chooses; 5, data connections
+ * carry held answers and their releases (a server crowded for registered memory keeps an output registered
+ * for the reducers reading it, until they say they are done, instead of for a whole lease). Everything on
+ * the control connection after the handshake is encoded alike in 3, 4 and 5.
  */
 record ProtocolVersions(int lowest, int highest) {
     /** The version the releases before negotiation send alone, and the one this release still speaks to them. */
     static final int ALONE = 3;
-    /** What this release speaks: the previous release's version and its own (the first with offers). */
-    static final ProtocolVersions SPOKEN = new ProtocolVersions(3, 4);
+    /**
+     * What this release speaks: the version-3 builds' (sent alone), 4 (the first with offers) and its own.
+     * 0.1.0 is the first tagged release: it keeps every version the untagged builds before it spoke.
+     */
+    static final ProtocolVersions SPOKEN = new ProtocolVersions(3, 5);
+    /** The first version whose data connections carry held answers and releases ({@code Message.Release}). */
+    static final int HELD_ANSWERS = 5;
     /**
      * How every refusal about versions begins, as the releases before negotiation began theirs: a client
      * of any release takes an ERROR that begins so for a {@link ProtocolVersionException}.

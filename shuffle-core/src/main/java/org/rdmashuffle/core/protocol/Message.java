@@ -45,10 +45,24 @@ public sealed interface Message {
      * The descriptors, one per requested block, in request order; and the layouts of (some of) their
      * map outputs, for the reducer to read their other partitions without asking again.
      */
-    record FetchResponse(long requestId, List<BlockDescriptor> blocks, List<MapOutputLayout> layouts) implements Message {
+    /**
+     * {@code held} (control protocol version 5 and later, docs/compatibility.md): the server keeps the
+     * outputs whose blocks are described here registered for this connection until the reducer sends a
+     * {@link Release} for them (each output once per answer) or the lease ends, whichever is first; an
+     * output whose layout is sent stays registered for the lease (the reducer reads through it for half
+     * of one). A held answer may describe only the first blocks of its request (at least one: what the
+     * server's registered memory held at once); the reducer asks for the others again. Not held (version
+     * 3 and 4): every output described stays registered for the lease.
+     */
+    record FetchResponse(long requestId, List<BlockDescriptor> blocks, List<MapOutputLayout> layouts, boolean held)
+            implements Message {
         public FetchResponse {
             blocks = List.copyOf(blocks);
             layouts = List.copyOf(layouts);
+        }
+
+        public FetchResponse(long requestId, List<BlockDescriptor> blocks, List<MapOutputLayout> layouts) {
+            this(requestId, blocks, layouts, false);
         }
 
         public FetchResponse(long requestId, List<BlockDescriptor> blocks) {
@@ -57,7 +71,38 @@ public sealed interface Message {
 
         /** The same answer without layouts: for a reducer whose receive buffer cannot hold them. */
         public FetchResponse withoutLayouts() {
-            return layouts.isEmpty() ? this : new FetchResponse(requestId, blocks);
+            return layouts.isEmpty() ? this : new FetchResponse(requestId, blocks, List.of(), held);
+        }
+    }
+
+    /**
+     * A reducer is done reading outputs a server described in held answers ({@link FetchResponse#held}):
+     * each entry gives back {@code answers} of the held answers that described output {@code mapId} of
+     * shuffle {@code shuffleId}, none of whose reads is still posted or queued. The server may deregister
+     * an output once no connection holds it and no unheld answer's lease covers it. No answer is sent.
+     */
+    record Release(List<Released> outputs) implements Message {
+        public Release {
+            outputs = List.copyOf(outputs);
+            if (outputs.isEmpty()) {
+                throw new IllegalArgumentException("a release names at least one output");
+            }
+        }
+
+        /** Not a request: nothing answers it. */
+        @Override
+        public long requestId() {
+            return CONNECTION_ERROR;
+        }
+    }
+
+    /** One output a {@link Release} gives back, and how many held answers that described it. */
+    record Released(int shuffleId, long mapId, int answers) {
+        public Released {
+            if (shuffleId < 0 || answers <= 0) {
+                throw new IllegalArgumentException("released map " + mapId + " of shuffle " + shuffleId + " for " + answers
+                        + " answers");
+            }
         }
     }
 

@@ -21,8 +21,10 @@ import com.esotericsoftware.kryo.io.Output;
  * one codec per thread.
  *
  * <p>The messages carry no version of their own: a data connection is set up by a CONNECT on a control
- * connection that agreed one, and both ends know it. They are encoded alike in control protocol versions
- * 3 and 4; a release that changes them encodes each connection's by its version (docs/compatibility.md).
+ * connection that agreed one, and both ends know it. Versions 3 and 4 have three types; version 5 adds a
+ * held answer (a fetch response's encoding under a type of its own) and the reducer's release of it, which
+ * a server sends, and a reducer answers with, only on a connection of version 5 or later: every type is
+ * encoded alike in all versions, so one codec reads them all (docs/compatibility.md).
  */
 public final class MessageCodec {
     /** The most descriptors or map ids one message may carry. */
@@ -47,6 +49,7 @@ public final class MessageCodec {
         kryo.register(Message.FetchRequest.class, new FetchRequestSerializer(), FETCH_REQUEST);
         kryo.register(Message.FetchResponse.class, new FetchResponseSerializer(), FETCH_RESPONSE);
         kryo.register(Message.ErrorResponse.class, new ErrorResponseSerializer(), ERROR_RESPONSE);
+        kryo.register(Message.Release.class, new ReleaseSerializer(), RELEASE);
     }
 
     // Our own type tag, not Kryo's class ids: Kryo pre-registers String and the primitives, and a
@@ -54,12 +57,17 @@ public final class MessageCodec {
     private static final int FETCH_REQUEST = 10;
     private static final int FETCH_RESPONSE = 11;
     private static final int ERROR_RESPONSE = 12;
+    /** A FetchResponse whose outputs are held until released (version 5): its encoding is a FetchResponse's. */
+    private static final int HELD_FETCH_RESPONSE = 13;
+    private static final int RELEASE = 14;
 
     private static Class<? extends Message> typeOf(int tag) {
         return switch (tag) {
             case FETCH_REQUEST -> Message.FetchRequest.class;
             case FETCH_RESPONSE -> Message.FetchResponse.class;
             case ERROR_RESPONSE -> Message.ErrorResponse.class;
+            case HELD_FETCH_RESPONSE -> Message.FetchResponse.class;
+            case RELEASE -> Message.Release.class;
             default -> null;
         };
     }
@@ -67,8 +75,9 @@ public final class MessageCodec {
     private static int tagOf(Message m) {
         return switch (m) {
             case Message.FetchRequest r -> FETCH_REQUEST;
-            case Message.FetchResponse r -> FETCH_RESPONSE;
+            case Message.FetchResponse r -> r.held() ? HELD_FETCH_RESPONSE : FETCH_RESPONSE;
             case Message.ErrorResponse r -> ERROR_RESPONSE;
+            case Message.Release r -> RELEASE;
         };
     }
 
@@ -110,6 +119,10 @@ public final class MessageCodec {
         Message decoded;
         try {
             decoded = kryo.readObject(input, type);
+            if (scratch[0] == HELD_FETCH_RESPONSE) {
+                Message.FetchResponse r = (Message.FetchResponse) decoded;
+                decoded = new Message.FetchResponse(r.requestId(), r.blocks(), r.layouts(), true);
+            }
         } catch (KryoException | IllegalArgumentException | IndexOutOfBoundsException | NegativeArraySizeException e) {
             throw new MalformedMessageException("undecodable message of " + length + " bytes: " + e.getMessage(), e);
         }
@@ -233,6 +246,38 @@ public final class MessageCodec {
                 layouts.add(new MapOutputLayout(shuffle, map, address, rkey, offsets));
             }
             return new Message.FetchResponse(id, blocks, layouts);
+        }
+    }
+
+    private static final class ReleaseSerializer extends Serializer<Message.Release> {
+        @Override
+        public void write(Kryo kryo, Output out, Message.Release r) {
+            out.writeVarInt(r.outputs().size(), true);
+            for (Message.Released o : r.outputs()) {
+                out.writeVarInt(o.shuffleId(), true);
+                out.writeVarLong(o.mapId(), true);
+                out.writeVarInt(o.answers(), true);
+            }
+        }
+
+        @Override
+        public Message.Release read(Kryo kryo, Input in, Class<Message.Release> type) {
+            int n = count(in, "released output");
+            if (n == 0) {
+                throw new MalformedMessageException("a release of no output");
+            }
+            List<Message.Released> outputs = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                int shuffle = in.readVarInt(true);
+                long map = in.readVarLong(true);
+                int answers = in.readVarInt(true);
+                if (shuffle < 0 || answers <= 0) {
+                    throw new MalformedMessageException("release: map " + map + " of shuffle " + shuffle + " for " + answers
+                            + " answers");
+                }
+                outputs.add(new Message.Released(shuffle, map, answers));
+            }
+            return new Message.Release(outputs);
         }
     }
 

@@ -70,10 +70,14 @@ public final class FetchRequestHandler {
         private CompletableFuture<MapOutput> awaited;
         /** Bind slots for the memory windows its answer needs (reads through windows only); null if it waits for none. */
         private CompletableFuture<?> windowRoom;
+        /** A held answer's first block finds no registered memory: a release of the registry's outputs; null if it waits for none. */
+        private CompletableFuture<?> registeredRoom;
+        /** Since when its first block has waited for registered memory (0: it does not). */
+        private long roomSince;
 
         /** What the request waits for before its next turn; null: the next turn may come at once. */
         public CompletableFuture<?> waitingFor() {
-            return awaited != null ? awaited : windowRoom;
+            return awaited != null ? awaited : windowRoom != null ? windowRoom : registeredRoom;
         }
     }
 
@@ -81,7 +85,7 @@ public final class FetchRequestHandler {
     public Message answer(String app, Message.FetchRequest request, int layoutBytes) {
         Progress p = new Progress();
         Message m;
-        while ((m = answerInTurns(app, request, layoutBytes, p, Integer.MAX_VALUE, null)) == null) {
+        while ((m = answerInTurns(app, request, layoutBytes, p, Integer.MAX_VALUE, null, null)) == null) {
             CompletableFuture<?> f = p.waitingFor();
             if (f != null) {
                 try {
@@ -105,16 +109,18 @@ public final class FetchRequestHandler {
      * of the next block's output is done: no thread waits for those. A block whose slow work is not done
      * within the lookup timeout is refused. A request whose outputs keep being released before the last
      * is described (registered memory too short for all of them) is refused after {@value #MAX_PASSES}
-     * passes.
+     * passes. {@code held}: the answer holds what it describes for its connection (null: leased), and
+     * is a held answer; the caller gives its holds back if it sends anything else.
      */
     public Message answerInTurns(String app, Message.FetchRequest request, int layoutBytes, Progress p, int maxSlowOutputs,
-                                 ServingWindows.Keys keys) {
+                                 ServingWindows.Keys keys, HeldAnswer held) {
         List<BlockId> blocks = request.blocks();
         int slow = 0;
         while (p.next < blocks.size()) {
             BlockId b = blocks.get(p.next);
             try {
-                if (registry.describeIfRegistered(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition()) == null) {
+                if (registry.describeIfRegistered(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), null,
+                        held) == null) {
                     if (slow == maxSlowOutputs) {
                         return null; // the rest in a later turn
                     }
@@ -142,17 +148,21 @@ public final class FetchRequestHandler {
                         }
                         continue; // found, or registered by another request: look again
                     }
-                    registry.describe(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition());
+                    registry.describe(app, b.shuffleId(), b.mapId(), b.startPartition(), b.endPartition(), held);
                 }
             } catch (CompletionException e) {
                 return refusal(app, request, b, e.getCause() instanceof RuntimeException r ? r
                         : new IllegalStateException(e.getCause()));
+            } catch (RegisteredMemoryExhaustedException e) {
+                return held == null ? refusal(app, request, b, e) : roomFor(app, request, p, keys, held, e);
             } catch (RuntimeException e) {
                 return refusal(app, request, b, e);
             }
             p.next++;
         }
-        Message ready = answerIfReady(app, request, layoutBytes, keys);
+        p.registeredRoom = null;
+        p.roomSince = 0;
+        Message ready = answerIfReady(app, request, layoutBytes, keys, held);
         if (ready != null) {
             p.windowRoom = null;
             return ready;
@@ -185,13 +195,46 @@ public final class FetchRequestHandler {
     }
 
     /**
+     * A held answer's block {@code p.next} finds no registered memory: the blocks before it are described
+     * and held, and go now as a held answer of those alone (the reducer asks for the others again, and its
+     * releases make room for them); if it is the first, it waits for a release of this registry's outputs,
+     * at most the lookup timeout, then is refused as without holds. Null while it waits.
+     */
+    private Message roomFor(String app, Message.FetchRequest request, Progress p, ServingWindows.Keys keys, HeldAnswer held,
+                            RegisteredMemoryExhaustedException full) {
+        BlockId b = request.blocks().get(p.next);
+        if (p.next > 0) {
+            Message.FetchRequest first = new Message.FetchRequest(request.requestId(), request.shuffleId(),
+                    request.blocks().subList(0, p.next), false);
+            Message m = answerIfReady(app, first, 0, keys, held);
+            if (m != null) {
+                p.registeredRoom = null;
+                return m;
+            }
+            return refusal(app, request, b, full); // a window's bind slots short as well: not worth waiting twice
+        }
+        long now = System.nanoTime();
+        if (p.roomSince == 0) {
+            p.roomSince = now;
+        } else if (now - p.roomSince >= registry.lookupTimeoutNanos()) {
+            p.registeredRoom = null;
+            return refusal(app, request, b, full);
+        }
+        p.registeredRoom = registry.nextRelease();
+        return null;
+    }
+
+    /**
      * The answer if no block needs slow work (an output found on disk, a file registered); null
      * otherwise. The completion poller answers these itself: a constant per block. Every key is a
      * window of {@code keys} (null: the regions' own); null also when the application has no bind slot
      * free for a window it needs ({@code keys.wasShort()} says so). The caller commits {@code keys}
-     * before the answer goes.
+     * before the answer goes. {@code held}: as for {@link #answerInTurns}; an output whose layout goes is
+     * kept for a lease as well, so a held answer carries none while the registry is {@linkplain
+     * MapOutputRegistry#crowded crowded}.
      */
-    public Message answerIfReady(String app, Message.FetchRequest request, int layoutBytes, ServingWindows.Keys keys) {
+    public Message answerIfReady(String app, Message.FetchRequest request, int layoutBytes, ServingWindows.Keys keys,
+                                 HeldAnswer held) {
         if (keys != null) {
             keys.beginAnswer();
         }
@@ -199,7 +242,7 @@ public final class FetchRequestHandler {
         for (BlockId b : request.blocks()) {
             try {
                 BlockDescriptor d = registry.describeIfRegistered(app, b.shuffleId(), b.mapId(), b.startPartition(),
-                        b.endPartition(), keys);
+                        b.endPartition(), keys, held);
                 if (d == null) {
                     return null;
                 }
@@ -209,7 +252,11 @@ public final class FetchRequestHandler {
             }
         }
         served.answered(described);
-        return new Message.FetchResponse(request.requestId(), described, layouts(app, described, layoutBytes, keys));
+        // A layout keeps its output registered for a lease: none goes with a held answer while registered
+        // memory is crowded (decided now, with this answer's outputs registered), so those outputs go once read.
+        int layoutRoom = held != null && registry.crowded() ? 0 : layoutBytes;
+        return new Message.FetchResponse(request.requestId(), described, layouts(app, described, layoutRoom, keys),
+                held != null);
     }
 
     /** The error about block {@code b}; an exception that is not about the request (a bug) is rethrown. */

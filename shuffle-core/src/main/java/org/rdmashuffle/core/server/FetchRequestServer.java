@@ -9,7 +9,8 @@ import org.rdmashuffle.core.transport.MetadataSender;
  * output it names registered: no disk to search, nothing to register) goes at once, from the poller
  * that received the request; the others are answered on a server thread, taken round-robin across
  * applications, with a bound per application beyond which the reducer is told "busy", a few of its
- * outputs per turn ({@link FetchRequestHandler#answerInTurns}). Anything but a fetch request on a
+ * outputs per turn ({@link FetchRequestHandler#answerInTurns}). A connection of version 5 or later gets
+ * held answers ({@link ConnectionHolds}), and its releases give the outputs back. Anything else on a
  * serving connection is a protocol error.
  */
 public final class FetchRequestServer {
@@ -44,13 +45,22 @@ public final class FetchRequestServer {
         this.answeringThroughWindows = answeringThroughWindows;
     }
 
-    /** A message received on serving connection {@code c}, on a poller thread. */
-    public void onMessage(ServedTenant t, DataConnection c, Message m) {
+    /**
+     * A message received on serving connection {@code c}, on a poller thread. {@code holds}: what the
+     * connection holds through held answers; null if it speaks a version before them (it gets leases).
+     */
+    public void onMessage(ServedTenant t, DataConnection c, Message m, ConnectionHolds holds) {
+        if (m instanceof Message.Release release && holds != null) {
+            t.registry().release(holds, t.app(), release.outputs()); // constant work per output it names
+            return;
+        }
         if (!(m instanceof Message.FetchRequest r)) {
-            c.handler().onProtocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests are served");
+            c.handler().onProtocolError(c, "a " + m.getClass().getSimpleName() + " where only fetch requests"
+                    + (holds == null ? "" : " and releases") + " are served");
             return;
         }
         FetchRequestHandler requests = t.requests();
+        HeldAnswer held = holds == null ? null : new HeldAnswer(holds);
         // Layouts in up to half the reducer's receive buffer; an answer that outgrows it anyway goes
         // without them (MetadataSender).
         int layoutBytes = r.withLayouts() ? c.peerReceiveBufferSize() / 2 : 0;
@@ -59,70 +69,80 @@ public final class FetchRequestServer {
         if (keys != null) {
             answeringThroughWindows.run();
         }
-        Message ready = requests.answerIfReady(t.app(), r, layoutBytes, keys);
+        Message ready = requests.answerIfReady(t.app(), r, layoutBytes, keys, held);
         if (ready != null) {
-            reply(c, r, ready, keys);
+            reply(t, c, r, ready, keys, held);
             return;
         }
         // Held in the heap until answered: counted against the application's, its user's and the node's bounds.
         String full = usage.tryAdd(ServiceUsage.Kind.REQUEST_BLOCKS, t.app(), r.blocks().size());
         if (full != null) {
-            reply(c, r, BUSY.apply(r), keys);
+            reply(t, c, r, BUSY.apply(r), keys, held);
             return;
         }
-        queueTurn(t, c, r, layoutBytes, new FetchRequestHandler.Progress(), keys);
+        queueTurn(t, c, r, layoutBytes, new FetchRequestHandler.Progress(), keys, held);
     }
 
     /** Queues the next turn at {@code r}; a full queue is answered "busy". */
     private void queueTurn(ServedTenant t, DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p,
-                           ServingWindows.Keys keys) {
-        boolean queued = work.submit(t, t.user(), () -> turn(t, c, r, layoutBytes, p, keys));
+                           ServingWindows.Keys keys, HeldAnswer held) {
+        boolean queued = work.submit(t, t.user(), () -> turn(t, c, r, layoutBytes, p, keys, held));
         if (!queued) { // back-pressure: this application already has its share of the server threads' queue
-            finish(t, c, r, BUSY.apply(r), keys);
+            finish(t, c, r, BUSY.apply(r), keys, held);
         }
     }
 
     private void turn(ServedTenant t, DataConnection c, Message.FetchRequest r, int layoutBytes, FetchRequestHandler.Progress p,
-                      ServingWindows.Keys keys) {
+                      ServingWindows.Keys keys, HeldAnswer held) {
         if (c.isClosed()) {
-            finish(t, c, r, null, keys); // retired while the request waited: nobody to answer
+            finish(t, c, r, null, keys, held); // retired while the request waited: nobody to answer
             return;
         }
         Message answer;
         try {
-            answer = t.requests().answerInTurns(t.app(), r, layoutBytes, p, SLOW_OUTPUTS_PER_TURN, keys);
+            answer = t.requests().answerInTurns(t.app(), r, layoutBytes, p, SLOW_OUTPUTS_PER_TURN, keys, held);
         } catch (RuntimeException e) { // a bug, not a bad request: still answer, so the reducer need not time out
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: cannot answer a fetch request on " + c, e);
             answer = new Message.ErrorResponse(r.requestId(), "the server failed to answer (see its log)");
         }
         if (answer != null) {
-            finish(t, c, r, answer, keys);
+            finish(t, c, r, answer, keys, held);
             return;
         }
         java.util.concurrent.CompletableFuture<?> waitFor = p.waitingFor();
         if (waitFor == null) {
-            queueTurn(t, c, r, layoutBytes, p, keys); // the rest after the other applications' turns
+            queueTurn(t, c, r, layoutBytes, p, keys, held); // the rest after the other applications' turns
         } else {
             // No thread waits: the next turn is queued when the search or registration is done, or its time is up.
             java.util.concurrent.CompletableFuture.anyOf(waitFor, java.util.concurrent.CompletableFuture.runAsync(() -> { },
                     java.util.concurrent.CompletableFuture.delayedExecutor(t.registry().lookupTimeoutNanos(),
                             java.util.concurrent.TimeUnit.NANOSECONDS)))
-                    .whenComplete((done, failed) -> queueTurn(t, c, r, layoutBytes, p, keys));
+                    .whenComplete((done, failed) -> queueTurn(t, c, r, layoutBytes, p, keys, held));
         }
     }
 
     /** Ends a request answered off the poller: its blocks are counted out, and the answer (if any) sent. */
-    private void finish(ServedTenant t, DataConnection c, Message.FetchRequest r, Message answer, ServingWindows.Keys keys) {
+    private void finish(ServedTenant t, DataConnection c, Message.FetchRequest r, Message answer, ServingWindows.Keys keys,
+                        HeldAnswer held) {
         usage.remove(ServiceUsage.Kind.REQUEST_BLOCKS, t.app(), r.blocks().size());
         if (answer != null) {
-            reply(c, r, answer, keys);
+            reply(t, c, r, answer, keys, held);
+        } else if (held != null) {
+            t.registry().giveBack(held);
         }
     }
 
-    /** Sends {@code answer}, after the window binds it needs ({@code keys}, if reads go through windows). */
-    private void reply(DataConnection c, Message.FetchRequest r, Message answer, ServingWindows.Keys keys) {
+    /**
+     * Sends {@code answer}, after the window binds it needs ({@code keys}, if reads go through windows).
+     * What {@code held} holds is given back unless the answer goes as a held answer (the reducer then releases it).
+     */
+    private void reply(ServedTenant t, DataConnection c, Message.FetchRequest r, Message answer, ServingWindows.Keys keys,
+                       HeldAnswer held) {
+        if (held != null && !(answer instanceof Message.FetchResponse f && f.held())) {
+            t.registry().giveBack(held);
+        }
         if (c.isClosed()) {
-            return; // retired while a server thread answered
+            return; // retired while a server thread answered (its holds went with it)
         }
         try {
             if (keys != null) {
@@ -130,6 +150,9 @@ public final class FetchRequestServer {
             }
             replies.send(c, answer, false); // without its layouts if they do not fit (MetadataSender)
         } catch (IllegalArgumentException tooBig) {
+            if (held != null) {
+                t.registry().giveBack(held);
+            }
             replies.send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
                     + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
         } catch (RuntimeException e) {

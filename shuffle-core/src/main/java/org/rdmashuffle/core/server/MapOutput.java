@@ -33,7 +33,20 @@ final class MapOutput {
     CompletableFuture<Void> registration;
     /** Replaced by a re-attempt, forgotten with its shuffle or application, or its index evicted. */
     boolean released;
+    /** When it was last described in an answer that is not held: its region stays registered for a lease from then. */
     long describedAt;
+    /** Connections holding it through held answers ({@link ConnectionHolds}), and when the latest was described. */
+    int holders;
+    long heldAt;
+
+    /**
+     * Whether a reducer may be reading its region at {@code now}: within the lease of its latest answer
+     * that was not held, or held by a connection within the lease of its latest held answer (a holder
+     * that never releases keeps it no longer than an answer that was not held would).
+     */
+    boolean leased(long now, long leaseNanos) {
+        return now - describedAt < leaseNanos || (holders > 0 && now - heldAt < leaseNanos);
+    }
 
     MapOutput(String app, int shuffleId, long mapId, OutputFile dataFile, OutputIndex index, boolean resolved) {
         this.app = app;

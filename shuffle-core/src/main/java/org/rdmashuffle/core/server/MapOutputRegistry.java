@@ -23,8 +23,12 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  * <p>Bounded in bytes, in number and in time ({@link RegistryLimits}): registered bytes (whole pages)
  * and regions under this registry's limits and, on a node serving many applications, under its
  * user's and the node's ({@link RegistryBudget}); when registering would exceed one, the least recently
- * described regions are released, except those described within the lease period (a reducer may be
- * reading them), then other applications' idle ones. If nothing can be released the request fails
+ * described regions are released, except those described within the lease period or held by a
+ * connection ({@link ConnectionHolds}: a reducer may be reading them), then other applications' idle ones.
+ * Reducers that speak control protocol version 5 get held answers: an output they read is held until
+ * they release it, not for a whole lease, and while more than half is registered ({@link #crowded}) no
+ * layout (which keeps its output for a lease) goes to them, so outputs of any total size pass through a
+ * smaller limit as fast as reducers read them. If nothing can be released the request fails
  * with {@link RegisteredMemoryExhaustedException} naming the numbers. The indexes of outputs found on
  * disk are a cache under an index-heap limit: the least recently used of those without a region are
  * forgotten (and found again if asked for). Slow work is waited for at most the lookup timeout.
@@ -70,6 +74,8 @@ public final class MapOutputRegistry implements AutoCloseable {
     private final Prefetcher prefetcher;
     /** Reducers read through memory windows over its regions (null: under the regions' own keys); set once, before any registration. */
     private volatile ServingWindows windows;
+    /** Completed (and replaced) when a connection gives back what it held: requests waiting for room look again. */
+    private CompletableFuture<Void> nextRelease = new CompletableFuture<>();
     private boolean closed;
 
     /**
@@ -199,14 +205,19 @@ public final class MapOutputRegistry implements AutoCloseable {
      * being registered wait for that one registration, at most the lookup timeout.
      */
     public BlockDescriptor describe(String app, int shuffleId, long mapId, int start, int end) {
+        return describe(app, shuffleId, mapId, start, end, null);
+    }
+
+    /** As above, for an answer that holds what it describes for its connection ({@code held}; null: a lease). */
+    public BlockDescriptor describe(String app, int shuffleId, long mapId, int start, int end, HeldAnswer held) {
         try {
-            return describeOrRegister(app, shuffleId, mapId, start, end);
+            return describeOrRegister(app, shuffleId, mapId, start, end, held);
         } finally {
             closeDeregistered(); // regions this call released to make room, closed outside the lock
         }
     }
 
-    private BlockDescriptor describeOrRegister(String app, int shuffleId, long mapId, int start, int end) {
+    private BlockDescriptor describeOrRegister(String app, int shuffleId, long mapId, int start, int end, HeldAnswer held) {
         boolean reclaimed = false;
         for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
             MapOutput out = output(app, shuffleId, mapId);
@@ -218,7 +229,7 @@ public final class MapOutputRegistry implements AutoCloseable {
                 if (out.released) {
                     continue; // replaced or forgotten meanwhile: look again
                 }
-                BlockDescriptor d = describe(out, start, end);
+                BlockDescriptor d = describe(out, start, end, held);
                 if (d != null) {
                     return d;
                 }
@@ -273,10 +284,16 @@ public final class MapOutputRegistry implements AutoCloseable {
      */
     public synchronized BlockDescriptor describeIfRegistered(String app, int shuffleId, long mapId, int start, int end,
                                                              ServingWindows.Keys keys) {
+        return describeIfRegistered(app, shuffleId, mapId, start, end, keys, null);
+    }
+
+    /** As above, for an answer that holds what it describes for its connection ({@code held}; null: a lease). */
+    public synchronized BlockDescriptor describeIfRegistered(String app, int shuffleId, long mapId, int start, int end,
+                                                             ServingWindows.Keys keys, HeldAnswer held) {
         ensureOpen();
         // One lookup per block: without a resolver an unknown output is an error, with one it is slow work.
         MapOutput out = found.hasResolver() ? table.get(app, shuffleId, mapId) : table.required(app, shuffleId, mapId);
-        BlockDescriptor d = out == null ? null : describe(out, start, end);
+        BlockDescriptor d = out == null ? null : describe(out, start, end, held);
         if (keys == null || d == null || d.length() == 0) {
             return d;
         }
@@ -330,19 +347,91 @@ public final class MapOutputRegistry implements AutoCloseable {
         return lookupTimeoutNanos;
     }
 
+    /**
+     * Whether more than half of what this registry may register, or of its user's or the node's budget,
+     * is registered: answers are then held for their connections (version 5 reducers) rather than leased.
+     */
+    public synchronized boolean crowded() {
+        return !closed && regions.crowded();
+    }
+
+    /**
+     * A reducer on connection {@code holds} (of application {@code app}) is done with these outputs'
+     * held answers. Constant work per output named; outputs it does not hold, or of which it releases
+     * more answers than it holds, cost nothing more.
+     */
+    public void release(ConnectionHolds holds, String app, java.util.List<org.rdmashuffle.core.protocol.Message.Released> outputs) {
+        CompletableFuture<Void> released;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            for (org.rdmashuffle.core.protocol.Message.Released r : outputs) {
+                MapOutput out = table.get(app, r.shuffleId(), r.mapId());
+                if (out != null) {
+                    holds.release(out, r.answers());
+                }
+            }
+            released = takeNextRelease();
+        }
+        released.complete(null); // outside the lock: what waits for room queues its next turn
+    }
+
+    /** An answer that held outputs was not sent as a held answer (a refusal, "busy", its connection gone): its holds go. */
+    public void giveBack(HeldAnswer held) {
+        CompletableFuture<Void> released;
+        synchronized (this) {
+            for (MapOutput out : held.outputs) {
+                held.connection.release(out, 1);
+            }
+            held.outputs.clear();
+            released = takeNextRelease();
+        }
+        released.complete(null);
+    }
+
+    /** Connection {@code holds} is retired: whatever it held is given back, and it holds nothing more. */
+    public void drop(ConnectionHolds holds) {
+        CompletableFuture<Void> released;
+        synchronized (this) {
+            holds.dropAll();
+            released = takeNextRelease();
+        }
+        released.complete(null);
+    }
+
+    /** What completes at the next release of held outputs (for a request waiting for registered memory). */
+    synchronized CompletableFuture<Void> nextRelease() {
+        return nextRelease;
+    }
+
+    /** Under the lock: the future of this release, replaced by the next one's. */
+    private CompletableFuture<Void> takeNextRelease() {
+        CompletableFuture<Void> now = nextRelease;
+        nextRelease = new CompletableFuture<>();
+        return now;
+    }
+
     /** For the budget, when another application needs index heap: see {@link FoundOutputs#releaseIdle}. */
     long releaseIdleIndexes(long bytes) {
         return found.releaseIdle(bytes);
     }
 
-    /** The block of partitions {@code [start, end)} of {@code out}; null if its file is not registered. Under the lock. */
-    private BlockDescriptor describe(MapOutput out, int start, int end) {
+    /**
+     * The block of partitions {@code [start, end)} of {@code out}; null if its file is not registered.
+     * Its region is kept for a lease from now, or, for a held answer, held for its connection. Under the lock.
+     */
+    private BlockDescriptor describe(MapOutput out, int start, int end, HeldAnswer held) {
         BlockDescriptor d = out.describe(start, end);
         if (d != null && d.length() == 0) {
             indexes.touch(out); // an output whose blocks are asked for stays in the cache
         } else if (d != null) {
             regions.touch(out);
-            out.describedAt = clock.getAsLong();
+            if (held == null) {
+                out.describedAt = clock.getAsLong();
+            } else if (held.outputs.add(out)) {
+                held.connection.hold(out, clock.getAsLong());
+            }
             if (prefetcher != null) {
                 prefetcher.prefetch(out.region, d.address() - out.region.address(), d.length()); // registered: under the lock
             }
@@ -373,7 +462,11 @@ public final class MapOutputRegistry implements AutoCloseable {
         } catch (ServerBusyRefusal | IllegalStateException e) {
             return null; // a layout is an extra: the answer goes without it
         }
-        return key < 0 ? null : new SizedLayout(out.layout((int) key), out.index.layoutBytes());
+        if (key < 0) {
+            return null;
+        }
+        out.describedAt = clock.getAsLong(); // the reducer reads through it for half a lease: kept for one
+        return new SizedLayout(out.layout((int) key), out.index.layoutBytes());
     }
 
     /** Tests: {@code hook} runs on the registering thread before each registration, as a slow ibv_reg_mr would take time. */

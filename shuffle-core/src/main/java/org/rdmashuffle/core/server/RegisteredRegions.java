@@ -12,7 +12,8 @@ import org.rdmashuffle.verbs.MemoryRegion;
  * The regions of one {@link MapOutputRegistry}: its registered outputs in least-recently-described
  * order, the pages and regions they (and registrations under way) count against its limits and the
  * budget, and the regions taken off the books but not closed yet. Room is made by deregistering the
- * least recently described outside their lease (a reducer may be reading the others). Guarded by the
+ * least recently described outside their lease and not held by a connection ({@link MapOutput#leased}: a
+ * reducer may be reading the others). Guarded by the
  * registry's lock; the regions are closed outside it ({@link #takeToClose}).
  */
 final class RegisteredRegions {
@@ -107,7 +108,7 @@ final class RegisteredRegions {
         long now = clock.getAsLong();
         for (Iterator<MapOutput> it = lru.keySet().iterator(); it.hasNext(); ) {
             MapOutput victim = it.next();
-            if (now - victim.describedAt < leaseNanos) {
+            if (victim.leased(now, leaseNanos)) {
                 continue; // a reducer may be reading it
             }
             it.remove();
@@ -158,6 +159,14 @@ final class RegisteredRegions {
 
     long bytes() {
         return bytes;
+    }
+
+    /**
+     * Whether more than half of this registry's limits, or of its user's or the node's budget, is
+     * registered: answers are then held ({@link ConnectionHolds}), so outputs read go before their lease ends.
+     */
+    boolean crowded() {
+        return bytes > limits.bytes() / 2 || count > limits.regions() / 2 || budget.crowded(user);
     }
 
     int registered() {

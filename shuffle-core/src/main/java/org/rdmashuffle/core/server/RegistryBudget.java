@@ -69,6 +69,13 @@ public final class RegistryBudget {
         return s;
     }
 
+    /** Whether more than half of the node's limits, or of {@code user}'s share, is registered. */
+    synchronized boolean crowded(String user) {
+        Usage u = users.get(user);
+        return total.bytes > node.bytes() / 2 || total.regions > node.regions() / 2
+                || (u != null && (u.bytes > perUser.bytes() / 2 || u.regions > perUser.regions() / 2));
+    }
+
     synchronized void releaseRegion(String user, long bytes) {
         Usage u = users.get(user);
         if (u != null) {

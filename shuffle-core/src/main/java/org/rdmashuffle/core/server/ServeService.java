@@ -81,7 +81,8 @@ public final class ServeService {
             ConnectionTable table = transport.connections();
             long graceMillis = config.connectTimeout().toMillis();
             this.servingConnections = new ServingConnections(config, tenancy::tenant,
-                    t -> new ServingHandler(t, requestServer, table, transport.sender(), transport.timer(), graceMillis, usage),
+                    (t, version) -> new ServingHandler(t, requestServer, table, transport.sender(), transport.timer(), graceMillis,
+                            usage, version),
                     transport.queuePairs(), transport.profile().servingOptions(), transport.profile().sgeListBroken(), table, usage);
             this.connectors = new FairThreads("rdma-shuffle-connector", ServiceLimits.CONNECTOR_THREADS,
                     ServiceLimits.CONNECT_QUEUE_PER_APPLICATION, limits.connectorsPerUser(), limits.connectorsPerUser());

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 
 import org.rdmashuffle.core.config.EngineConfig;
@@ -32,7 +33,7 @@ public final class ServingConnections {
     private final EngineConfig config;
     private final Function<String, ServedTenant> tenantOf;
     /** The owner of a new connection of a tenant: what its completions go to. */
-    private final Function<ServedTenant, ConnectionHandler> owners;
+    private final BiFunction<ServedTenant, Integer, ConnectionHandler> owners;
     private final QueuePairFactory queuePairs;
     private final ConnectOptions options;
     private final boolean sgeListBroken;
@@ -47,11 +48,12 @@ public final class ServingConnections {
 
     /**
      * @param tenantOf the tenant of an authenticated application (an executor's engine: its own, always)
-     * @param owners the owner of a tenant's new connection (it counts the connection out of {@code usage} when retired)
+     * @param owners the owner of a tenant's new connection, given the control protocol version its session agreed (it
+     *     counts the connection out of {@code usage} when retired)
      * @param options serving QPs' options (a finite RNR retry)
      */
     public ServingConnections(EngineConfig config, Function<String, ServedTenant> tenantOf,
-                              Function<ServedTenant, ConnectionHandler> owners, QueuePairFactory queuePairs,
+                              BiFunction<ServedTenant, Integer, ConnectionHandler> owners, QueuePairFactory queuePairs,
                               ConnectOptions options, boolean sgeListBroken, ConnectionTable table, ServiceUsage usage) {
         this.usage = usage;
         this.owners = owners;
@@ -158,7 +160,7 @@ public final class ServingConnections {
             DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
                     DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken,
                     theirs.endpoints().getFirst().gid());
-            c.handle(owners.apply(served));
+            c.handle(owners.apply(served, session.protocolVersion()));
             counted = false; // counted out by its owner when it is retired (once)
             tenant.connections().add(c);
             table.trackServing(c);

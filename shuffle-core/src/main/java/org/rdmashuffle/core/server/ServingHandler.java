@@ -14,8 +14,9 @@ import org.rdmashuffle.core.transport.MetadataSender;
  * fetch requests go to the {@link FetchRequestServer}; a connection that fails is retired (logged
  * once); a peer that sends a malformed or unexpected message is told why and cut off once the answer
  * is sent, or after a grace period if it is not; a retired connection is counted out of
- * {@link ServiceUsage}. Stateless beyond what it is given: threads are the router's (poller, timer,
- * async-event) and whichever retires a connection.
+ * {@link ServiceUsage}, and what it held of its application's outputs ({@link ConnectionHolds}) given
+ * back. One per connection; beyond what it is given it keeps only those holds. Threads are the
+ * router's (poller, timer, async-event) and whichever retires a connection.
  */
 final class ServingHandler implements ConnectionHandler {
     private static final System.Logger LOG = System.getLogger(ServingHandler.class.getName());
@@ -27,10 +28,16 @@ final class ServingHandler implements ConnectionHandler {
     private final ScheduledExecutorService timer;
     private final long graceMillis;
     private final ServiceUsage usage;
+    /** What the connection holds through held answers; null if its peer speaks a version before them. */
+    private final ConnectionHolds holds;
 
-    /** @param graceMillis how long a peer cut off for a protocol error has to take the error before its connection goes */
+    /**
+     * @param graceMillis how long a peer cut off for a protocol error has to take the error before its connection goes
+     * @param protocolVersion the control protocol version its session agreed: from 5, held answers and releases
+     */
     ServingHandler(ServedTenant tenant, FetchRequestServer requests, ConnectionTable connections, MetadataSender sender,
-                   ScheduledExecutorService timer, long graceMillis, ServiceUsage usage) {
+                   ScheduledExecutorService timer, long graceMillis, ServiceUsage usage, int protocolVersion) {
+        this.holds = protocolVersion >= org.rdmashuffle.core.control.ControlSession.HELD_ANSWERS ? new ConnectionHolds() : null;
         this.tenant = tenant;
         this.requests = requests;
         this.connections = connections;
@@ -42,7 +49,7 @@ final class ServingHandler implements ConnectionHandler {
 
     @Override
     public void onMessage(DataConnection c, Message m) {
-        requests.onMessage(tenant, c, m);
+        requests.onMessage(tenant, c, m, holds);
     }
 
     @Override
@@ -83,6 +90,9 @@ final class ServingHandler implements ConnectionHandler {
 
     @Override
     public void onRetired(DataConnection c) {
+        if (holds != null) {
+            tenant.registry().drop(holds);
+        }
         usage.remove(ServiceUsage.Kind.DATA, tenant.app());
     }
 

@@ -383,6 +383,83 @@ class PeerFetcherTest {
         assertIdle(f);
     }
 
+    // ------------------------------------------------------------------ held answers (protocol version 5)
+
+    @Test
+    void aHeldAnswersOutputsAreReleasedOnceTheirReadsComplete_eachOncePerAnswer_emptyBlocksHoldingNothing() {
+        PeerFetcher f = fetcher(16, 8);
+        List<BlockId> blocks = List.of(BlockId.of(0, 1, 0), BlockId.of(0, 1, 1), BlockId.of(0, 2, 0), BlockId.of(0, 3, 0));
+        f.fetch(blocks, listener);
+        Message.FetchRequest asked = channel.onlyRequest();
+        f.onMessage(held(described(asked, 100, 100, 100, 0))); // map 3's block is empty: the peer held nothing for it
+        assertEquals(1, channel.sent.size(), "nothing released while the reads are posted");
+        assertArrayEquals(new int[] {2, 0}, f.heldOutputs(), "maps 1 and 2 held, nothing owed");
+
+        completeChains(f);
+        assertEquals(4, delivered.size(), "every block delivered");
+        assertEquals(List.of(new Message.Release(List.of(new Message.Released(0, 1, 1), new Message.Released(0, 2, 1)))),
+                releases(), "maps 1 and 2 released once each, for the one answer that described them");
+        assertArrayEquals(new int[] {0, 0}, f.heldOutputs());
+        assertIdle(f);
+    }
+
+    @Test
+    void aHeldAnswerOfTheFirstBlocksOnly_hasTheOthersAskedForAgain_andReleasesWhatWasRead() {
+        PeerFetcher f = fetcher(16, 8);
+        List<BlockId> blocks = blocks(3);
+        f.fetch(blocks, listener);
+        Message.FetchRequest asked = channel.onlyRequest();
+        Message.FetchResponse all = described(asked, 100, 100, 100);
+        f.onMessage(new Message.FetchResponse(asked.requestId(), all.blocks().subList(0, 1), List.of(), true));
+        Message.FetchRequest again = (Message.FetchRequest) channel.sent.get(1);
+        assertEquals(blocks.subList(1, 3), again.blocks(), "the blocks not described asked for again");
+        assertTrue(failures.isEmpty(), "nothing failed: " + failures);
+
+        completeChains(f);
+        assertEquals(List.of(new Message.Release(List.of(new Message.Released(0, 1, 1)))), releases());
+        f.onMessage(held(described(again, 100, 100)));
+        completeChains(f);
+        assertEquals(3, delivered.size());
+        assertEquals(2, releases().size(), "the second answer's outputs released in a message of their own");
+        assertIdle(f);
+    }
+
+    @Test
+    void aHeldLargeBlock_keepsItsOutputUntilItsLastPieceLands_evenAfterItsConsumerLetItGo() {
+        PeerFetcher f = new PeerFetcher(channel, context, new PeerFetcher.Limits(1, 1, 1 << 20, 8 << 20, 8, 64, TIMEOUT, TIMEOUT, false));
+        BlockId big = BlockId.of(0, 1, 0);
+        f.fetch(List.of(big), listener);
+        Message.FetchRequest asked = channel.onlyRequest();
+        f.onMessage(new Message.FetchResponse(asked.requestId(),
+                List.of(new BlockDescriptor(0, 1, 0, 1, 0x100000, 200 << 10, RKEY)), List.of(), true));
+        f.onChainCompleted(channel.chains.get(0).id(), null);
+        delivered.getFirst().release(); // the consumer is done; the second piece is still being read from the peer's region
+        delivered.clear();
+        assertEquals(List.of(), releases(), "not released while a piece is posted");
+        f.onChainCompleted(channel.chains.get(1).id(), null);
+        assertEquals(List.of(new Message.Release(List.of(new Message.Released(0, 1, 1)))), releases());
+        assertIdle(f);
+    }
+
+    @Test
+    void aFetcherWhoseReadFails_releasesNothing_thePeerDropsWhatTheConnectionHeld() {
+        PeerFetcher f = fetcher(16, 8);
+        f.fetch(blocks(2), listener);
+        f.onMessage(held(answer(channel.onlyRequest(), 0x1000, 0)));
+        f.onChainCompleted(channel.chains.getFirst().id(), new IOException("remote access error"));
+        assertTrue(channel.retired);
+        assertEquals(List.of(), releases());
+        assertArrayEquals(new int[] {0, 0}, f.heldOutputs());
+    }
+
+    private static Message.FetchResponse held(Message.FetchResponse r) {
+        return new Message.FetchResponse(r.requestId(), r.blocks(), r.layouts(), true);
+    }
+
+    private List<Message.Release> releases() {
+        return channel.sent.stream().filter(m -> m instanceof Message.Release).map(m -> (Message.Release) m).toList();
+    }
+
     // ------------------------------------------------------------------ helpers
 
     private PeerFetcher fetcher(int chainLength, int maxChainsInFlight) {

@@ -15,7 +15,7 @@ class ProtocolVersionsTest {
     @Test
     void thisReleaseSpeaksThePreviousReleasesVersionAndItsOwn() {
         assertEquals(ProtocolVersions.ALONE, ProtocolVersions.SPOKEN.lowest(), "the previous release's version");
-        assertEquals(ProtocolVersions.ALONE + 1, ProtocolVersions.SPOKEN.highest(), "this release's own, the first with offers");
+        assertEquals(ProtocolVersions.HELD_ANSWERS, ProtocolVersions.SPOKEN.highest(), "this release's own, with held answers");
     }
 
     @Test

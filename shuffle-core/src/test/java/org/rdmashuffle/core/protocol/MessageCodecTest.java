@@ -1,5 +1,6 @@
 package org.rdmashuffle.core.protocol;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -37,6 +38,38 @@ class MessageCodecTest {
             int n = codec.encode(m, buffer);
             assertEquals(m, codec.decode(buffer, n));
         }
+    }
+
+    @Test
+    void heldAnswersAndReleasesRoundTrip_aHeldAnswerKeepingItsFlag_andAMalformedReleaseIsRefusedByWhatIsWrong() {
+        MapOutputLayout layout = new MapOutputLayout(3, 5, 0x7f00_0000_0000L, 9, new long[] {0, 10, 30});
+        List<Message> messages = List.of(
+                new Message.FetchResponse(7, List.of(new BlockDescriptor(3, 5, 0, 1, 0x7f00_0000_0000L, 10, 9)), List.of(), true),
+                new Message.Release(List.of(new Message.Released(3, 5, 1), new Message.Released(0, 1L << 40, 70_000))));
+        for (Message m : messages) {
+            int n = codec.encode(m, buffer);
+            assertEquals(m, codec.decode(buffer, n));
+        }
+        Message.FetchResponse withLayout = new Message.FetchResponse(8,
+                List.of(new BlockDescriptor(3, 5, 1, 2, 0x7f00_0000_000aL, 20, 9)), List.of(layout), true);
+        Message.FetchResponse back = (Message.FetchResponse) codec.decode(buffer, codec.encode(withLayout, buffer));
+        assertTrue(back.held());
+        assertEquals(withLayout.blocks(), back.blocks());
+        assertArrayEquals(layout.offsets(), back.layouts().getFirst().offsets());
+        Message.FetchResponse unheld = new Message.FetchResponse(7, List.of(new BlockDescriptor(3, 5, 0, 1, 0x1000, 10, 9)));
+        assertEquals(false, ((Message.FetchResponse) codec.decode(buffer, codec.encode(unheld, buffer))).held());
+
+        int n = codec.encode(new Message.Release(List.of(new Message.Released(3, 5, 1))), buffer);
+        buffer.set(ValueLayout.JAVA_BYTE, n - 1, (byte) 0); // a release of no answer
+        assertTrue(assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n)).getMessage()
+                .contains("map 5 of shuffle 3 for 0 answers"));
+        buffer.set(ValueLayout.JAVA_BYTE, 1, (byte) 0); // of no output at all
+        assertTrue(assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, 2)).getMessage()
+                .contains("a release of no output"));
+        buffer.set(ValueLayout.JAVA_BYTE, 1, (byte) 100); // claiming more outputs than its bytes can hold
+        assertTrue(assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, n)).getMessage()
+                .contains("released output count 100"));
+        assertThrows(IllegalArgumentException.class, () -> new Message.Release(List.of()));
     }
 
     @Test

@@ -13,6 +13,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rdmashuffle.core.protocol.BlockDescriptor;
+import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.server.files.OutputFile;
 import org.rdmashuffle.verbs.Access;
 import org.rdmashuffle.verbs.CompletionQueue;
@@ -210,6 +212,64 @@ class MapOutputRegistryTest {
             assertEquals(3, registry.registrations());
             assertEquals(3, registry.registrationCounts().count(), "the operators' count has the registration made again");
             assertEquals(2, registry.registrationCounts().evictions(), "output 1 made room for 2, then 2 for 1");
+        }
+    }
+
+    @Test
+    void anOutputHeldByAConnection_staysUntilReleasedOrItsConnectionGoes_orItsHeldLeaseEnds() throws IOException {
+        try (MapOutputRegistry registry = new MapOutputRegistry(pd, 40960, 1_000, now::get)) {
+            registry.register(1, 1, dataFile("1.data", 24576), new long[] {0, 24576});
+            registry.register(1, 2, dataFile("2.data", 24576), new long[] {0, 24576});
+            ConnectionHolds reducer = new ConnectionHolds();
+            ConnectionHolds other = new ConnectionHolds();
+            registry.describe(MapOutputRegistry.OWN, 1, 1, 0, 1, new HeldAnswer(reducer)); // held, not leased
+            assertThrows(RegisteredMemoryExhaustedException.class, () -> registry.describe(1, 2, 0, 1), "held: not evicted");
+            registry.release(other, MapOutputRegistry.OWN, List.of(new Message.Released(1, 1, 5)));
+            assertThrows(RegisteredMemoryExhaustedException.class, () -> registry.describe(1, 2, 0, 1),
+                    "another connection cannot release what this one holds");
+            registry.release(reducer, MapOutputRegistry.OWN, List.of(new Message.Released(1, 1, 1)));
+            registry.describe(1, 2, 0, 1); // released: output 1 makes room at once, long before a lease
+            assertEquals(1, registry.registrationCounts().evictions());
+
+            // Held by two answers: one release is not enough; the connection going is.
+            now.addAndGet(2 * SECOND); // output 2's lease is over
+            registry.describe(MapOutputRegistry.OWN, 1, 1, 0, 1, new HeldAnswer(reducer));
+            registry.describe(MapOutputRegistry.OWN, 1, 1, 0, 1, new HeldAnswer(reducer));
+            registry.release(reducer, MapOutputRegistry.OWN, List.of(new Message.Released(1, 1, 1)));
+            assertThrows(RegisteredMemoryExhaustedException.class,
+                    () -> registry.describe(MapOutputRegistry.OWN, 1, 2, 0, 1, new HeldAnswer(other)), "one answer still holds 1");
+            registry.drop(reducer);
+            registry.describe(MapOutputRegistry.OWN, 1, 2, 0, 1, new HeldAnswer(other));
+            assertEquals(3, registry.registrationCounts().evictions());
+
+            // A holder that never releases keeps an output no longer than a lease from its last held answer.
+            now.addAndGet(2 * SECOND);
+            registry.describe(1, 1, 0, 1);
+            assertEquals(4, registry.registrationCounts().evictions());
+            assertEquals(1, registry.registeredRegions());
+        }
+    }
+
+    @Test
+    void anAnswerNotSent_givesBackWhatItHeld_andAConnectionDroppedHoldsNothingAfter() throws IOException {
+        try (MapOutputRegistry registry = new MapOutputRegistry(pd, 40960, 1_000, now::get)) {
+            registry.register(1, 1, dataFile("1.data", 24576), new long[] {0, 24576});
+            registry.register(1, 2, dataFile("2.data", 24576), new long[] {0, 24576});
+            ConnectionHolds reducer = new ConnectionHolds();
+            HeldAnswer refused = new HeldAnswer(reducer);
+            registry.describe(MapOutputRegistry.OWN, 1, 1, 0, 1, refused);
+            registry.describe(MapOutputRegistry.OWN, 1, 1, 0, 1, refused); // one answer holds an output once
+            registry.giveBack(refused);
+            registry.describe(1, 2, 0, 1); // output 1 neither leased nor held: room at once
+            assertTrue(registry.crowded(), "24576 of 40960 bytes registered: more than half");
+
+            registry.drop(reducer);
+            now.addAndGet(2 * SECOND);
+            registry.describe(MapOutputRegistry.OWN, 1, 1, 0, 1, new HeldAnswer(reducer)); // after its connection went
+            synchronized (registry) {
+                assertEquals(0, reducer.outputs(), "a dropped connection holds nothing");
+            }
+            registry.describe(1, 2, 0, 1);
         }
     }
 
