@@ -32,22 +32,32 @@ public final class SmallFilesystem implements AutoCloseable {
      * that cannot be done (not root, no mount), failing it instead under {@code CI=true}.
      */
     public static SmallFilesystem mount(Path dir, long bytes) throws IOException, InterruptedException {
-        String cause = unavailabilityCause();
+        requireMountable();
         SmallFilesystem fs = new SmallFilesystem(Files.createDirectories(dir).toAbsolutePath());
-        if (cause == null) {
-            String failed = run("mount", "-t", "tmpfs", "-o", "size=" + bytes + ",mode=0755", "tmpfs", fs.root.toString());
-            if (failed == null) {
-                fs.mounted = true;
-                return fs;
-            }
-            cause = "mount -t tmpfs failed: " + failed;
+        String failed = run("mount", "-t", "tmpfs", "-o", "size=" + bytes + ",mode=0755", "tmpfs", fs.root.toString());
+        if (failed != null) {
+            skipOrFail("mount -t tmpfs failed: " + failed);
         }
+        fs.mounted = true;
+        return fs;
+    }
+
+    /**
+     * Skips the calling test where no tmpfs can be mounted (not root), failing it instead under {@code
+     * CI=true}: for a test to call before it starts what it would leave running.
+     */
+    public static void requireMountable() throws IOException {
+        String cause = unavailabilityCause();
+        if (cause != null) {
+            skipOrFail(cause);
+        }
+    }
+
+    private static void skipOrFail(String cause) {
         if ("true".equals(System.getenv("CI"))) {
             throw new AssertionError("CI must run the full-disk tests, but " + cause);
         }
-        final String why = cause;
-        Assumptions.assumeTrue(false, () -> "no small filesystem to fill here: " + why + " (run as root)");
-        throw new AssertionError("unreachable");
+        Assumptions.assumeTrue(false, () -> "no small filesystem to fill here: " + cause + " (run as root)");
     }
 
     /** Why no tmpfs can be mounted here, or null. */
