@@ -97,8 +97,10 @@ class FullLocalDirTest {
     void aMapTaskWhoseLocalDirIsFull_failsNamingNoSpace_isRunAgain_andNothingOfTheFailedAttemptIsLeft() throws Exception {
         try (SmallFilesystem disk = SmallFilesystem.mount(scratch.resolve("local"), 32L << 20)) {
             String root = disk.root().toString();
+            // The cleaner off: a GC in the driver would have the executors forget the shuffle (engine and
+            // files) while this test counts what is left of it.
             try (JavaSparkContext sc = new JavaSparkContext(SparkClusterSupport.conf("local dir full", true, scratch)
-                    .set("spark.task.maxFailures", "4"))) {
+                    .set("spark.task.maxFailures", "4").set("spark.cleaner.referenceTracking", "false"))) {
                 SparkClusterSupport.awaitExecutors(sc, 2);
                 FailedAttempts failed = new FailedAttempts(disk);
                 sc.sc().addSparkListener(failed);
