@@ -219,6 +219,14 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         serving.resolver(resolver);
     }
 
+    /**
+     * Map outputs this engine knows now, across applications: those registered with it and those found
+     * on disk, whether or not a reducer has asked for them yet (what a failed map attempt must not add).
+     */
+    public int mapOutputs() {
+        return serving.mapOutputs();
+    }
+
     /** Applications with resources on this engine now (an executor's engine: 1, its own). */
     public int tenants() {
         return serving.tenants();

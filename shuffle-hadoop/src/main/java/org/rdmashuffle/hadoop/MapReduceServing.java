@@ -74,6 +74,11 @@ public final class MapReduceServing implements ServiceEngine {
         return engine.counters();
     }
 
+    /** Map outputs the engine knows now, across applications (found on disk; registered with the device or not). */
+    int mapOutputs() {
+        return engine.mapOutputs();
+    }
+
     @Override
     public ServiceMetrics metrics() {
         return metrics;

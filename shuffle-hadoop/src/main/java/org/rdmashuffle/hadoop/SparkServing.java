@@ -136,22 +136,31 @@ public final class SparkServing implements ServiceEngine.ForSpark {
         return new Confinement(dirs, UserGroupInformation.isSecurityEnabled() ? user : null);
     }
 
-    /** Writes the application's user and secret where only the NodeManager's user can read them. */
+    /**
+     * Writes the application's user and secret where only the NodeManager's user can read them. A write
+     * that fails (the recovery path's disk full: {@code ENOSPC}) leaves no partial record behind: the
+     * application is served all the same, only not again after a restart, and the WARN says so.
+     */
     private void remember(String app, String user, byte[] secret) {
         java.nio.file.Path dir = recoveryDir;
         if (dir == null) {
             return;
         }
+        java.nio.file.Path tmp = dir.resolve(app + ".tmp");
         try {
             Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             java.nio.file.Path file = dir.resolve(app);
-            java.nio.file.Path tmp = dir.resolve(app + ".tmp");
             Files.deleteIfExists(tmp);
             Files.createFile(tmp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
             Files.writeString(tmp, user + "\n" + Base64.getEncoder().encodeToString(secret) + "\n", StandardCharsets.UTF_8,
                     StandardOpenOption.TRUNCATE_EXISTING);
             Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         } catch (IOException e) {
+            try {
+                Files.deleteIfExists(tmp); // a part of the secret, and a file per application, otherwise left for good
+            } catch (IOException cannotRemove) {
+                e.addSuppressed(cannotRemove);
+            }
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle Spark service: cannot record " + app + " under " + dir
                     + " (after a NodeManager restart its shuffle is not served over RDMA): " + e);
         }
@@ -178,6 +187,7 @@ public final class SparkServing implements ServiceEngine.ForSpark {
         try (var files = Files.newDirectoryStream(dir, "application_*")) {
             for (java.nio.file.Path f : files) {
                 if (f.getFileName().toString().endsWith(".tmp")) {
+                    Files.deleteIfExists(f); // a record whose write a NodeManager's end cut short: nobody writes it now
                     continue;
                 }
                 List<String> lines = Files.readAllLines(f, StandardCharsets.UTF_8);

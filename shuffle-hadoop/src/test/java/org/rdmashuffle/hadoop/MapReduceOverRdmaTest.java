@@ -104,6 +104,97 @@ class MapReduceOverRdmaTest {
         assertTrue(rdma.failedMaps >= 1, "the map whose output was lost ran again: failed maps " + rdma.failedMaps);
     }
 
+    /**
+     * A map whose local dir fills while it merges its output (issue 52, item 5): map 0's first attempt
+     * writes its output where the NodeManager's service looks for it ({@code
+     * usercache/<user>/appcache/<app>/output/<attempt>/} in one of the node's local dirs), made here a
+     * full tmpfs in each. The attempt fails on
+     * {@code ENOSPC} (MapReduce's own {@code FSError}: the task says why), MapReduce runs it again
+     * elsewhere on the disk, and every reducer reads the second attempt's output over RDMA (fallback
+     * off); the service found the four committed outputs and nothing of the failed one.
+     */
+    @Test
+    void aMapWhoseLocalDirIsFull_failsNamingNoSpace_isRunAgain_andEveryOutputComesOverRdma() throws Exception {
+        org.rdmashuffle.core.testing.SmallFilesystem.requireMountable(); // before the job starts
+        JobConf conf = cluster.rdmaJobConf(false);
+        conf.setInt(org.apache.hadoop.mapreduce.MRJobConfig.IO_SORT_MB, 1); // several spills: the final merge writes file.out
+        long resolvedBefore = servedMapOutputs();
+        Job job = sortJob("local-dir-full", conf);
+        job.setMapperClass(WaitsForItsFullDisk.class);
+        job.submit();
+        String app = job.getJobID().toString().replace("job_", "application_");
+        TaskAttemptID first = new TaskAttemptID(new org.apache.hadoop.mapreduce.TaskID(job.getJobID(), TaskType.MAP, 0), 0);
+        String[] localDirs = cluster.yarn.getNodeManager(0).getConfig().getTrimmedStrings(
+                org.apache.hadoop.yarn.conf.YarnConfiguration.NM_LOCAL_DIRS);
+        List<Path> appDirs = java.util.Arrays.stream(localDirs)
+                .map(d -> Path.of(d, "usercache", System.getProperty("user.name"), "appcache", app)).toList();
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+        while (!appDirs.stream().allMatch(Files::isDirectory)) { // made as the application master's container starts
+            assertTrue(System.nanoTime() < deadline, appDirs + " did not appear in a minute");
+            Thread.sleep(20);
+        }
+        // The attempt merges into the local dir its spills went to, whichever: each is full for it.
+        List<org.rdmashuffle.core.testing.SmallFilesystem> disks = new java.util.ArrayList<>();
+        String diagnostics;
+        try {
+            for (Path appDir : appDirs) {
+                disks.add(org.rdmashuffle.core.testing.SmallFilesystem.mount(appDir.resolve("output").resolve(first.toString()),
+                        1L << 20));
+                disks.getLast().fillLeaving(64 << 10);
+            }
+            diagnostics = awaitFailure(job, first);
+        } finally { // unmounted once the attempt failed: what it left there goes with the tmpfs
+            for (var disk : disks) {
+                disk.close();
+            }
+        }
+        assertTrue(job.waitForCompletion(false), "the job failed: " + job.getStatus().getFailureInfo());
+        assertTrue(diagnostics.contains("No space left on device"), "why map 0's first attempt failed: " + diagnostics);
+        Outcome rdma = outcome("local-dir-full", job);
+        assertSameOutput(stock, rdma);
+        assertTrue(rdma.failedMaps >= 1, "failed maps: " + rdma.failedMaps);
+        assertEquals(rdma.shuffledMaps, rdma.rdmaMaps, "map outputs over RDMA (job counter)");
+        assertEquals(rdma.shuffleBytes, rdma.rdmaBytes, "bytes over RDMA (job counter)");
+        assertEquals(MAPS, servedMapOutputs() - resolvedBefore, "map outputs the service found: the committed ones");
+    }
+
+    /** Waits (at most 2 minutes) for {@code attempt} to fail; returns what the task said. */
+    private static String awaitFailure(Job job, TaskAttemptID attempt) throws Exception {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(120);
+        while (System.nanoTime() < deadline && !job.isComplete()) {
+            for (var e : job.getTaskCompletionEvents(0, 100)) {
+                if (e.getTaskAttemptId().toString().equals(attempt.toString()) && e.getStatus() != org.apache.hadoop.mapreduce.TaskCompletionEvent.Status.SUCCEEDED) {
+                    return String.join("\n", job.getTaskDiagnostics(attempt));
+                }
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError(attempt + " did not fail in time; the job " + (job.isComplete() ? "completed" : "runs"));
+    }
+
+    /**
+     * The identity map, whose first attempt of map 0 starts only once the test has mounted and filled
+     * the disks its output may go to (the filler is there), so it cannot write before they are full.
+     */
+    public static final class WaitsForItsFullDisk extends org.apache.hadoop.mapreduce.Mapper<Text, Text, Text, Text> {
+        @Override
+        protected void setup(Context context) throws IOException, InterruptedException {
+            TaskAttemptID id = context.getTaskAttemptID();
+            if (id.getTaskID().getId() != 0 || id.getId() != 0) {
+                return;
+            }
+            String[] dirs = context.getConfiguration().getTrimmedStrings(org.apache.hadoop.mapreduce.MRConfig.LOCAL_DIR);
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+            while (!java.util.Arrays.stream(dirs).allMatch(d -> org.rdmashuffle.core.testing.SmallFilesystem.isFull(
+                    Path.of(d, "output", id.toString())))) {
+                if (System.nanoTime() > deadline) {
+                    throw new IOException("the test did not fill " + java.util.Arrays.toString(dirs) + "/output/" + id + " in a minute");
+                }
+                Thread.sleep(20);
+            }
+        }
+    }
+
     @Test
     void aNodeWhoseServiceCannotBeReached_isFetchedOverHttp_withFallback() throws Exception {
         JobConf conf = cluster.rdmaJobConf(true);
@@ -173,6 +264,13 @@ class MapReduceOverRdmaTest {
 
     /** Sorts the input by key with identity map and reduce; returns the reduce outputs and counters. */
     private static Outcome sort(String name, JobConf conf) throws Exception {
+        Job job = sortJob(name, conf);
+        assertTrue(job.waitForCompletion(false), name + " job failed: " + job.getStatus().getFailureInfo());
+        return outcome(name, job);
+    }
+
+    /** The sort job, not yet submitted. */
+    private static Job sortJob(String name, JobConf conf) throws IOException {
         Path out = work.resolve("output-" + name);
         long split = Files.size(input.resolve("rows.txt")) / MAPS + 1;
         conf.setLong(FileInputFormat.SPLIT_MAXSIZE, split);
@@ -186,8 +284,13 @@ class MapReduceOverRdmaTest {
         job.setNumReduceTasks(REDUCES);
         FileInputFormat.addInputPath(job, new org.apache.hadoop.fs.Path(input.toUri()));
         FileOutputFormat.setOutputPath(job, new org.apache.hadoop.fs.Path(out.toUri()));
-        assertTrue(job.waitForCompletion(false), name + " job failed: " + job.getStatus().getFailureInfo());
-        assertEquals(JobStatus.State.SUCCEEDED, job.getJobState());
+        return job;
+    }
+
+    /** A finished sort job's reduce outputs and counters. */
+    private static Outcome outcome(String name, Job job) throws Exception {
+        Path out = work.resolve("output-" + name);
+        assertEquals(JobStatus.State.SUCCEEDED, job.getJobState(), name + ": " + job.getStatus().getFailureInfo());
         List<byte[]> parts = new java.util.ArrayList<>();
         for (int r = 0; r < REDUCES; r++) {
             parts.add(Files.readAllBytes(out.resolve(String.format("part-r-%05d", r))));

@@ -353,6 +353,103 @@ class RdmaShuffleServiceTest {
         assertEquals(0, ((MapReduceServing) service.engine()).counters().registeredMapOutputBytes());
     }
 
+    /**
+     * A NodeManager local dir that fills (issue 52, item 5): what map tasks finished before is served from
+     * it as before; an output a map could not finish there ({@code ENOSPC}: its data cut short with no
+     * index, or its index left empty) is refused by kind (re-run the map, or take HTTP), never registered,
+     * and leaves no descriptor or mapping in the NodeManager; the service goes on serving.
+     */
+    @Test
+    void aLocalDirThatFills_servesWhatWasWritten_refusesWhatWasCutShortByKind_andHoldsNothingOfIt() throws Exception {
+        try (org.rdmashuffle.core.testing.SmallFilesystem disk = org.rdmashuffle.core.testing.SmallFilesystem.mount(localDir, 4L << 20)) {
+            MapOutput written = writeMapOutput(1, 0, new int[] {3000, 0, 70_000, 12});
+            MapOutput indexCutShort = writeMapOutput(3, 0, new int[] {1000, 1000});
+            Path index3 = indexCutShort.dataFile.resolveSibling("file.out.index");
+            Files.delete(index3);
+            disk.fillLeaving(64 << 10);
+            // Map 2's merge runs out of space in its data file; it never gets to its index.
+            TaskAttemptID dataCutShort = new TaskAttemptID(new org.apache.hadoop.mapreduce.TaskID(job,
+                    org.apache.hadoop.mapreduce.TaskType.MAP, 2), 0);
+            Path data2 = Files.createDirectories(localDir.resolve("usercache/" + USER + "/appcache/" + app + "/output/"
+                    + dataCutShort)).resolve("file.out");
+            IOException full = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, () -> {
+                try (java.io.OutputStream out = Files.newOutputStream(data2)) {
+                    byte[] chunk = new byte[16 << 10];
+                    for (int i = 0; i < 64; i++) {
+                        out.write(chunk);
+                    }
+                }
+            });
+            assertTrue(String.valueOf(full.getMessage()).contains("No space left on device"), String.valueOf(full));
+            // Map 3's index write finds no room either (Hadoop's local file system throws an FSError, as in the
+            // map task): the file is there, empty.
+            SpillRecord index = new SpillRecord(2);
+            index.putIndex(new IndexRecord(0, 3001, 1000), 0);
+            index.putIndex(new IndexRecord(1000, 3001, 1000), 1);
+            org.apache.hadoop.fs.FSError indexFull = org.junit.jupiter.api.Assertions.assertThrows(org.apache.hadoop.fs.FSError.class,
+                    () -> index.writeToFile(new org.apache.hadoop.fs.Path(index3.toString()), new JobConf(false)));
+            assertTrue(String.valueOf(indexFull.getMessage()).contains("No space left on device"), String.valueOf(indexFull));
+            assertEquals(0, Files.size(index3), "the index the full disk cut short");
+
+            MapReduceServing serving = (MapReduceServing) service.engine();
+            try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+                TestReducer.Result got = r.fetch(service.rdmaAddress(), written.attempt, 2);
+                assertTrue(got.failure() == null, "an output written before the disk filled: " + got.failure());
+                assertArrayEquals(written.partition(2), got.bytes());
+
+                TestReducer.Result noIndex = r.fetch(service.rdmaAddress(), dataCutShort, 0);
+                assertTrue(noIndex.noSuchOutput(), "data cut short, no index: " + noIndex.failure());
+
+                TestReducer.Result emptyIndex = r.fetch(service.rdmaAddress(), indexCutShort.attempt, 0);
+                assertEquals(BlockFetchException.Kind.REFUSED, BlockFetchException.kindOf(emptyIndex.failure()),
+                        "an empty index: " + emptyIndex.failure());
+                assertTrue(emptyIndex.failure().getMessage().contains("map output files unreadable or inconsistent"),
+                        String.valueOf(emptyIndex.failure()));
+
+                TestReducer.Result again = r.fetch(service.rdmaAddress(), written.attempt, 0);
+                assertTrue(again.failure() == null, "the service after the refusals: " + again.failure());
+                assertArrayEquals(written.partition(0), again.bytes());
+            }
+            assertEquals(1, serving.mapOutputs(), "outputs the service knows: the one written, not those cut short");
+            assertEquals((written.size + 4095) / 4096 * 4096, serving.counters().registeredMapOutputBytes(),
+                    "registered: the one written, as one region");
+            assertEquals(List.of(), heldUnder(localDir).stream().filter(l -> !l.contains(written.dataFile.toString())).toList(),
+                    "descriptors and mappings of the NodeManager on the full disk, but the served output's");
+
+            service.stopApplication(new ApplicationTerminationContext(app));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while ((serving.counters().registeredMapOutputBytes() != 0 || !heldUnder(localDir).isEmpty())
+                    && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(List.of(), heldUnder(localDir), "held on the full disk after the application stopped");
+        }
+    }
+
+    /** This process's open descriptors and mappings of files under {@code dir}, one line each. */
+    private static List<String> heldUnder(Path dir) throws IOException {
+        String root = dir.toRealPath().toString();
+        List<String> held = new java.util.ArrayList<>();
+        for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
+            if (line.contains(root + "/")) {
+                held.add("mapped: " + line);
+            }
+        }
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            for (Path fd : fds.toList()) {
+                try {
+                    String target = Files.readSymbolicLink(fd).toString();
+                    if (target.startsWith(root + "/")) {
+                        held.add("open: " + target);
+                    }
+                } catch (IOException closedMeanwhile) {
+                    // the descriptor of the listing itself, or one closed while we looked
+                }
+            }
+        }
+        return held;
+    }
+
     @Test
     void aReducerNamingNoMapReduceApplication_findsNothing() throws Exception {
         // Authentication off (a trusted network): the reducer names any application it likes.

@@ -188,6 +188,41 @@ class RdmaSparkShuffleServiceTest {
     }
 
     /**
+     * The recovery path's disk full (issue 52, item 5): the application's record cannot be written
+     * ({@code ENOSPC}); the application is served all the same, the service stays up, and no partial
+     * record (a {@code .tmp} holding part of the secret) is left there, then or after a restart.
+     */
+    @Test
+    void aRecoveryPathWhoseDiskIsFull_leavesNoPartialRecord_andTheApplicationIsStillServed() throws Exception {
+        Path nmLocal = dir.resolve("nm-local-1");
+        byte[] data = writeSparkOutput(nmLocal);
+        try (org.rdmashuffle.core.testing.SmallFilesystem disk = org.rdmashuffle.core.testing.SmallFilesystem.mount(
+                dir.resolve("recovery"), 1L << 20)) {
+            Path records = Files.createDirectories(disk.root().resolve(SparkServing.RECOVERY_DIR));
+            disk.fillLeaving(0);
+            RdmaSparkShuffleService service = start(new SparkServiceStandIn(), nmLocal);
+            try {
+                service.initializeApplication(new ApplicationInitializationContext("alice", APP, ByteBuffer.wrap(SECRET)));
+                assertEquals(List.of(), disk.files(),
+                        "what the write that ran out of space left in " + records);
+                try (TestReducer reducer = new TestReducer(APP.toString(), SECRET)) {
+                    TestReducer.Result r = reducer.fetch(service.rdmaAddress(), BlockId.of(0, 5, 1));
+                    assertNull(r.failure(), "an application whose record could not be written is served: " + r.failure());
+                    assertArrayEquals(java.util.Arrays.copyOfRange(data, 1000, 1700), r.bytes());
+                }
+                service.stopApplication(new ApplicationTerminationContext(APP));
+            } finally {
+                service.stop();
+            }
+            // A record a NodeManager's end cut short (its .tmp) is removed at the next start.
+            Files.write(records.resolve(APP + ".tmp"), new byte[0]);
+            RdmaSparkShuffleService restarted = start(new SparkServiceStandIn(), nmLocal);
+            restarted.stop();
+            assertEquals(List.of(), disk.files(), "left under the recovery path after a restart");
+        }
+    }
+
+    /**
      * The RDMA port taken: the service starts anyway (the NodeManager stays up), Spark's half serves
      * every application as it would alone, and the reason names the port and its key, in the service
      * and in its metrics.

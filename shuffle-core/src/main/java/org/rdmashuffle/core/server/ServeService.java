@@ -184,6 +184,15 @@ public final class ServeService {
         return n;
     }
 
+    /** Map outputs known now (recorded or found on disk, registered with the device or not), across tenants. */
+    public int mapOutputs() {
+        int n = 0;
+        for (ServedTenant t : tenants.all()) {
+            n += t.registry().mapOutputs();
+        }
+        return n;
+    }
+
     /** The figures operators watch: served, refused and registered, node totals and by application. */
     public Tenants tenantFigures() {
         return tenants;
