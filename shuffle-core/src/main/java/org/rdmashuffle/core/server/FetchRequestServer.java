@@ -153,12 +153,21 @@ public final class FetchRequestServer {
             if (held != null) {
                 t.registry().giveBack(held);
             }
-            replies.send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
-                    + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
-        } catch (RuntimeException e) {
-            if (!c.isClosing()) { // else retired meanwhile (its application stopped, its peer cut off): nobody to tell
-                c.handler().onFailure(c, e);
+            try {
+                replies.send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
+                        + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
+            } catch (RuntimeException e) {
+                failed(c, e);
             }
+        } catch (RuntimeException e) {
+            failed(c, e);
+        }
+    }
+
+    /** A send to {@code c} failed: its owner hears of it, unless it was retired meanwhile (nobody to tell then). */
+    private static void failed(DataConnection c, RuntimeException e) {
+        if (!c.isClosing()) { // retired meanwhile: its application stopped, its peer cut off
+            c.handler().onFailure(c, e);
         }
     }
 }
