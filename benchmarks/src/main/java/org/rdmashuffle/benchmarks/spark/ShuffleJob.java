@@ -24,7 +24,8 @@ import scala.Tuple2;
  * text) are grouped by key, so every row crosses the shuffle (about 350 MB at the default 5,000,000
  * rows, Kryo-serialized, lz4). With {@code --job sort}, the sort job instead: {@code rows} records of
  * TeraSort's shape (a 10-byte key, a 90-byte value; {@link SortJobRows}) sorted by key into ranges of
- * the key space, one a reducer, and checked in order (3,500,000 rows by default: about 370 MB of shuffle, 106 bytes a row with Kryo's framing).
+ * the key space, one a reducer, and checked in order (3,500,000 rows by default: about 370 MB of shuffle,
+ * 106 bytes a row with Kryo's framing).
  *
  * <pre>
  *   ShuffleJob [--job main|sort] [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin|both] [--compare PAIRS]
@@ -39,9 +40,9 @@ import scala.Tuple2;
  * starts. It prints the result (identical either way), the shuffle metrics, and what carried each
  * executor's blocks, with the executor's address, and where the time went stage by stage ({@link
  * StageAccounting}), and what its executors held ({@link ResourceReport}: peak RSS, descriptors, mappings,
- * storage reads against shuffle reads, spills, and the plugin's registered memory). {@code --compare N} runs N balanced pairs ({@link BalancedPairs}): each pair is two
- * rounds, every system once in each, the second round in the first's reverse order; each run starts only
- * once the previous application's executors have exited and the machine has synced ({@link
+ * storage reads against shuffle reads, spills, and the plugin's registered memory). {@code --compare N}
+ * runs N balanced pairs ({@link BalancedPairs}): each pair is two rounds, every system once in each, the
+ * second round in the first's reverse order; each run starts only once the previous application's executors have exited and the machine has synced ({@link
  * RunSeparation}). It prints every run, then the median of the per-pair ratios with a 90% interval over
  * pairs, of the whole job and of each stage's figures ({@link StageComparison}), and the order effect.
  * {@code --shuffle both} runs each shuffle once, the built-in first: a check that both run and agree, with
