@@ -113,7 +113,8 @@ class CommandsTest {
             {"bin/shuffle-job", "--maps", "many"}, {"bin/shuffle-job", "--reducers", "-3"}, {"bin/shuffle-job", "--shuffle", "tcp"},
             {"bin/shuffle-job", "--hosts", "1"}, {"bin/shuffle-job", "--hosts", "3", "--rate", "fast"},
             {"bin/shuffle-job", "--cpu-by-thread"}, {"bin/shuffle-job", "--variant", "busyPoll=0"},
-            {"bin/shuffle-job", "--compare", "2", "--shuffle", "both"},
+            {"bin/shuffle-job", "--compare", "2", "--shuffle", "both"}, {"bin/shuffle-job", "--job", "terasort"},
+            {"bin/shuffle-job", "--job", "sort", "--maps", "4000000"},
             {"bin/test", "-o"},
             {"bin/doctor", "carrier-pigeon"}, {"bin/doctor", "auto", "[::1"},
             {"bin/cluster-bed", "--hosts", "0", "--hold"}, {"bin/cluster-bed", "--mtu", "9k", "--hold"},
@@ -146,6 +147,7 @@ class CommandsTest {
     void theJavaMainsRefuseABadValueInOneLine_exit2() throws Exception {
         String[][] cases = {
             {"org.rdmashuffle.benchmarks.spark.ShuffleJob", "--maps", "many"},
+            {"org.rdmashuffle.benchmarks.spark.ShuffleJob", "--job", "terasort"},
             {"org.rdmashuffle.benchmarks.cluster.ClusterJob", "--hosts", "3", "--rows", "-1"},
             {"org.rdmashuffle.benchmarks.tpcds.TpcdsRunner", "--scale", "big"},
             {"org.rdmashuffle.benchmarks.tpcds.TpcdsRunner", "--pairs", "0"},

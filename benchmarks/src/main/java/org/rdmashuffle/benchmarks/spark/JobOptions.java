@@ -6,22 +6,26 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The main job's options ({@link ShuffleJob}), read from its command line. Maps and reducers are set
+ * The job's options ({@link ShuffleJob}), read from its command line. {@code --job} picks the job: {@code
+ * main} (the default: rows grouped by key) or {@code sort} (100-byte records sorted by key, TeraSort's
+ * shape; {@link SortJobRows}); {@code --rows} defaults to 5,000,000 for the one and 3,500,000 for the
+ * other (each about 0.35 GB of shuffle; the sort's is about 106 bytes a row). Maps and reducers are set
  * apart ({@code --maps}, {@code --reducers}) or together ({@code --partitions}, both); blocks grow as
  * maps x reducers, so they are how a run reaches the many-small-blocks regime. Nonsense (a count of 0
  * or below, a number that is not one, an unknown option) is refused naming the option. {@code
  * --profile} records every executor of every run with JDK Flight Recorder (both shuffles alike); {@code
  * --prometheus} scrapes the driver's Prometheus endpoint during and after each run ({@link PrometheusScrape}).
  */
-record JobOptions(int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
+record JobOptions(String job, int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
                   boolean releaseExecutors, Path pauseUntil, int holdAfterMapsSeconds, int executorWaitSeconds,
                   Map<String, String> variant, boolean profile, boolean prometheus) {
-    static final String USAGE = "ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin|both] "
+    static final String USAGE = "ShuffleJob [--job main|sort] [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin|both] "
             + "[--compare PAIRS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
             + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--executor-wait SECONDS] [--variant spark.KEY=VALUE ...] [--profile] [--prometheus]";
 
     static JobOptions parse(String... args) {
-        int rows = 5_000_000;
+        String job = "main";
+        Integer rows = null;
         Integer partitions = null;
         Integer maps = null;
         Integer reducers = null;
@@ -39,6 +43,12 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             switch (option) {
+                case "--job" -> {
+                    job = value(args, ++i, option);
+                    if (!List.of("main", "sort").contains(job)) {
+                        throw new IllegalArgumentException("--job takes main or sort, not '" + job + "'");
+                    }
+                }
                 case "--rows" -> rows = positive(option, value(args, ++i, option));
                 case "--partitions" -> partitions = positive(option, value(args, ++i, option));
                 case "--maps" -> maps = positive(option, value(args, ++i, option));
@@ -77,10 +87,13 @@ record JobOptions(int rows, int maps, int reducers, String shuffle, int compare,
         }
         int m = maps != null ? maps : partitions != null ? partitions : 16;
         int r = reducers != null ? reducers : partitions != null ? partitions : 16;
+        if (rows == null) {
+            rows = job.equals("sort") ? 3_500_000 : 5_000_000;
+        }
         if (rows < m) {
             throw new IllegalArgumentException("--rows " + rows + " is fewer than the " + m + " maps (--maps): every map writes rows");
         }
-        return new JobOptions(rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil, holdAfterMaps,
+        return new JobOptions(job, rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil, holdAfterMaps,
                 executorWait, java.util.Collections.unmodifiableMap(variant), profile, prometheus);
     }
 

@@ -36,8 +36,25 @@ final class RunSeparation {
     /** The executors of application {@code appId} this process can see: their process handles. */
     static List<ProcessHandle> executorsOf(String appId) {
         return ProcessHandle.allProcesses()
-                .filter(p -> p.info().commandLine().map(c -> isExecutorOf(c, appId)).orElse(false))
+                .filter(p -> commandLine(p).map(c -> isExecutorOf(c, appId)).orElse(false))
                 .toList();
+    }
+
+    /**
+     * A process's whole command line, its arguments separated by spaces: {@code /proc/<pid>/cmdline}'s where
+     * there is one (the JDK's {@code ProcessHandle.Info} stops at 4,096 bytes: a local-cluster executor's
+     * class path alone is longer, and its {@code --app-id} comes after it), else the JDK's.
+     */
+    static java.util.Optional<String> commandLine(ProcessHandle p) {
+        try {
+            byte[] raw = java.nio.file.Files.readAllBytes(java.nio.file.Path.of("/proc", Long.toString(p.pid()), "cmdline"));
+            if (raw.length > 0) {
+                return java.util.Optional.of(new String(raw, java.nio.charset.StandardCharsets.UTF_8).replace('\0', ' ').strip());
+            }
+        } catch (IOException | RuntimeException e) {
+            // no /proc here, or the process is gone: the JDK's view
+        }
+        return p.info().commandLine();
     }
 
     /** Whether {@code commandLine} is an executor JVM of application {@code appId}. */

@@ -22,10 +22,13 @@ import scala.Tuple2;
  * The main job: a shuffle-heavy Spark job through this plugin on its embedded default (the software
  * provider), or through Spark's built-in shuffle. {@code rows} rows of (key, 64-character random
  * text) are grouped by key, so every row crosses the shuffle (about 350 MB at the default 5,000,000
- * rows, Kryo-serialized, lz4).
+ * rows, Kryo-serialized, lz4). With {@code --job sort}, the sort job instead: {@code rows} records of
+ * TeraSort's shape (a 10-byte key, a 90-byte value; {@link SortJobRows}) sorted by key into ranges of
+ * the key space, one a reducer, and checked in order (3,500,000 rows by default: about 370 MB of shuffle,
+ * 106 bytes a row with Kryo's framing).
  *
  * <pre>
- *   ShuffleJob [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin|both] [--compare PAIRS]
+ *   ShuffleJob [--job main|sort] [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin|both] [--compare PAIRS]
  *              [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps]
  *              [--pause-rdma-reduce-until FILE] [--variant spark.KEY=VALUE ...] [--profile]
  * </pre>
@@ -36,9 +39,10 @@ import scala.Tuple2;
  * runs on the master and settings it was given, and waits for {@code E} executors before the clock
  * starts. It prints the result (identical either way), the shuffle metrics, and what carried each
  * executor's blocks, with the executor's address, and where the time went stage by stage ({@link
- * StageAccounting}). {@code --compare N} runs N balanced pairs ({@link BalancedPairs}): each pair is two
- * rounds, every system once in each, the second round in the first's reverse order; each run starts only
- * once the previous application's executors have exited and the machine has synced ({@link
+ * StageAccounting}), and what its executors held ({@link ResourceReport}: peak RSS, descriptors, mappings,
+ * storage reads against shuffle reads, spills, and the plugin's registered memory). {@code --compare N}
+ * runs N balanced pairs ({@link BalancedPairs}): each pair is two rounds, every system once in each, the
+ * second round in the first's reverse order; each run starts only once the previous application's executors have exited and the machine has synced ({@link
  * RunSeparation}). It prints every run, then the median of the per-pair ratios with a 90% interval over
  * pairs, of the whole job and of each stage's figures ({@link StageComparison}), and the order effect.
  * {@code --shuffle both} runs each shuffle once, the built-in first: a check that both run and agree, with
@@ -55,7 +59,7 @@ public final class ShuffleJob {
     record Run(String shuffle, String result, long wallMs, long shuffleWriteBytes, long remoteBytesRead, long localBytesRead,
                long fetchWaitMs, long recordsRead, long remoteBlocks, List<String> carriers, int executorsLost,
                int stagesRetried, long[] taskWaitsMs, List<StageAccounting.Stage> stages, List<StageAccounting.Window> windows,
-               List<String> prometheus, RunSeparation separation) {
+               List<String> prometheus, RunSeparation separation, ResourceReport resources) {
         /** Each reduce task's fetch wait, largest first: a first-use cost shows as a few large ones. */
         String taskWaits() {
             StringBuilder b = new StringBuilder();
@@ -74,6 +78,8 @@ public final class ShuffleJob {
         final AtomicLong waitMs = new AtomicLong();
         final AtomicLong records = new AtomicLong();
         final AtomicLong remoteBlocks = new AtomicLong();
+        final AtomicLong spilledMemory = new AtomicLong();
+        final AtomicLong spilledDisk = new AtomicLong();
         final java.util.Queue<Long> taskWaits = new java.util.concurrent.ConcurrentLinkedQueue<>();
         final java.util.concurrent.atomic.AtomicInteger executorsLost = new java.util.concurrent.atomic.AtomicInteger();
         final java.util.concurrent.atomic.AtomicInteger stagesRetried = new java.util.concurrent.atomic.AtomicInteger();
@@ -108,6 +114,8 @@ public final class ShuffleJob {
             waitMs.addAndGet(r.fetchWaitTime());
             records.addAndGet(r.recordsRead());
             remoteBlocks.addAndGet(r.remoteBlocksFetched());
+            spilledMemory.addAndGet(e.taskMetrics().memoryBytesSpilled());
+            spilledDisk.addAndGet(e.taskMetrics().diskBytesSpilled());
             if (r.totalBlocksFetched() > 0) {
                 taskWaits.add(r.fetchWaitTime());
             }
@@ -145,6 +153,7 @@ public final class ShuffleJob {
                 System.out.println("    fetch wait per reduce task, ms, largest first: " + run.taskWaits());
                 run.carriers().forEach(c -> System.out.println("    " + c));
                 run.prometheus().forEach(c -> System.out.println("    " + c));
+                run.resources().lines().forEach(System.out::println);
                 run.stages().forEach(st -> System.out.printf("    stage %d %s: %d tasks, %d ms, task run %d ms, CPU %d ms, GC %d ms, "
                         + "fetch wait %d ms, shuffle write %d ms%n", st.id(), st.shortName(), st.tasks(), st.durationMs(), st.runMs(),
                         st.cpuMs(), st.gcMs(), st.fetchWaitMs(), st.shuffleWriteMs()));
@@ -194,6 +203,14 @@ public final class ShuffleJob {
         System.out.printf("identical results in all %d runs: %s%n", runs.size(), reference);
         System.out.println();
         System.out.print(StageComparison.table(stageRounds, systems, "builtin", names));
+        System.out.println();
+        System.out.println("resources, the median of each shuffle's " + 2 * compare + " runs (docs/benchmarks.md, \"The sort job, "
+                + "and what a run's executors hold\"):");
+        Map<String, List<ResourceReport>> resources = new java.util.LinkedHashMap<>();
+        for (String s : systems) {
+            resources.put(names.get(s), runs.stream().filter(x -> x.shuffle().equals(s)).map(Run::resources).toList());
+        }
+        System.out.print(ResourceReport.medians(resources));
         System.out.println();
         int executorHosts = executorHosts(runs).size();
         String hosts = executorHosts + (executorHosts == 1 ? " host" : " hosts");
@@ -248,14 +265,8 @@ public final class ShuffleJob {
      * there (kills a node), then lets the reduce stage meet what it did.
      */
     static Run run(String label, String shuffle, Map<String, String> settings, JobOptions o) throws Exception {
-        int rows = o.rows();
-        int maps = o.maps();
-        int reducers = o.reducers();
-        boolean killExecutor = o.killExecutor();
-        boolean releaseExecutors = o.releaseExecutors();
-        java.nio.file.Path pauseUntil = o.pauseUntil();
-        SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf("rdma-shuffle main job", shuffle)
-                : LocalCluster.conf("rdma-shuffle main job", shuffle);
+        String appName = o.job().equals("sort") ? "rdma-shuffle sort job" : "rdma-shuffle main job";
+        SparkConf conf = LocalCluster.submitted() ? LocalCluster.submittedConf(appName, shuffle) : LocalCluster.conf(appName, shuffle);
         settings.forEach(conf::set);
         if (o.prometheus()) {
             PrometheusScrape.settings().forEach(conf::set);
@@ -268,6 +279,23 @@ public final class ShuffleJob {
                     + "/executor-%t-%p.jfr");
             System.out.println("profiling the " + label + " run's executors with JFR into " + jfr);
         }
+        // Every executor sends the plugin's registered-memory gauges here (both shuffles alike): see PluginGauges.
+        String driverHost = conf.contains("spark.driver.host") ? conf.get("spark.driver.host") : null;
+        try (PluginGauges gauges = driverHost == null ? null : PluginGauges.open(driverHost)) {
+            if (gauges != null) {
+                gauges.settings().forEach(conf::set);
+            }
+            return run(label, shuffle, conf, gauges, o);
+        }
+    }
+
+    private static Run run(String label, String shuffle, SparkConf conf, PluginGauges gauges, JobOptions o) throws Exception {
+        int rows = o.rows();
+        int maps = o.maps();
+        int reducers = o.reducers();
+        boolean killExecutor = o.killExecutor();
+        boolean releaseExecutors = o.releaseExecutors();
+        java.nio.file.Path pauseUntil = o.pauseUntil();
         try (JavaSparkContext sc = new JavaSparkContext(conf)) {
             Metrics metrics = new Metrics();
             StageAccounting accounting = new StageAccounting();
@@ -277,56 +305,32 @@ public final class ShuffleJob {
             PrometheusScrape scrape = o.prometheus() ? new PrometheusScrape(sc.sc().uiWebUrl().get()) : null;
             sc.parallelize(IntStream.range(0, 4).boxed().toList(), 4).count(); // executors warm before the clock starts
             sc.sc().listenerBus().waitUntilEmpty();
-            accounting.begin();
-            long t0 = System.nanoTime();
-            JavaPairRDD<Long, String> data = sc.parallelize(IntStream.range(0, maps).boxed().toList(), maps)
-                    .flatMapToPair(p -> {
-                        MainJobRows made = new MainJobRows(p, rows, maps);
-                        return new java.util.Iterator<Tuple2<Long, String>>() {
-                            public boolean hasNext() {
-                                return made.hasNext();
-                            }
-
-                            public Tuple2<Long, String> next() {
-                                String value = made.next();
-                                return new Tuple2<>(made.key(), value);
-                            }
-                        };
-                    });
-            JavaPairRDD<Long, Iterable<String>> grouped = data.groupByKey(reducers);
-            boolean pause = pauseUntil != null && shuffle.equals("rdma") && !java.nio.file.Files.exists(pauseUntil);
-            if (releaseExecutors || pause || o.holdAfterMapsSeconds() > 0) {
-                sc.sc().submitMapStage(shuffleOf(grouped.rdd())).get(); // the map stage alone
-            }
-            if (releaseExecutors) {
-                awaitNoExecutors(sc);
-            }
-            if (o.holdAfterMapsSeconds() > 0) {
-                holdAfterMaps(sc, metrics, o.holdAfterMapsSeconds());
-            }
-            if (pause) {
-                awaitFile(pauseUntil);
-            }
-            List<Tuple2<Long, long[]>> groups = grouped.mapPartitionsToPair(it -> {
-                org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
-                if (killExecutor && it.hasNext() && task.partitionId() == 0 && task.stageAttemptNumber() == 0
-                        && task.attemptNumber() == 0) {
-                    Runtime.getRuntime().halt(137); // the executor dies in the middle of the reduce stage
+            Job job = o.job().equals("sort") ? sortJob(sc, rows, maps, reducers, killExecutor)
+                    : mainJob(sc, rows, maps, reducers, killExecutor);
+            long wallMs;
+            String result;
+            List<ExecutorResources.Executor> sampled;
+            try (ExecutorResources resources = ExecutorResources.start(sc.sc().applicationId())) {
+                accounting.begin();
+                long t0 = System.nanoTime();
+                boolean pause = pauseUntil != null && shuffle.equals("rdma") && !java.nio.file.Files.exists(pauseUntil);
+                if (releaseExecutors || pause || o.holdAfterMapsSeconds() > 0) {
+                    sc.sc().submitMapStage(shuffleOf(job.shuffled())).get(); // the map stage alone
                 }
-                return it;
-            }, true).mapValues(values -> {
-                long count = 0;
-                long hash = 0;
-                for (String v : values) {
-                    count++;
-                    hash += v.hashCode();
+                if (releaseExecutors) {
+                    awaitNoExecutors(sc);
                 }
-                return new long[] {count, hash};
-            }).collect();
-            long wallMs = (System.nanoTime() - t0) / 1_000_000;
-            java.util.Map<Long, long[]> byKey = new java.util.HashMap<>();
-            groups.forEach(g -> byKey.put(g._1(), g._2()));
-            String result = MainJobRows.result(byKey);
+                if (o.holdAfterMapsSeconds() > 0) {
+                    holdAfterMaps(sc, metrics, o.holdAfterMapsSeconds());
+                }
+                if (pause) {
+                    awaitFile(pauseUntil);
+                }
+                java.util.function.Supplier<String> collected = job.action().call();
+                wallMs = (System.nanoTime() - t0) / 1_000_000;
+                result = collected.get();
+                sampled = resources.finish();
+            }
             sc.sc().listenerBus().waitUntilEmpty(); // the last stage and task events delivered
             accounting.end();
             List<StageAccounting.Stage> stages = accounting.stages();
@@ -341,10 +345,151 @@ public final class ShuffleJob {
             List<String> carriers = carriers(sc, shuffle); // after the figures: its tasks are not the job's
             List<String> prometheus = scrape == null ? List.of()
                     : scrape.finish(shuffle.equals("rdma"), remoteBlocks, remote, o.executors());
+            // The plugin's gauges where it carried the shuffle (Spark's own reports zeros); one more report awaited.
+            Map<String, PluginGauges.Executor> registered = !shuffle.equals("rdma") ? null
+                    : gauges == null ? Map.of() : gauges.finish(2_500);
+            ResourceReport report = ResourceReport.of(sampled, stages, windows, metrics.spilledMemory.get(), metrics.spilledDisk.get(),
+                    registered);
             return new Run(label, result, wallMs, written, remote, local, waitMs, records, remoteBlocks, carriers,
                     metrics.executorsLost.get(), metrics.stagesRetried.get(), taskWaits, stages, windows, prometheus,
-                    RunSeparation.watch(sc.sc().applicationId()));
+                    RunSeparation.watch(sc.sc().applicationId()), report);
         }
+    }
+
+    /**
+     * A job: the RDD whose reduce side reads its shuffle, and its action, which runs the job and returns
+     * how to make the result from what it collected (on the driver, after the clock stops).
+     */
+    private record Job(org.apache.spark.rdd.RDD<?> shuffled, java.util.concurrent.Callable<java.util.function.Supplier<String>> action) {
+    }
+
+    /** The main job: {@code rows} rows of (key under 100,000, 64 characters) grouped by key ({@link MainJobRows}). */
+    private static Job mainJob(JavaSparkContext sc, int rows, int maps, int reducers, boolean killExecutor) {
+        JavaPairRDD<Long, String> data = sc.parallelize(IntStream.range(0, maps).boxed().toList(), maps)
+                .flatMapToPair(p -> {
+                    MainJobRows made = new MainJobRows(p, rows, maps);
+                    return new java.util.Iterator<Tuple2<Long, String>>() {
+                        public boolean hasNext() {
+                            return made.hasNext();
+                        }
+
+                        public Tuple2<Long, String> next() {
+                            String value = made.next();
+                            return new Tuple2<>(made.key(), value);
+                        }
+                    };
+                });
+        JavaPairRDD<Long, Iterable<String>> grouped = data.groupByKey(reducers);
+        return new Job(grouped.rdd(), () -> {
+            List<Tuple2<Long, long[]>> groups = grouped.mapPartitionsToPair(it -> dieIfChosen(it, killExecutor), true)
+                    .mapValues(values -> {
+                        long count = 0;
+                        long hash = 0;
+                        for (String v : values) {
+                            count++;
+                            hash += v.hashCode();
+                        }
+                        return new long[] {count, hash};
+                    }).collect();
+            return () -> {
+                java.util.Map<Long, long[]> byKey = new java.util.HashMap<>();
+                groups.forEach(g -> byKey.put(g._1(), g._2()));
+                return MainJobRows.result(byKey);
+            };
+        });
+    }
+
+    /**
+     * The sort job: {@code rows} records of TeraSort's shape ({@link SortJobRows}) sorted by key into
+     * {@code reducers} ranges of the key space; each reducer checks its output in order, and the result
+     * (rows, checksum, sorted) is made from the checks in partition order. An unsorted output fails the run.
+     */
+    private static Job sortJob(JavaSparkContext sc, int rows, int maps, int reducers, boolean killExecutor) {
+        JavaPairRDD<byte[], byte[]> records = sc.parallelize(IntStream.range(0, maps).boxed().toList(), maps)
+                .flatMapToPair(p -> {
+                    SortJobRows made = new SortJobRows(p, rows, maps);
+                    return new java.util.Iterator<Tuple2<byte[], byte[]>>() {
+                        public boolean hasNext() {
+                            return made.hasNext();
+                        }
+
+                        public Tuple2<byte[], byte[]> next() {
+                            byte[] key = made.next();
+                            return new Tuple2<>(key, made.value());
+                        }
+                    };
+                });
+        JavaPairRDD<byte[], byte[]> sorted = records.repartitionAndSortWithinPartitions(new KeyRanges(reducers), new KeyOrder());
+        return new Job(sorted.rdd(), () -> {
+            List<SortJobRows.Check> checks = sorted.mapPartitions(it -> {
+                java.util.Iterator<Tuple2<byte[], byte[]>> in = dieIfChosen(it, killExecutor);
+                SortJobRows.Check check = new SortJobRows.Check();
+                while (in.hasNext()) {
+                    Tuple2<byte[], byte[]> r = in.next();
+                    check.add(r._1(), r._2());
+                }
+                return List.of(check).iterator();
+            }, true).collect();
+            return () -> {
+                String result = SortJobRows.result(checks);
+                if (!SortJobRows.saysSorted(result)) {
+                    throw new IllegalStateException("the sort job's output is not sorted: " + result);
+                }
+                return result;
+            };
+        });
+    }
+
+    /** The sort job's partitioner: equal ranges of the key space ({@link SortJobRows#partition}). */
+    static final class KeyRanges extends org.apache.spark.Partitioner {
+        private static final long serialVersionUID = 1L;
+        private final int partitions;
+
+        KeyRanges(int partitions) {
+            this.partitions = partitions;
+        }
+
+        @Override
+        public int numPartitions() {
+            return partitions;
+        }
+
+        @Override
+        public int getPartition(Object key) {
+            return SortJobRows.partition((byte[]) key, partitions);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof KeyRanges k && k.partitions == partitions;
+        }
+
+        @Override
+        public int hashCode() {
+            return partitions;
+        }
+    }
+
+    /** The sort job's order: keys as unsigned bytes. */
+    static final class KeyOrder implements java.util.Comparator<byte[]>, java.io.Serializable {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public int compare(byte[] a, byte[] b) {
+            return SortJobRows.compareKeys(a, b);
+        }
+    }
+
+    /**
+     * {@code it}, a reduce task's input; with {@code killExecutor}, the executor running the first attempt of
+     * reduce partition 0 halts once the task has started fetching (the input's first {@code hasNext}).
+     */
+    private static <T> java.util.Iterator<T> dieIfChosen(java.util.Iterator<T> it, boolean killExecutor) {
+        org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+        if (killExecutor && it.hasNext() && task.partitionId() == 0 && task.stageAttemptNumber() == 0 && task.attemptNumber() == 0) {
+            Runtime.getRuntime().halt(137); // the executor dies in the middle of the reduce stage
+        }
+        return it;
     }
 
     /** The shuffle {@code rdd} reads (the first one up its lineage). */
@@ -430,6 +575,7 @@ public final class ShuffleJob {
         System.out.println("carried by:");
         r.carriers().forEach(c -> System.out.println("  " + c));
         r.prometheus().forEach(System.out::println);
+        r.resources().lines().forEach(l -> System.out.println(l.strip()));
         System.out.println("where the time went, per stage (sums over each stage's tasks):");
         System.out.print(StageAccounting.table(r.stages()));
         r.windows().forEach(w -> System.out.println(w.line(r.shuffle()))); // for ClusterJob --cpu-by-thread

@@ -1,6 +1,7 @@
 package org.rdmashuffle.benchmarks.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -43,11 +44,41 @@ class MainJobAcrossHostsTest {
         // Where the time went: the map and the reduce stage, each with the ratio of the same round's runs.
         assertEquals(2, printed.lines().filter(l -> l.contains(" | rdma-shuffle / built-in | |")).count(), printed);
         assertPrometheusCountsWhatRdmaCarried(printed);
+        assertWhatTheExecutorsHeld(printed);
         assertEquals(List.of(), r.leftNamespaces(), "namespaces left behind");
         assertEquals(List.of(), r.leftProcesses(), "processes left behind");
     }
 
     private static final Pattern ROUND = Pattern.compile("^round \\d+\\s+(\\S+)");
+    private static final Pattern RESOURCES = Pattern.compile("^ {4}resources: executors' peak RSS (\\d+\\.\\d\\d)/(\\d+\\.\\d\\d)/(\\d+\\.\\d\\d) GiB "
+            + "\\(file-backed at most .*\\), pinned at most .*, fds max ([\\d,]+), maps max ([\\d,]+), storage reads .* of (\\S+ \\S+) shuffle read "
+            + "\\(page cache served .*\\), spilled .* memory / .* disk$");
+    private static final Pattern REGISTERED = Pattern.compile("^ {4}registered \\(the plugin's gauges, by executor \\S+/\\S+/\\S+\\): "
+            + "map outputs at most (\\S+)/(\\S+)/(\\S+) MiB \\(sampled each second\\), fetch buffers (\\S+)/(\\S+)/(\\S+) MiB$");
+
+    /**
+     * Every run says what its three executors held, read from /proc in the driver's namespace, and every rdma run
+     * what the plugin registered on each (its gauges, sent by Spark's StatsD sink from the Workers' hosts).
+     */
+    private static void assertWhatTheExecutorsHeld(String printed) {
+        List<Matcher> resources = printed.lines().map(RESOURCES::matcher).filter(Matcher::matches).toList();
+        assertEquals(4, resources.size(), printed);
+        for (Matcher m : resources) {
+            for (int g = 1; g <= 3; g++) {
+                assertTrue(Double.parseDouble(m.group(g)) > 0.05, "an executor's peak RSS: " + m.group());
+            }
+            assertTrue(Integer.parseInt(m.group(4).replace(",", "")) > 10 && Integer.parseInt(m.group(5).replace(",", "")) > 10, m.group());
+            assertFalse(m.group(6).startsWith("0 "), "the reduce stage read the shuffle: " + m.group());
+        }
+        List<Matcher> registered = printed.lines().map(REGISTERED::matcher).filter(Matcher::matches).toList();
+        assertEquals(2, registered.size(), printed); // the two rdma runs
+        for (Matcher m : registered) {
+            for (int g = 1; g <= 6; g++) {
+                assertTrue(Double.parseDouble(m.group(g)) > 0, "each executor registered map outputs and fetch buffers: " + m.group());
+            }
+        }
+        assertTrue(printed.contains("resources, the median of each shuffle's 2 runs"), printed);
+    }
     private static final String PER_EXECUTOR = "prometheus per executor (id=rdma.blocks,rdma.bytes,fallback.blocks,fallbackCode"
             + "[;host:blocks from it]):";
     private static final Pattern FROM = Pattern.compile("over RDMA from (.*?), \\d+ over the built-in transport");

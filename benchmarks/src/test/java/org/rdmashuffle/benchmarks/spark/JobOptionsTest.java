@@ -20,6 +20,10 @@ class JobOptionsTest {
         assertEquals(16, defaults.maps());
         assertEquals(16, defaults.reducers());
         assertEquals(5_000_000, defaults.rows());
+        assertEquals("main", defaults.job());
+        assertEquals("sort", JobOptions.parse("--job", "sort").job());
+        assertEquals(3_500_000, JobOptions.parse("--job", "sort").rows()); // about the main job's 350 MB of shuffle
+        assertEquals(35_000_000, JobOptions.parse("--job", "sort", "--rows", "35000000").rows());
         assertEquals(7, JobOptions.parse("--reducers", "7").reducers());
         assertEquals(16, JobOptions.parse("--reducers", "7").maps());
     }
@@ -48,6 +52,12 @@ class JobOptionsTest {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--shuffle", "tcp")).getMessage()
                 .startsWith("--shuffle takes rdma, builtin or both"));
         assertEquals("both", JobOptions.parse("--shuffle", "both").shuffle());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--job", "terasort")).getMessage()
+                .startsWith("--job takes main or sort, not 'terasort'"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--job")).getMessage()
+                .startsWith("--job needs a value"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--job", "sort", "--maps", "4000000"))
+                .getMessage().startsWith("--rows 3500000 is fewer than the 4000000 maps"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> JobOptions.parse("--shuffle", "both", "--compare", "2"))
                 .getMessage().contains("give one of them"));
     }

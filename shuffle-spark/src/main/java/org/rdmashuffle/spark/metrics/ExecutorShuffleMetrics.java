@@ -100,6 +100,8 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
             gaugeOf("registrations.failures." + errno, e -> registrations(e).failuresByErrno().getOrDefault(errno, 0L));
         }
         gaugeOf("registeredBytes", e -> e.now().registeredMapOutputBytes());
+        // The fetch buffers' slabs stay registered until the engine stops: the bytes registered are those held now.
+        gaugeOf("fetch.bufferBytes", e -> e.bufferRegistrations().bytes());
         gaugeOf("completionErrors.total", e -> e.completionErrors().values().stream().mapToLong(Long::longValue).sum());
         for (WorkCompletionStatus s : NAMED_STATUSES) {
             gaugeOf("completionErrors." + s.name(), e -> e.completionErrors().getOrDefault(s, 0L));
