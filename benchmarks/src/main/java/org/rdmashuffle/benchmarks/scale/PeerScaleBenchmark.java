@@ -20,13 +20,16 @@ import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
 
 /**
- * How a serving engine's process grows with the number of peers it serves (issue 18): this JVM runs
- * one engine on the software provider serving one map output; for each peer count, child JVMs
- * ({@link ScalePeers}) start that many fetching engines, each a distinct peer, and each fetches every
- * partition once and stays connected. With every peer connected and idle, this JVM reports its live
- * platform threads, heap after a full GC, direct memory, the engine's registered map-output bytes and
- * connections, and the peers' connection set-up times; then the peers leave and what the serving JVM
- * holds again is reported (it should be what it held before: nothing per peer may stay).
+ * How a serving engine's process grows with the number of peers it serves (issues 18, 52): this JVM runs
+ * one engine on the software provider serving one map output; after an unreported warm-up round, for
+ * each peer count, child JVMs ({@link ScalePeers}, each on a loopback address of its own) start that
+ * many fetching engines, each a distinct peer; once all are started they fetch every partition at once
+ * and stay connected. With every peer connected and idle, this JVM reports its live platform threads,
+ * heap after a full GC, direct memory, native memory (NMT, run with
+ * {@code -XX:NativeMemoryTracking=summary}), RSS, the engine's registered bytes and connections, what
+ * grew by NMT category and by class ({@link ServingJvm}), the peers' set-up times and rate, and the
+ * slope per added peer between rounds; then the peers leave and what the serving JVM holds again is
+ * reported (it should be what it held before: nothing per peer may stay).
  *
  * <pre>PeerScaleBenchmark [--peers 10,100,400] [--jvms 4]</pre>
  */
