@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.rdmashuffle.benchmarks.CommandLine;
@@ -19,13 +20,16 @@ import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.config.EngineConfig;
 
 /**
- * How a serving engine's process grows with the number of peers it serves (issue 18): this JVM runs
- * one engine on the software provider serving one map output; for each peer count, child JVMs
- * ({@link ScalePeers}) start that many fetching engines, each a distinct peer, and each fetches every
- * partition once and stays connected. With every peer connected and idle, this JVM reports its live
- * platform threads, heap after a full GC, direct memory, the engine's registered map-output bytes and
- * connections, and the peers' connection set-up times; then the peers leave and what the serving JVM
- * holds again is reported (it should be what it held before: nothing per peer may stay).
+ * How a serving engine's process grows with the number of peers it serves (issues 18, 52): this JVM runs
+ * one engine on the software provider serving one map output; after an unreported warm-up round, for
+ * each peer count, child JVMs ({@link ScalePeers}, each on a loopback address of its own) start that
+ * many fetching engines, each a distinct peer; once all are started they fetch every partition at once
+ * and stay connected. With every peer connected and idle, this JVM reports its live platform threads,
+ * heap after a full GC, direct memory, native memory (NMT, run with
+ * {@code -XX:NativeMemoryTracking=summary}), RSS, the engine's registered bytes and connections, what
+ * grew by NMT category and by class ({@link ServingJvm}), the peers' set-up times and rate, and the
+ * slope per added peer between rounds; then the peers leave and what the serving JVM holds again is
+ * reported (it should be what it held before: nothing per peer may stay).
  *
  * <pre>PeerScaleBenchmark [--peers 10,100,400] [--jvms 4]</pre>
  */
@@ -36,6 +40,8 @@ public final class PeerScaleBenchmark {
     static final long MAP = 1;
     static final int PARTITIONS = 8;
     private static final int PARTITION_BYTES = 4096;
+    /** Peers of the unreported first round. */
+    static final int WARM_UP = 20;
 
     private PeerScaleBenchmark() {
     }
@@ -49,9 +55,17 @@ public final class PeerScaleBenchmark {
         return b;
     }
 
-    /** The serving JVM's state at one moment. */
-    /** @param links the software provider's TCP connections (one per peer device, whatever its QP count) */
-    public record Snapshot(int platformThreads, long heapBytes, long directBytes, EngineCounters engine, int links) {
+    /**
+     * The serving JVM's state at one moment, after two full GCs.
+     *
+     * @param rssBytes   the process's resident set (/proc/self/status VmRSS)
+     * @param nmtNative  what Native Memory Tracking counts committed outside the Java heap (metaspace, thread
+     *                   stacks, code, GC, and every malloc: direct buffers and the engine's native segments
+     *                   among them), or -1 when the JVM runs without NMT
+     * @param links      the software provider's TCP connections (one per peer device, whatever its QP count)
+     */
+    public record Snapshot(int platformThreads, long heapBytes, long directBytes, long rssBytes, long nmtNative,
+            EngineCounters engine, int links) {
         public static Snapshot take(RdmaShuffleEngine e) throws InterruptedException {
             for (int i = 0; i < 2; i++) {
                 System.gc();
@@ -60,13 +74,24 @@ public final class PeerScaleBenchmark {
             long direct = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
                     .filter(b -> b.getName().equals("direct")).mapToLong(BufferPoolMXBean::getMemoryUsed).sum();
             return new Snapshot(ManagementFactory.getThreadMXBean().getThreadCount(),
-                    ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed(), direct, e.counters(),
+                    ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed(), direct, ServingJvm.residentBytes(),
+                    ServingJvm.nativeCommittedOutsideHeap(), e.counters(),
                     org.rdmashuffle.verbs.software.SoftwareProvider.instance().openLinks());
+        }
+
+        /** Heap after GC plus NMT's native (direct buffers are in the native figure); without NMT, heap + direct. */
+        long heapAndNative() {
+            return heapBytes + (nmtNative < 0 ? directBytes : nmtNative);
         }
     }
 
     /** One round: the serving JVM with every peer connected and idle, then after they left. */
-    public record Result(int peers, Snapshot connected, Snapshot afterwards, long[] setUpMillis, long heapAndDirectPerPeerKib) {
+    public record Result(int peers, Snapshot connected, Snapshot afterwards, long[] setUpMillis, long setUpWindowMillis,
+            String nativeGrowth, String heapHistogram) {
+        /** Peers set up per second: all of them over the time from the first one's asking to the last one's last block. */
+        double setUpRate() {
+            return peers * 1000.0 / Math.max(1, setUpWindowMillis);
+        }
     }
 
     /** Its command line: the peer counts of the rounds, and how many JVMs the peers of a round spread over. */
@@ -89,7 +114,7 @@ public final class PeerScaleBenchmark {
                             }
                         }).toArray();
                     }
-                    case "--jvms" -> jvms = CommandLine.atLeast(option, CommandLine.value(args, ++i, option), 1);
+                    case "--jvms" -> jvms = CommandLine.wholeNumber(option, CommandLine.value(args, ++i, option), 1, 62_500);
                     default -> throw new IllegalArgumentException("unknown argument " + option
                             + " (usage: PeerScaleBenchmark [--peers 10,100,400] [--jvms 4])");
                 }
@@ -104,26 +129,67 @@ public final class PeerScaleBenchmark {
         int jvms = o.jvms();
         Path dir = Files.createTempDirectory("rdma-shuffle-scale");
         try (RdmaShuffleEngine server = startServer(dir, Arrays.stream(peerCounts).max().orElse(0))) {
+            // A round of WARM_UP peers first, not reported: the classes a served peer needs are loaded and the
+            // code compiled before "no peer" is measured, so growth from it is what peers hold, not warm-up.
+            round(server, WARM_UP, 1, Map.of());
             Snapshot idle = Snapshot.take(server);
-            System.out.printf("serving JVM with its engine and no peer: %d platform threads, heap %.1f MiB, direct %.1f MiB%n",
-                    idle.platformThreads(), idle.heapBytes() / 1048576.0, idle.directBytes() / 1048576.0);
-            System.out.println();
-            System.out.println("| peers | serving connections | TCP connections | platform threads | heap MiB | direct MiB | registered KiB "
-                    + "| heap + direct per peer, KiB | set-up ms p50 / p99 / max | after the peers left: threads, connections |");
-            System.out.println("|---|---|---|---|---|---|---|---|---|---|");
+            System.out.printf("serving JVM with its engine and no peer (after a warm-up round of %d): ", WARM_UP);
+            System.out.printf("%d platform threads, heap %.1f MiB, direct %.1f MiB, "
+                    + "native (NMT, outside the heap) %.1f MiB, RSS %.1f MiB%n", idle.platformThreads(), mib(idle.heapBytes()),
+                    mib(idle.directBytes()), mib(idle.nmtNative()), mib(idle.rssBytes()));
+            ServingJvm.nativeBaseline();
+            Map<String, long[]> idleHistogram = ServingJvm.classHistogram();
+            List<Result> results = new ArrayList<>();
             for (int peers : peerCounts) {
-                Result r = round(server, idle, peers, Math.min(jvms, peers));
+                Result r = round(server, peers, Math.min(jvms, peers), idleHistogram);
+                results.add(r);
+                System.out.println();
+                System.out.printf("round of %d peers: native memory (NMT) grown since the engine alone, with every peer connected:%n%s",
+                        peers, r.nativeGrowth());
+                System.out.printf("round of %d peers: live heap grown since the engine alone, by class (top 15):%n%s", peers,
+                        r.heapHistogram());
+            }
+            System.out.println();
+            System.out.println("| peers | serving connections | TCP connections | platform threads | heap MiB | direct MiB "
+                    + "| native (NMT) MiB | RSS MiB | registered KiB | heap + native per peer, KiB | set-up rate, peers/s "
+                    + "| set-up ms p50 / p99 / max | after the peers left: threads, connections, heap MiB, native MiB |");
+            System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+            for (Result r : results) {
                 Snapshot s = r.connected();
+                Snapshot a = r.afterwards();
                 long[] ms = r.setUpMillis();
-                System.out.printf("| %d | %d | %d | %d | %.1f | %.1f | %d | %d | %d / %d / %d | %d, %d |%n", peers,
-                        s.engine().servingConnections(), s.links(), s.platformThreads(), s.heapBytes() / 1048576.0,
-                        s.directBytes() / 1048576.0, s.engine().registeredMapOutputBytes() / 1024, r.heapAndDirectPerPeerKib(),
-                        percentile(ms, 50), percentile(ms, 99), ms[ms.length - 1], r.afterwards().platformThreads(),
-                        r.afterwards().engine().servingConnections());
+                System.out.printf("| %d | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %d | %d | %.0f | %d / %d / %d | %d, %d, %.1f, %.1f |%n",
+                        r.peers(), s.engine().servingConnections(), s.links(), s.platformThreads(), mib(s.heapBytes()),
+                        mib(s.directBytes()), mib(s.nmtNative()), mib(s.rssBytes()), s.engine().registeredMapOutputBytes() / 1024,
+                        (s.heapAndNative() - idle.heapAndNative()) / r.peers() / 1024, r.setUpRate(), percentile(ms, 50),
+                        percentile(ms, 99), ms[ms.length - 1], a.platformThreads(), a.engine().servingConnections(),
+                        mib(a.heapBytes()), mib(a.nmtNative()));
+            }
+            System.out.println();
+            System.out.println("Per peer, as the slope between two peer counts (bytes per added peer):");
+            System.out.println("| from - to peers | heap | direct | native (NMT) | heap + native | RSS | platform threads |");
+            System.out.println("|---|---|---|---|---|---|---|");
+            int previousPeers = 0;
+            Snapshot previous = idle;
+            for (Result r : results) {
+                Snapshot s = r.connected();
+                int added = r.peers() - previousPeers;
+                if (added > 0) {
+                    System.out.printf("| %d - %d | %d | %d | %d | %d | %d | %+d |%n", previousPeers, r.peers(),
+                            (s.heapBytes() - previous.heapBytes()) / added, (s.directBytes() - previous.directBytes()) / added,
+                            (s.nmtNative() - previous.nmtNative()) / added, (s.heapAndNative() - previous.heapAndNative()) / added,
+                            (s.rssBytes() - previous.rssBytes()) / added, s.platformThreads() - previous.platformThreads());
+                }
+                previousPeers = r.peers();
+                previous = s;
             }
         } finally {
             deleteOutput(dir);
         }
+    }
+
+    private static double mib(long bytes) {
+        return bytes / 1048576.0;
     }
 
     /**
@@ -154,54 +220,91 @@ public final class PeerScaleBenchmark {
     }
 
     /**
-     * Starts {@code peers} fetching engines in {@code jvms} child JVMs; returns once each has fetched and
-     * checked every partition, the serving JVM has been measured, and the peers have left again.
+     * Starts {@code peers} fetching engines in {@code jvms} child JVMs, each JVM's on a loopback address of
+     * its own; returns once each has fetched and checked every partition, the serving JVM has been measured,
+     * and the peers have left again.
      */
-    public static Result round(RdmaShuffleEngine server, Snapshot idle, int peers, int jvms) throws Exception {
+    public static Result round(RdmaShuffleEngine server, int peers, int jvms, Map<String, long[]> idleHistogram) throws Exception {
         List<Process> children = new ArrayList<>();
         List<PrintWriter> inputs = new ArrayList<>();
         List<Long> setUps = new ArrayList<>();
+        long firstAsk = Long.MAX_VALUE;
+        long lastBlock = 0;
         try {
             for (int j = 0; j < jvms; j++) {
                 int count = peers / jvms + (j < peers % jvms ? 1 : 0);
                 Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                        "-Xmx768m", "-XX:+UseSerialGC", "--enable-native-access=ALL-UNNAMED",
-                        "--sun-misc-unsafe-memory-access=allow", "-cp", System.getProperty("java.class.path"),
-                        ScalePeers.class.getName(), Integer.toString(server.address().getPort()), Integer.toString(count))
+                        "-Xmx" + peerJvmHeapMib(count) + "m", "-Xss256k", "-XX:+UseSerialGC", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30", "-XX:TieredStopAtLevel=1",
+                        "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+                        "-cp", System.getProperty("java.class.path"),
+                        ScalePeers.class.getName(), Integer.toString(server.address().getPort()), Integer.toString(count),
+                        peerAddress(j))
                         .redirectError(ProcessBuilder.Redirect.INHERIT).start();
                 children.add(p);
                 inputs.add(new PrintWriter(p.getOutputStream(), true, StandardCharsets.UTF_8));
             }
+            List<BufferedReader> outputs = new ArrayList<>();
             for (Process p : children) {
                 BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-                String line = out.readLine();
-                while (line != null && !line.startsWith("CONNECTED ")) {
-                    line = out.readLine();
-                }
-                if (line == null) {
-                    throw new IllegalStateException("a peer JVM exited before its peers connected (exit " + p.waitFor()
-                            + "; its standard error says why)");
-                }
-                Arrays.stream(line.split(" ")).skip(2).mapToLong(Long::parseLong).forEach(setUps::add);
+                outputs.add(out);
+                awaitLine(out, p, "STARTED ");
+            }
+            inputs.forEach(in -> in.println("go"));
+            for (int j = 0; j < children.size(); j++) {
+                String line = awaitLine(outputs.get(j), children.get(j), "CONNECTED ");
+                long[] fields = Arrays.stream(line.split(" ")).skip(2).mapToLong(Long::parseLong).toArray();
+                firstAsk = Math.min(firstAsk, fields[0]);
+                lastBlock = Math.max(lastBlock, fields[1]);
+                Arrays.stream(fields).skip(2).forEach(setUps::add);
             }
             Snapshot connected = Snapshot.take(server);
+            String nativeGrowth = ServingJvm.nativeGrowth();
+            String heapHistogram = ServingJvm.histogramGrowth(idleHistogram, ServingJvm.classHistogram(), peers, 15);
             long[] ms = setUps.stream().mapToLong(Long::longValue).sorted().toArray();
-            long perPeer = (connected.heapBytes() + connected.directBytes() - idle.heapBytes() - idle.directBytes()) / peers / 1024;
+            if (ms.length != peers) {
+                throw new IllegalStateException(ms.length + " of " + peers + " peers reported their set-up");
+            }
             inputs.forEach(in -> in.println("exit"));
             for (Process p : children) {
-                if (!p.waitFor(2, TimeUnit.MINUTES)) {
+                if (!p.waitFor(5, TimeUnit.MINUTES)) {
                     p.destroyForcibly();
                 }
             }
-            return new Result(peers, connected, awaitPeersGone(server), ms, perPeer);
+            return new Result(peers, connected, awaitPeersGone(server), ms, lastBlock - firstAsk, nativeGrowth, heapHistogram);
         } finally {
             children.forEach(Process::destroyForcibly);
         }
     }
 
-    /** Waits (at most a minute) until the serving engine has let every peer's connection go. */
+    /** The first line of a peer JVM's output that starts with {@code prefix}; fails if the JVM ends first. */
+    private static String awaitLine(BufferedReader out, Process p, String prefix) throws java.io.IOException, InterruptedException {
+        String line = out.readLine();
+        while (line != null && !line.startsWith(prefix)) {
+            line = out.readLine();
+        }
+        if (line == null) {
+            throw new IllegalStateException("a peer JVM exited before it printed " + prefix.strip() + " (exit " + p.waitFor()
+                    + "; its standard error says why)");
+        }
+        return line;
+    }
+
+    /**
+     * The loopback address the peers of child JVM {@code j} bind to (127.1.0.1, 127.1.0.2, ...): each peer
+     * listens on two ports, and one address has 28,232 ephemeral ports, so 10,000 peers must not share one.
+     */
+    static String peerAddress(int j) {
+        return "127.1." + (j / 250) + "." + (j % 250 + 1);
+    }
+
+    /** A peer JVM's heap: what its engines were seen to need (a few hundred KiB of live heap each, more while it starts), with room. */
+    static int peerJvmHeapMib(int peersInJvm) {
+        return 96 + peersInJvm;
+    }
+
+    /** Waits (at most three minutes) until the serving engine has let every peer's connection go. */
     private static Snapshot awaitPeersGone(RdmaShuffleEngine server) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
         while (server.counters().servingConnections() > 0 && System.nanoTime() < deadline) {
             Thread.sleep(100);
         }

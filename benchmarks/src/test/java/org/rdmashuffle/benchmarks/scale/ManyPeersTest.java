@@ -24,8 +24,8 @@ class ManyPeersTest {
         Path dir = Files.createTempDirectory("rdma-shuffle-many-peers");
         try (RdmaShuffleEngine server = PeerScaleBenchmark.startServer(dir, 200)) {
             PeerScaleBenchmark.Snapshot idle = PeerScaleBenchmark.Snapshot.take(server);
-            PeerScaleBenchmark.Result ten = PeerScaleBenchmark.round(server, idle, 10, 1);
-            PeerScaleBenchmark.Result many = PeerScaleBenchmark.round(server, idle, 200, 2);
+            PeerScaleBenchmark.Result ten = PeerScaleBenchmark.round(server, 10, 1, java.util.Map.of());
+            PeerScaleBenchmark.Result many = PeerScaleBenchmark.round(server, 200, 2, java.util.Map.of());
             assertEquals(10, ten.connected().engine().servingConnections());
             assertEquals(200, many.connected().engine().servingConnections(), "one connection per peer");
             assertEquals(200, many.connected().links() - idle.links(), "one TCP connection per peer's device");

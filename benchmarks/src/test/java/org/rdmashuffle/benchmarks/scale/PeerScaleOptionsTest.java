@@ -20,7 +20,7 @@ class PeerScaleOptionsTest {
     void badValues_areRefusedNamingThem() {
         assertEquals("--peers takes counts of at least 1 such as 10,100,400, not '10,0'", refused("--peers", "10,0"));
         assertEquals("--peers takes counts of at least 1 such as 10,100,400, not '10,,20'", refused("--peers", "10,,20"));
-        assertEquals("--jvms must be at least 1, not -2", refused("--jvms", "-2"));
+        assertEquals("--jvms must be 1..62500, not -2", refused("--jvms", "-2"));
         assertTrue(refused("--no-such-flag").startsWith("unknown argument --no-such-flag"));
     }
 

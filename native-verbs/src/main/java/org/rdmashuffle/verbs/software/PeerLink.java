@@ -118,6 +118,13 @@ final class PeerLink implements LinkLoop.Handler {
     static PeerLink dial(SoftDevice device, InetSocketAddress address) throws IOException {
         SocketChannel ch = SocketChannel.open();
         try {
+            // From the device's own address, as the engine's control connections come from it: left to the
+            // kernel, a device on 127.1.0.7 (or one of a host's several addresses) dials from another, and
+            // the peer counts it, and bounds its handshakes, under that address (issue 52 item 8).
+            java.net.InetAddress local = device.listener().address().getAddress();
+            if (!local.isAnyLocalAddress()) {
+                ch.bind(new InetSocketAddress(local, 0));
+            }
             // Bounded: a peer's endpoint names the address, and a black hole must not hold this thread.
             ch.socket().connect(address, SoftQueuePair.DIAL_TIMEOUT_MILLIS);
             ch.socket().setTcpNoDelay(true);

@@ -10,19 +10,25 @@ import org.rdmashuffle.verbs.WorkCompletions;
 /**
  * A completion queue as a ring of primitive arrays: providers push, {@link #poll} copies into the
  * caller's native {@code ibv_wc} array. A full queue overruns as hardware does: the completion is
- * lost and a CQ_ERR async event is raised.
+ * lost and a CQ_ERR async event is raised. The ring starts small and doubles as completions pile up,
+ * up to the capacity asked for: an engine asks for 32,768 entries, which as arrays from the start
+ * cost 1 MiB of heap per queue however few completions it ever holds (issue 52 item 8: 10,000 peer
+ * engines in a few JVMs). Pushed by the link loops and posting threads, polled by the poller; every
+ * access holds the queue's lock.
  */
 final class SoftCompletionQueue implements CompletionQueue {
     private final SoftContext context;
     private final SoftCompletionChannel channel;
+    /** The ring's first length (or the capacity, if smaller). */
+    static final int INITIAL_SLOTS = 64;
     private final int capacity;
-    private final long[] wrId;
-    private final int[] status;
-    private final int[] opcode;
-    private final int[] byteLength;
-    private final int[] immediate;
-    private final int[] qpNumber;
-    private final int[] flags;
+    private long[] wrId;
+    private int[] status;
+    private int[] opcode;
+    private int[] byteLength;
+    private int[] immediate;
+    private int[] qpNumber;
+    private int[] flags;
     private int head;
     private int size;
     private boolean armed;
@@ -35,13 +41,41 @@ final class SoftCompletionQueue implements CompletionQueue {
         this.context = context;
         this.channel = channel;
         this.capacity = minEntries;
-        wrId = new long[capacity];
-        status = new int[capacity];
-        opcode = new int[capacity];
-        byteLength = new int[capacity];
-        immediate = new int[capacity];
-        qpNumber = new int[capacity];
-        flags = new int[capacity];
+        int slots = Math.min(capacity, INITIAL_SLOTS);
+        wrId = new long[slots];
+        status = new int[slots];
+        opcode = new int[slots];
+        byteLength = new int[slots];
+        immediate = new int[slots];
+        qpNumber = new int[slots];
+        flags = new int[slots];
+    }
+
+    /** The ring's length now (at most {@link #capacity}). */
+    synchronized int slots() {
+        return wrId.length;
+    }
+
+    /** Doubles the ring (up to the capacity), its entries moved to the start in order. Under the lock. */
+    private void grow() {
+        int length = wrId.length;
+        int slots = (int) Math.min(capacity, 2L * length);
+        wrId = unwrap(wrId, new long[slots], length);
+        status = unwrap(status, new int[slots], length);
+        opcode = unwrap(opcode, new int[slots], length);
+        byteLength = unwrap(byteLength, new int[slots], length);
+        immediate = unwrap(immediate, new int[slots], length);
+        qpNumber = unwrap(qpNumber, new int[slots], length);
+        flags = unwrap(flags, new int[slots], length);
+        head = 0;
+    }
+
+    /** Copies the ring's {@code size} entries from {@code head} (of a ring {@code length} long) into the start of {@code to}. */
+    private <A> A unwrap(A from, A to, int length) {
+        int first = Math.min(size, length - head);
+        System.arraycopy(from, head, to, 0, first);
+        System.arraycopy(from, 0, to, first, size - first);
+        return to;
     }
 
     /** Adds a completion; {@code solicited} marks a receive of a SOLICITED send (or an error). */
@@ -58,7 +92,10 @@ final class SoftCompletionQueue implements CompletionQueue {
                 }
                 return;
             }
-            int i = (head + size) % capacity;
+            if (size == wrId.length) {
+                grow();
+            }
+            int i = (head + size) % wrId.length;
             wrId[i] = id;
             status[i] = st;
             opcode[i] = op;
@@ -86,10 +123,10 @@ final class SoftCompletionQueue implements CompletionQueue {
     public synchronized int poll(WorkCompletions completions) {
         int n = Math.min(size, completions.capacity());
         for (int k = 0; k < n; k++) {
-            int i = (head + k) % capacity;
+            int i = (head + k) % wrId.length;
             completions.set(k, wrId[i], status[i], opcode[i], 0, byteLength[i], immediate[i], qpNumber[i], flags[i]);
         }
-        head = (head + n) % capacity;
+        head = (head + n) % wrId.length;
         size -= n;
         return n;
     }

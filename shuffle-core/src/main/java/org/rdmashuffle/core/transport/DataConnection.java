@@ -28,8 +28,16 @@ public final class DataConnection implements AutoCloseable {
     private final QueuePair[] qps;
     private final PostPath path;
     private final boolean sgeListBroken;
-    private final SendWorkRequests chain;
-    private final ScatterGatherList sgeList;
+    private final int maxChain;
+    private final int maxSge;
+    /**
+     * The native chain {@code ibv_post_send} posts from, and the SGE list of a builder's multi-SGE read:
+     * made at their first use (guarded by this), as a serving connection never posts a read and on the
+     * builder path never a chain at all -- made at once they cost every idle served peer some KiB of
+     * native memory and 130 objects (issue 52 item 8).
+     */
+    private SendWorkRequests chain;
+    private ScatterGatherList sgeList;
     private int next;
     private boolean closed;
     /** Its queue pairs were moved to ERR for its retirement ({@link #moveToError}): nothing more is posted. */
@@ -64,8 +72,24 @@ public final class DataConnection implements AutoCloseable {
         this.qps = qps.clone();
         this.path = path;
         this.sgeListBroken = sgeListBroken;
-        this.chain = SendWorkRequests.allocate(maxChain, maxSge);
-        this.sgeList = ScatterGatherList.allocate(maxSge);
+        this.maxChain = maxChain;
+        this.maxSge = maxSge;
+    }
+
+    /** The chain, made now if not yet: room for one request on a serving connection (it posts no reads). Under this. */
+    private SendWorkRequests chain() {
+        if (chain == null) {
+            chain = role == Role.SERVING ? SendWorkRequests.allocate(1, 1) : SendWorkRequests.allocate(maxChain, maxSge);
+        }
+        return chain;
+    }
+
+    /** The builder path's SGE list, made now if not yet. Under this. */
+    private ScatterGatherList sgeList() {
+        if (sgeList == null) {
+            sgeList = ScatterGatherList.allocate(maxSge);
+        }
+        return sgeList;
     }
 
     /** "host:port" of the peer's control endpoint: what errors name. */
@@ -153,9 +177,10 @@ public final class DataConnection implements AutoCloseable {
             }
             b.complete();
         } else {
-            chain.get(0).reset().wrId(wrId).opcode(WorkRequestOpcode.SEND).flags(SendFlags.SIGNALED)
+            SendWorkRequests c = chain();
+            c.get(0).reset().wrId(wrId).opcode(WorkRequestOpcode.SEND).flags(SendFlags.SIGNALED)
                     .sge(0, address, length, lkey).sgeCount(1);
-            qp.postSend(chain, 1);
+            qp.postSend(c, 1);
         }
     }
 
@@ -181,9 +206,10 @@ public final class DataConnection implements AutoCloseable {
             }
             b.complete();
         } else {
-            chain.get(0).reset().wrId(wrId).flags(signaled ? SendFlags.SIGNALED : 0)
+            SendWorkRequests c = chain();
+            c.get(0).reset().wrId(wrId).flags(signaled ? SendFlags.SIGNALED : 0)
                     .bindWindow(window, key, region, region.address(), region.length(), access);
-            qp.postSend(chain, 1);
+            qp.postSend(c, 1);
         }
     }
 
@@ -200,6 +226,9 @@ public final class DataConnection implements AutoCloseable {
      * and an error completes with the same id whichever request failed.
      */
     public synchronized void postReads(long wrId, ReadPlan plan) {
+        if (role == Role.SERVING) {
+            throw new IllegalStateException(this + " serves: it posts no reads");
+        }
         QueuePair qp = nextQueuePair();
         int n = plan.requests();
         if (path == PostPath.BUILDER && !(sgeListBroken && plan.maxSgesPerRequest() > 1)) {
@@ -212,10 +241,11 @@ public final class DataConnection implements AutoCloseable {
                     if (sges == 1) {
                         b.sge(plan.sgeLkey(i, 0), plan.sgeAddress(i, 0), plan.sgeLength(i, 0));
                     } else {
+                        ScatterGatherList list = sgeList();
                         for (int s = 0; s < sges; s++) {
-                            sgeList.set(s, plan.sgeAddress(i, s), plan.sgeLength(i, s), plan.sgeLkey(i, s));
+                            list.set(s, plan.sgeAddress(i, s), plan.sgeLength(i, s), plan.sgeLkey(i, s));
                         }
-                        b.sgeList(sgeList, sges);
+                        b.sgeList(list, sges);
                     }
                 }
             } catch (RuntimeException e) {
@@ -224,8 +254,9 @@ public final class DataConnection implements AutoCloseable {
             }
             b.complete();
         } else {
+            SendWorkRequests c = chain();
             for (int i = 0; i < n; i++) {
-                SendWorkRequest r = chain.get(i).reset().wrId(wrId).opcode(WorkRequestOpcode.RDMA_READ)
+                SendWorkRequest r = c.get(i).reset().wrId(wrId).opcode(WorkRequestOpcode.RDMA_READ)
                         .flags(i == n - 1 ? SendFlags.SIGNALED : 0).remote(plan.remoteAddress(i), plan.rkey(i));
                 int sges = plan.sgeCount(i);
                 for (int s = 0; s < sges; s++) {
@@ -233,7 +264,7 @@ public final class DataConnection implements AutoCloseable {
                 }
                 r.sgeCount(sges);
             }
-            qp.postSend(chain, n);
+            qp.postSend(c, n);
         }
     }
 
@@ -286,8 +317,12 @@ public final class DataConnection implements AutoCloseable {
         for (QueuePair qp : qps) {
             qp.close();
         }
-        chain.close();
-        sgeList.close();
+        if (chain != null) {
+            chain.close();
+        }
+        if (sgeList != null) {
+            sgeList.close();
+        }
     }
 
     @Override
