@@ -352,12 +352,12 @@ public final class SoakAttacker {
     /**
      * Hundreds of outputs hard-linked to one byte: each registered would be a mapping and a region. Each
      * is described in a held answer the hoarder never releases, so its application's share of regions
-     * stays held (for a lease); each request past it waits the service's lookup timeout for a release
-     * that never comes, then is refused: a few past the share show it, each costing the hoarder's own time.
+     * stays held (for a lease); a request past it waits the service's lookup timeout (10 s) for a release
+     * that never comes, then is refused: one past the share shows it (each costs the hoarder's own time).
      */
     private String oneByteHardLinks() throws Exception {
         int perApplication = 2048 / 4; // maxRegisteredRegions in the soak's yarn-site.xml, a quarter per application
-        int outputs = perApplication + 3;
+        int outputs = perApplication + 1;
         Path manager = Files.createDirectories(app.dir().resolve("blockmgr-links"));
         Path one = Files.write(manager.resolve("one.data"), new byte[] {7});
         Path index = Files.write(manager.resolve("one.index"), SoakFiles.sparkIndex(new long[] {0, 1}));
@@ -471,11 +471,15 @@ public final class SoakAttacker {
         }
     }
 
-    /** Describes big outputs over and over (each within its lease): an application pins at most its share. */
+    /**
+     * Describes big outputs over and over (each in a held answer never released, so within its lease): an
+     * application pins at most its share. The one output past the share waits the lookup timeout (10 s)
+     * for a release that never comes, then is refused.
+     */
     private String pinByDescribing() throws Exception {
         int size = 16 << 20;
-        int outputs = 64;
         long perApplication = (2048L << 20) / 4; // registeredMemoryLimit 2g in the soak's yarn-site.xml
+        int outputs = (int) (perApplication / size) + 1;
         Path manager = Files.createDirectories(app.dir().resolve("blockmgr-pin"));
         Path data = Files.write(manager.resolve("big.data"), new byte[size]);
         Path index = Files.write(manager.resolve("big.index"), SoakFiles.sparkIndex(new long[] {0, size}));
@@ -501,7 +505,7 @@ public final class SoakAttacker {
         }
         String text = outputs + " outputs of 16 MiB described: " + described + " registered (" + (described * (long) size >> 20)
                 + " MiB), " + refused + " refused";
-        if ((long) described * size > perApplication) {
+        if ((long) described * size > perApplication || refused == 0) {
             throw new Unexpected(text + "; the application's share is " + (perApplication >> 20) + " MiB");
         }
         return text;
