@@ -145,13 +145,8 @@ class PeerFetcherTest {
 
     @Test
     void aBlockLargerThanABufferIsReadInPieces_andAConsumerReleasingItEarlyGetsEveryBufferBack() {
-        // One SGE per request and one request per chain: each piece is a chain of its own.
-        PeerFetcher f = new PeerFetcher(channel, context, new PeerFetcher.Limits(1, 1, 1 << 20, 8 << 20, 8, 64, TIMEOUT, TIMEOUT, false));
         BlockId big = BlockId.of(0, 1, 0);
-        f.fetch(List.of(big), listener);
-        Message.FetchRequest asked = channel.onlyRequest();
-        f.onMessage(new Message.FetchResponse(asked.requestId(),
-                List.of(new BlockDescriptor(0, 1, 0, 1, 0x100000, 200 << 10, RKEY))));
+        PeerFetcher f = fetchingOneBigBlock(big, false);
         assertEquals(2, channel.chains.size(), "two pieces ahead (half the buffer memory), the rest as they are read");
 
         f.onChainCompleted(channel.chains.get(0).id(), null);
@@ -426,12 +421,7 @@ class PeerFetcherTest {
 
     @Test
     void aHeldLargeBlock_keepsItsOutputUntilItsLastPieceLands_evenAfterItsConsumerLetItGo() {
-        PeerFetcher f = new PeerFetcher(channel, context, new PeerFetcher.Limits(1, 1, 1 << 20, 8 << 20, 8, 64, TIMEOUT, TIMEOUT, false));
-        BlockId big = BlockId.of(0, 1, 0);
-        f.fetch(List.of(big), listener);
-        Message.FetchRequest asked = channel.onlyRequest();
-        f.onMessage(new Message.FetchResponse(asked.requestId(),
-                List.of(new BlockDescriptor(0, 1, 0, 1, 0x100000, 200 << 10, RKEY)), List.of(), true));
+        PeerFetcher f = fetchingOneBigBlock(BlockId.of(0, 1, 0), true);
         f.onChainCompleted(channel.chains.get(0).id(), null);
         delivered.getFirst().release(); // the consumer is done; the second piece is still being read from the peer's region
         delivered.clear();
@@ -450,6 +440,19 @@ class PeerFetcherTest {
         assertTrue(channel.retired);
         assertEquals(List.of(), releases());
         assertArrayEquals(new int[] {0, 0}, f.heldOutputs());
+    }
+
+    /**
+     * A fetcher posting one piece per chain (one SGE per request, one request per chain), asked for
+     * {@code big} and answered: a block of 200 KiB, read in pieces, in a {@code held} answer or not.
+     */
+    private PeerFetcher fetchingOneBigBlock(BlockId big, boolean held) {
+        PeerFetcher f = new PeerFetcher(channel, context, new PeerFetcher.Limits(1, 1, 1 << 20, 8 << 20, 8, 64, TIMEOUT, TIMEOUT, false));
+        f.fetch(List.of(big), listener);
+        Message.FetchRequest asked = channel.onlyRequest();
+        f.onMessage(new Message.FetchResponse(asked.requestId(), List.of(new BlockDescriptor(big.shuffleId(), big.mapId(),
+                big.startPartition(), big.endPartition(), 0x100000, 200 << 10, RKEY)), List.of(), held));
+        return f;
     }
 
     private static Message.FetchResponse held(Message.FetchResponse r) {
