@@ -23,8 +23,8 @@ import org.rdmashuffle.core.protocol.Message;
  * ({@link PiecedBlocks}).</li>
  * <li>{@link #pump} posts queued reads as RDMA_READ chains while the bounds allow ({@link ChainPoster}).</li>
  * <li>{@link #onChainCompleted} delivers the chain's blocks to their listeners, or fails them.</li>
- * <li>Outputs a peer crowded for registered memory described in held answers are released once no
- * read of them is left ({@link HeldOutputs}), so the peer can deregister them before their lease ends.</li>
+ * <li>Outputs a peer described in held answers (protocol version 5) are released once no read of them
+ * is left ({@link HeldOutputs}), so the peer can deregister them before their lease ends.</li>
  * </ol>
  *
  * Any failure of the connection (a failed read or send, a malformed message, a timeout) retires it,

@@ -349,7 +349,7 @@ public final class MapOutputRegistry implements AutoCloseable {
 
     /**
      * Whether more than half of what this registry may register, or of its user's or the node's budget,
-     * is registered: answers are then held for their connections (version 5 reducers) rather than leased.
+     * is registered: a held answer then carries no layouts (each would keep its output for a lease).
      */
     public synchronized boolean crowded() {
         return !closed && regions.crowded();
@@ -361,8 +361,7 @@ public final class MapOutputRegistry implements AutoCloseable {
      * more answers than it holds, cost nothing more.
      */
     public void release(ConnectionHolds holds, String app, java.util.List<org.rdmashuffle.core.protocol.Message.Released> outputs) {
-        CompletableFuture<Void> released;
-        synchronized (this) {
+        givingBack(() -> {
             if (closed) {
                 return;
             }
@@ -372,30 +371,34 @@ public final class MapOutputRegistry implements AutoCloseable {
                     holds.release(out, r.answers());
                 }
             }
-            released = takeNextRelease();
-        }
-        released.complete(null); // outside the lock: what waits for room queues its next turn
+        });
     }
 
     /** An answer that held outputs was not sent as a held answer (a refusal, "busy", its connection gone): its holds go. */
     public void giveBack(HeldAnswer held) {
-        CompletableFuture<Void> released;
-        synchronized (this) {
+        givingBack(() -> {
             for (MapOutput out : held.outputs) {
                 held.connection.release(out, 1);
             }
             held.outputs.clear();
-            released = takeNextRelease();
-        }
-        released.complete(null);
+        });
     }
 
     /** Connection {@code holds} is retired: whatever it held is given back, and it holds nothing more. */
     public void drop(ConnectionHolds holds) {
+        givingBack(holds::dropAll);
+    }
+
+    /**
+     * Runs {@code underLock}, which gives holds back, under the lock, then, outside it, wakes the
+     * requests waiting for room: each queues its next turn.
+     */
+    private void givingBack(Runnable underLock) {
         CompletableFuture<Void> released;
         synchronized (this) {
-            holds.dropAll();
-            released = takeNextRelease();
+            underLock.run();
+            released = nextRelease;
+            nextRelease = new CompletableFuture<>();
         }
         released.complete(null);
     }
@@ -403,13 +406,6 @@ public final class MapOutputRegistry implements AutoCloseable {
     /** What completes at the next release of held outputs (for a request waiting for registered memory). */
     synchronized CompletableFuture<Void> nextRelease() {
         return nextRelease;
-    }
-
-    /** Under the lock: the future of this release, replaced by the next one's. */
-    private CompletableFuture<Void> takeNextRelease() {
-        CompletableFuture<Void> now = nextRelease;
-        nextRelease = new CompletableFuture<>();
-        return now;
     }
 
     /** For the budget, when another application needs index heap: see {@link FoundOutputs#releaseIdle}. */

@@ -163,7 +163,8 @@ final class RegisteredRegions {
 
     /**
      * Whether more than half of this registry's limits, or of its user's or the node's budget, is
-     * registered: answers are then held ({@link ConnectionHolds}), so outputs read go before their lease ends.
+     * registered: held answers then carry no layouts (each would keep its output for a lease), so outputs
+     * read go before a lease ends.
      */
     boolean crowded() {
         return bytes > limits.bytes() / 2 || count > limits.regions() / 2 || budget.crowded(user);
