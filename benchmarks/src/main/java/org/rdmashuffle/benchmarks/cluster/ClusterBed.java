@@ -25,8 +25,20 @@ public final class ClusterBed implements AutoCloseable {
     public static final int CANNOT = 77;
     private static final long SETUP_SECONDS = 120;
 
-    /** One host: its namespace and its address on the bed's subnet. */
-    public record Host(String namespace, String address) {
+    /**
+     * One host: its namespace, its address on the bed's subnet, and its disk: the mount point of a file
+     * system of its own (bin/cluster-bed's header says why), or null where the hosts share this machine's.
+     */
+    public record Host(String namespace, String address, Path disk) {
+        public Host(String namespace, String address) {
+            this(namespace, address, null);
+        }
+
+        /** Where this host keeps {@code name}: on its own disk when it has one, else under {@code fallback}. */
+        public Path dataDir(Path fallback, String name) throws IOException {
+            return Files.createDirectories((disk != null ? disk : fallback).resolve(name));
+        }
+
         /** {@code command}, to be run inside this host. */
         public List<String> command(List<String> command) {
             List<String> c = new ArrayList<>(List.of("ip", "netns", "exec", namespace));
@@ -64,8 +76,8 @@ public final class ClusterBed implements AutoCloseable {
                     String[] f = line.split(" ");
                     if (line.equals("ready")) {
                         return hosts;
-                    } else if (f.length == 3 && f[0].equals("host")) {
-                        hosts.add(new Host(f[1], f[2]));
+                    } else if ((f.length == 3 || f.length == 4) && f[0].equals("host")) {
+                        hosts.add(new Host(f[1], f[2], f.length == 4 ? Path.of(f[3]) : null));
                     }
                 }
                 return null;

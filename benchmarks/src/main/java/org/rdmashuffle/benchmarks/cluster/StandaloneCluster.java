@@ -57,7 +57,7 @@ public final class StandaloneCluster implements AutoCloseable {
                 c.daemon(w, "worker-" + w.address(), "org.apache.spark.deploy.worker.Worker",
                         List.of("--host", w.address(), "--cores", Integer.toString(workerCores), "--memory", "2g",
                                 "--work-dir", dir.resolve("work").toString(), c.masterUrl()),
-                        Map.of("SPARK_LOCAL_DIRS", Files.createDirectories(dir.resolve("local")).toString(),
+                        Map.of("SPARK_LOCAL_DIRS", w.dataDir(dir, "local").toString(),
                                 "SPARK_WORKER_OPTS", "-Dspark.decommission.enabled=true"));
             }
             c.awaitWorkers();

@@ -131,6 +131,11 @@ public final class YarnCluster implements AutoCloseable {
         return runDir.resolve(h.namespace().substring(h.namespace().lastIndexOf('-') + 1));
     }
 
+    /** Host {@code h}'s NodeManager local dir: on the host's own disk when the bed gave it one. */
+    public Path localDir(ClusterBed.Host h) {
+        return (h.disk() != null ? h.disk() : hostDir(h)).resolve("local");
+    }
+
     /** The container logs of host {@code h}'s NodeManager ({@code <app>/<container>/stdout, stderr, syslog}). */
     public Path containerLogs(ClusterBed.Host h) {
         return hostDir(h).resolve("containers");
@@ -157,7 +162,7 @@ public final class YarnCluster implements AutoCloseable {
         Map<String, String> y = new LinkedHashMap<>();
         y.put("yarn.resourcemanager.hostname", resourceManagerHost().address());
         y.put("yarn.nodemanager.hostname", h.address());
-        y.put("yarn.nodemanager.local-dirs", hostDir(h) + "/local");
+        y.put("yarn.nodemanager.local-dirs", localDir(h).toString());
         y.put("yarn.nodemanager.log-dirs", containerLogs(h).toString());
         y.put("yarn.nodemanager.resource.memory-mb", Integer.toString(NODE_MB));
         y.put("yarn.scheduler.minimum-allocation-mb", "256");

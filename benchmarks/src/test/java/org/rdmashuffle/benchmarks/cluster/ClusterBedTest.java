@@ -48,13 +48,49 @@ class ClusterBedTest {
     void leftoversOfAKilledRun_areRemovedByTheNextRun() throws Exception {
         ClusterBed killed = ClusterBed.start(2, null);
         String prefix = killed.namespacePrefix();
+        Path disks = killed.hosts().get(0).disk().getParent();
         killed.script().destroyForcibly(); // SIGKILL: no trap runs
         killed.script().waitFor(10, TimeUnit.SECONDS);
         assertEquals(3, namespaces(prefix).size(), "a killed run leaves its hosts and bridge behind");
+        assertTrue(Files.isDirectory(disks), "and its disks");
         try (ClusterBed next = ClusterBed.start(1, null)) {
             assertEquals(List.of(), namespaces(prefix), "the next run removed the killed run's namespaces");
+            assertFalse(Files.exists(disks), "and its disks");
+            assertFalse(BedSupport.output("mount").contains(disks.toString()), "unmounted");
             assertEquals(2, namespaces(next.namespacePrefix()).size());
         }
+    }
+
+    @Test
+    void eachHostHasADiskOfItsOwn_journaled_andGoneWithTheBed_evenWhileAProcessHoldsAFileOnIt() throws Exception {
+        List<Path> disks;
+        long holder;
+        try (ClusterBed bed = ClusterBed.start(2, null)) {
+            disks = bed.hosts().stream().map(ClusterBed.Host::disk).toList();
+            for (Path d : disks) {
+                assertTrue(d != null && Files.isDirectory(d), "a host without a disk: " + bed.hosts());
+            }
+            assertTrue(!Files.getFileStore(disks.get(0)).name().equals(Files.getFileStore(disks.get(1)).name())
+                    && !Files.getFileStore(disks.get(0)).name().equals(Files.getFileStore(Path.of(".").toAbsolutePath()).name()),
+                    "each host's disk is a file system of its own, not this machine's: " + disks);
+            String source = BedSupport.output("findmnt", "-n", "-o", "SOURCE", disks.get(0).toString()).strip();
+            String device = source.substring(source.lastIndexOf('/') + 1);
+            assertTrue(Files.readString(Path.of("/sys/fs/ext4", device, "journal_task")).strip().matches("\\d+"),
+                    "the disk has a journal, as mkfs.ext4 makes one by default (" + source + ")");
+            // A file written in a host is on that host's disk; a process keeping it open does not keep the disk.
+            Process p = new ProcessBuilder(bed.hosts().get(0).command(List.of("sh", "-c",
+                    "exec 3>" + disks.get(0).resolve("held") + "; echo x >&3; sleep 600"))).start();
+            holder = p.pid();
+            for (int i = 0; i < 50 && !Files.exists(disks.get(0).resolve("held")); i++) {
+                Thread.sleep(100);
+            }
+            assertTrue(Files.exists(disks.get(0).resolve("held")), "the host's process wrote to its disk");
+        }
+        assertFalse(ProcessHandle.of(holder).map(ProcessHandle::isAlive).orElse(false), "a process in a host outlived the bed");
+        for (Path d : disks) {
+            assertFalse(Files.exists(d.getParent()), "the bed's disks and images outlived it: " + d.getParent());
+        }
+        assertFalse(BedSupport.output("mount").contains(disks.get(0).getParent().toString()), "a disk is still mounted");
     }
 
     @Test
