@@ -16,7 +16,8 @@ import java.util.regex.Pattern;
  * The long-running processes of one cluster on the bed (a Master and Workers, a ResourceManager and
  * NodeManagers), each started inside its host with its output in {@code logs/<name>.log}, and stopped
  * together: TERM in reverse order of start (so a Worker or NodeManager stops what it launched), then
- * KILL for what outlives its grace time (counted from the TERM).
+ * KILL for what outlives its grace time (counted from the TERM) or, sooner, for a daemon whose log says
+ * that what matters of its stop is done.
  */
 final class Daemons implements AutoCloseable {
     private final Path logs;
@@ -25,6 +26,8 @@ final class Daemons implements AutoCloseable {
     private final List<Process> started = new ArrayList<>();
     private final Map<String, Process> byName = new java.util.HashMap<>();
     private final Map<Process, Long> graceOf = new java.util.HashMap<>();
+    private final Map<Process, java.util.function.Predicate<String>> stoppedOf = new java.util.HashMap<>();
+    private final Map<Process, Path> logOf = new java.util.HashMap<>();
 
     /** @param kind what the daemons are, for messages ("Spark", "YARN") */
     Daemons(Path logs, String kind, long graceSeconds) {
@@ -43,6 +46,17 @@ final class Daemons implements AutoCloseable {
      */
     void start(ClusterBed.Host host, String name, List<String> command, Map<String, String> env, long graceSeconds)
             throws IOException {
+        start(host, name, command, env, graceSeconds, null);
+    }
+
+    /**
+     * As {@link #start(ClusterBed.Host, String, List, Map, long)}; at the close, once {@code stopped} holds
+     * for the text of its log (what it says when the part of its stop that matters is done), the daemon
+     * is killed at once rather than at the end of its grace time: the rest of its stop only waits out
+     * timers of its own.
+     */
+    void start(ClusterBed.Host host, String name, List<String> command, Map<String, String> env, long graceSeconds,
+            java.util.function.Predicate<String> stopped) throws IOException {
         ProcessBuilder pb = new ProcessBuilder(host.command(command)).redirectErrorStream(true)
                 .redirectOutput(logs.resolve(name + ".log").toFile());
         pb.environment().putAll(env);
@@ -50,6 +64,10 @@ final class Daemons implements AutoCloseable {
         started.add(p);
         byName.put(name, p);
         graceOf.put(p, graceSeconds);
+        if (stopped != null) {
+            stoppedOf.put(p, stopped);
+            logOf.put(p, logs.resolve(name + ".log"));
+        }
     }
 
     /** Sends daemon {@code name} signal {@code signal} (as {@code kill -s}), e.g. PWR to decommission a Worker. */
@@ -137,12 +155,40 @@ final class Daemons implements AutoCloseable {
         }
         long t0 = System.nanoTime();
         for (Process p : started) {
-            long grace = TimeUnit.SECONDS.toNanos(graceOf.get(p)) - (System.nanoTime() - t0);
-            if (!p.waitFor(Math.max(0, grace), TimeUnit.NANOSECONDS)) {
+            long graceEnd = t0 + TimeUnit.SECONDS.toNanos(graceOf.get(p));
+            if (!awaitStop(p, graceEnd)) {
                 p.descendants().forEach(ProcessHandle::destroyForcibly);
                 p.destroyForcibly();
                 p.waitFor(10, TimeUnit.SECONDS);
             }
+        }
+    }
+
+    /**
+     * Waits until {@code p} has exited (true), or its grace time has ended or its log says the part of
+     * its stop that matters is done (false: kill it); the log is read every 100 ms.
+     */
+    private boolean awaitStop(Process p, long graceEnd) throws InterruptedException {
+        java.util.function.Predicate<String> stopped = stoppedOf.get(p);
+        while (true) {
+            long left = graceEnd - System.nanoTime();
+            if (stopped == null) {
+                return p.waitFor(Math.max(0, left), TimeUnit.NANOSECONDS);
+            }
+            if (p.waitFor(Math.max(0, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100))), TimeUnit.NANOSECONDS)) {
+                return true;
+            }
+            if (left <= 0 || stopped.test(readLog(logOf.get(p)))) {
+                return false;
+            }
+        }
+    }
+
+    private static String readLog(Path log) {
+        try {
+            return Files.exists(log) ? Files.readString(log, java.nio.charset.StandardCharsets.ISO_8859_1) : "";
+        } catch (IOException e) {
+            return ""; // unreadable: the grace time decides
         }
     }
 }

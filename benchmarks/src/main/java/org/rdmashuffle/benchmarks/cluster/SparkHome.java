@@ -129,8 +129,9 @@ public final class SparkHome {
      */
     List<String> command(String className, List<String> args, Map<String, String> env) throws IOException,
             InterruptedException {
-        List<String> launcher = new ArrayList<>(List.of(java, "-Xmx128m", "-cp", dir.resolve("jars") + "/*",
-                "org.apache.spark.launcher.Main", className));
+        // The launcher only prints a command and exits: C1 and the serial collector, nothing of it to optimize.
+        List<String> launcher = new ArrayList<>(List.of(java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                "-cp", dir.resolve("jars") + "/*", "org.apache.spark.launcher.Main", className));
         launcher.addAll(args);
         ProcessBuilder pb = new ProcessBuilder(launcher).redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.environment().putAll(env);

@@ -41,8 +41,31 @@ public final class YarnCluster implements AutoCloseable {
      * set hours ahead, which it then cancels: KILL after this, as the bed would at its close anyway.
      */
     private static final long NODE_MANAGER_GRACE_SECONDS = 5;
+    /**
+     * Sooner than that: once a NodeManager told to stop has stopped its container manager's server
+     * (logged after its wait for the applications' containers, before that 10 s wait), nothing of its
+     * stop that matters is left; KILL then (what it launched goes too).
+     */
+    private static final java.util.function.Predicate<String> NODE_MANAGER_STOPPED = log -> {
+        int term = log.lastIndexOf("RECEIVED SIGNAL 15: SIGTERM");
+        return term >= 0 && log.indexOf("ipc.Server: Stopping server on ", term) >= 0;
+    };
     private static final long GRACE_SECONDS = 30;
     private static final Pattern REGISTERED = Pattern.compile("NodeManager from node (\\S+)\\(cmPort");
+    /**
+     * The bed's JVMs on a 2-core machine, as its daemons, MapReduce's application masters and maps run:
+     * C1 only and the serial collector. What a job computes does not depend on them; C2's compiler
+     * threads and G1's would take the cores from the JVMs starting beside them.
+     */
+    static final String JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC";
+    /**
+     * What every Spark application on the bed gets before its own {@code --conf}s: {@link #JVM_OPTIONS}
+     * for its driver, application master and executors (added to the shipped defaultJavaOptions), and
+     * the client's poll of the application's state every 250 ms instead of every second until it runs.
+     */
+    static final List<String> SPARK_BED_SETTINGS = List.of("spark.driver.extraJavaOptions=" + JVM_OPTIONS,
+            "spark.yarn.am.extraJavaOptions=" + JVM_OPTIONS, "spark.executor.extraJavaOptions=" + JVM_OPTIONS,
+            "spark.yarn.report.interval=250ms");
     /**
      * Left out of {@code yarn.nodemanager.aux-services} when no stand-in for Spark's YARN shuffle jar is
      * given: that jar, which conf/yarn-site.xml's spark_shuffle needs, is not on this build's Maven mirror.
@@ -196,9 +219,9 @@ public final class YarnCluster implements AutoCloseable {
         m.put("mapreduce.map.env", mapredHome);
         m.put("mapreduce.reduce.env", mapredHome);
         m.put("yarn.app.mapreduce.am.resource.mb", Integer.toString(AM_MB));
-        m.put("yarn.app.mapreduce.am.command-opts", "-Xmx384m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
+        m.put("yarn.app.mapreduce.am.command-opts", "-Xmx384m " + JVM_OPTIONS);
         m.put("mapreduce.map.memory.mb", Integer.toString(MAP_MB));
-        m.put("mapreduce.map.java.opts", "-Xmx512m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
+        m.put("mapreduce.map.java.opts", "-Xmx512m " + JVM_OPTIONS);
         m.put("mapreduce.reduce.memory.mb", Integer.toString(REDUCE_MB));
         return m;
     }
@@ -256,8 +279,8 @@ public final class YarnCluster implements AutoCloseable {
      * cluster's yarn-site.xml ({@code HADOOP_CONF_DIR}), the driver bound to the client's address,
      * Spark's jars taken from the installation on every node ({@code spark.yarn.jars=local:...}, as
      * every host sees one file system) and not mixed with Hadoop's ({@code populateHadoopClasspath=false}:
-     * the installation carries Spark's own Hadoop client), {@code sparkConfs} as {@code --conf}s and the
-     * rest from the installation's spark-defaults.conf. Standard error goes to {@code logs/<logName>};
+     * the installation carries Spark's own Hadoop client), {@link #SPARK_BED_SETTINGS}, then {@code
+     * sparkConfs} as {@code --conf}s (a test's own win) and the rest from the installation's spark-defaults.conf. Standard error goes to {@code logs/<logName>};
      * the caller owns the process (its standard output is piped to the caller).
      */
     public Process submitSpark(SparkHome spark, String mainClass, Path appJar, List<String> sparkConfs, List<String> appArgs,
@@ -268,6 +291,9 @@ public final class YarnCluster implements AutoCloseable {
                 "--conf", "spark.yarn.jars=local:" + spark.dir().resolve("jars") + "/*",
                 "--conf", "spark.yarn.populateHadoopClasspath=false",
                 "--conf", "spark.yarn.stagingDir=" + runDir.resolve("staging")));
+        for (String c : SPARK_BED_SETTINGS) {
+            args.addAll(List.of("--conf", c));
+        }
         for (String c : sparkConfs) {
             args.addAll(List.of("--conf", c));
         }
@@ -346,7 +372,7 @@ public final class YarnCluster implements AutoCloseable {
     private void daemon(ClusterBed.Host host, String name, String heap, String className, long graceSeconds)
             throws IOException {
         daemons.start(host, name, home.command(confDir(host), heap, logs, name + ".log", className, List.of()),
-                home.environment(confDir(host)), graceSeconds);
+                home.environment(confDir(host)), graceSeconds, name.startsWith("nodemanager-") ? NODE_MANAGER_STOPPED : null);
     }
 
     private void awaitNodes() throws IOException, InterruptedException {

@@ -12,6 +12,15 @@ final class BedSupport {
     private BedSupport() {
     }
 
+    /**
+     * A test's driver and executors on the standalone bed run as the YARN bed's JVMs do ({@link
+     * YarnCluster#JVM_OPTIONS}: C1 and the serial collector; not what any of these tests checks), so that
+     * compiler and collector threads leave the 2 cores to the JVMs starting beside them. Added to the
+     * shipped defaultJavaOptions; {@code bin/shuffle-job}'s runs, whose times are figures, keep the JVMs' defaults.
+     */
+    static final List<String> SPARK_JVMS = List.of("spark.driver.extraJavaOptions=" + YarnCluster.JVM_OPTIONS,
+            "spark.executor.extraJavaOptions=" + YarnCluster.JVM_OPTIONS);
+
     /** Skips the test where hosts cannot be made, with the reason; under CI=true that fails instead. */
     static void requireBed() {
         String cause = ClusterBed.unavailabilityCause();

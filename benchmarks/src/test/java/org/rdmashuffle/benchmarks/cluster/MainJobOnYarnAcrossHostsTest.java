@@ -93,7 +93,7 @@ class MainJobOnYarnAcrossHostsTest {
             // The ResourceManager declares a silent node lost after 30 s instead of 10 minutes (not less, as a
             // precaution: a live NodeManager's heartbeats can stall for seconds on a loaded 2-core machine).
             Job job = run("nodemanager-killed", true, Map.of("yarn.nm.liveness-monitor.expiry-interval-ms", "30000"),
-                    DYNAMIC_ALLOCATION, List.of("--shuffle", "rdma", "--executors", "2", "--release-executors-after-maps",
+                    withRetriesOneSecondApart(DYNAMIC_ALLOCATION), List.of("--shuffle", "rdma", "--executors", "2", "--release-executors-after-maps",
                             "--pause-rdma-reduce-until", go.toString()),
                     yarn -> {
                         ClusterBed.Host master = yarn.applicationMasterHost();
@@ -169,6 +169,17 @@ class MainJobOnYarnAcrossHostsTest {
         } finally {
             Files.deleteIfExists(go);
         }
+    }
+
+    /**
+     * Spark's transport retries a fetch from the dead node's service three times before the reducer's
+     * FetchFailed, as it would anyway; 1 s apart instead of 5 s (each reduce task waited out 15 s of them,
+     * one after the other).
+     */
+    private static List<String> withRetriesOneSecondApart(List<String> confs) {
+        List<String> all = new ArrayList<>(confs);
+        all.add("spark.shuffle.io.retryWait=1s");
+        return all;
     }
 
     private static List<String> withHostLocalReadsThroughTheService(List<String> confs) {

@@ -38,11 +38,13 @@ class ShuffleTrackingAcrossHostsTest {
         ClusterRun run = ClusterRun.start(3, null, 1, runDir, System.out);
         ClusterRun.Finished driver;
         try (run) {
-            driver = run.runMainJob(List.of("spark.dynamicAllocation.enabled=true",
+            List<String> confs = new java.util.ArrayList<>(BedSupport.SPARK_JVMS);
+            confs.addAll(List.of("spark.dynamicAllocation.enabled=true",
                     "spark.dynamicAllocation.shuffleTracking.enabled=true", "spark.shuffle.service.enabled=false",
                     "spark.dynamicAllocation.initialExecutors=3", "spark.dynamicAllocation.minExecutors=0",
                     "spark.dynamicAllocation.maxExecutors=3", "spark.dynamicAllocation.executorIdleTimeout=2s",
-                    "spark.dynamicAllocation.schedulerBacklogTimeout=1s"),
+                    "spark.dynamicAllocation.schedulerBacklogTimeout=1s"));
+            driver = run.runMainJob(confs,
                     // Two maps on three executors: one holds none. 10 s: the 2 s idle timeout, with room for a loaded
                     // bed. The plugin's shuffle alone: its result is checked against the job's computed without Spark.
                     List.of("--rows", Integer.toString(ROWS), "--maps", Integer.toString(MAPS), "--reducers", "12",

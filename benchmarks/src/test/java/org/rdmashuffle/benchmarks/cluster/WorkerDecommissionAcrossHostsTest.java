@@ -36,8 +36,10 @@ class WorkerDecommissionAcrossHostsTest {
         int exit;
         ClusterRun run = ClusterRun.start(3, null, 1, runDir, System.out);
         try (run) {
-            Process driver = run.submit(ShuffleJob.class.getName(), List.of("spark.decommission.enabled=true",
-                    "spark.storage.decommission.enabled=true", "spark.storage.decommission.shuffleBlocks.enabled=true"),
+            List<String> confs = new java.util.ArrayList<>(BedSupport.SPARK_JVMS);
+            confs.addAll(List.of("spark.decommission.enabled=true", "spark.storage.decommission.enabled=true",
+                    "spark.storage.decommission.shuffleBlocks.enabled=true"));
+            Process driver = run.submit(ShuffleJob.class.getName(), confs,
                     // The plugin's shuffle alone: its result is checked against the job's computed without Spark.
                     List.of("--rows", "200000", "--shuffle", "rdma", "--executors", "3", "--pause-rdma-reduce-until", go.toString()),
                     "driver.log");
