@@ -16,10 +16,8 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
@@ -139,8 +137,7 @@ public final class ControlServer implements AutoCloseable {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: authentication is OFF -- any peer that can "
                     + "reach " + bind + " may fetch shuffle data (enable spark.authenticate)");
         }
-        group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rdma-control-server", true),
-                NioIoHandler.newFactory());
+        group = QuietEventLoops.of(1, new DefaultThreadFactory("rdma-control-server", true));
         connections = new DefaultChannelGroup("rdma-control-connections", group.next());
         try {
             channel = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
