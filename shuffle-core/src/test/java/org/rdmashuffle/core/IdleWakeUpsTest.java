@@ -11,7 +11,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Nothing at rest, whatever the number of peers (issue 52 item 7): engines connected both ways and
  * idle wake none of the plugin's threads, with one peer or fifty ({@link IdleWakeUps}: counted from
- * {@code /proc}, every engine's threads and the virtual threads' scheduler).
+ * {@code /proc}, every engine's threads and the virtual threads' scheduler). Before the timers became
+ * deadlines and the waits untimed (2026-12-03): 8.5 wake-ups a second with one peer, 212.8 with fifty
+ * (docs/benchmarks.md, "Nothing at rest, with one peer or fifty").
  */
 class IdleWakeUpsTest {
     /** Wake-ups a second, all engines' threads together, below which the plugin is at rest: less than one. */

@@ -78,6 +78,7 @@ public final class ControlClient implements AutoCloseable {
                     .handler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
+                            QuietEventLoops.keepQuiet(ch.eventLoop());
                             ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, 4, 0, 4),
                                     new LengthFieldPrepender(4), new SimpleChannelInboundHandler<ByteBuf>() {
                                         @Override

@@ -144,6 +144,7 @@ public final class ControlServer implements AutoCloseable {
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
+                            QuietEventLoops.keepQuiet(ch.eventLoop());
                             java.net.InetAddress from = ch.remoteAddress().getAddress();
                             WaitingConnections.Place place = unauthenticated.enter(from, ch::close);
                             if (place.refusal() != null) {
@@ -165,6 +166,7 @@ public final class ControlServer implements AutoCloseable {
                                     new LengthFieldPrepender(4), new ControlServerConnection(ControlServer.this, () -> unauthenticated.leave(place)));
                         }
                     }).bind(bind).syncUninterruptibly().channel();
+            QuietEventLoops.keepQuiet(channel.eventLoop()); // the listening channel's loop, before any connection
         } catch (Exception e) { // Netty rethrows the checked BindException undeclared
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             // Netty's BindException names neither the address nor the port: the operator needs both.
