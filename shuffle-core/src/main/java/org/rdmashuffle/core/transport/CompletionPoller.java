@@ -116,7 +116,6 @@ public final class CompletionPoller {
                 if (!sleep()) {
                     return;
                 }
-                sleeps++;
                 idleSince = 0;
             } catch (RuntimeException | Error e) { // the loop is every connection's: it goes on
                 if (running) {
@@ -150,6 +149,7 @@ public final class CompletionPoller {
                 return false;
             }
             asleepSince = System.nanoTime() | 1; // never 0
+            sleeps++; // as it goes to sleep: a poller asleep until woken is seen asleep at once
             try {
                 CompletionQueue woke = channel.awaitEvent(SLEEP);
                 if (woke != null) {
@@ -184,7 +184,7 @@ public final class CompletionPoller {
         }
     }
 
-    /** Times the thread went to sleep on the channel: grows while idle, which is how tests see it sleep. */
+    /** Times the thread went to sleep on the channel (counted as it goes): how tests see it sleep, and stay asleep. */
     public long sleeps() {
         return sleeps;
     }
