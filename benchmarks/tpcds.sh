@@ -2,7 +2,7 @@
 # TPC-DS with Spark's built-in shuffle and with rdma-shuffle in balanced pairs, results
 # compared; writes benchmarks/results/tpcds-sf<scale>/ (CSV, markdown, PNG charts). Data is generated
 # once per scale under benchmarks/data/ and reused. Builds what it needs first (mvn install -DskipTests).
-#   benchmarks/tpcds.sh [--scale 0.1|1] [--queries all|q3,q7,...] [--hosts N [--rate RATE] [--profile]]
+#   benchmarks/tpcds.sh [--scale 0.1|1] [--queries all|q3,q7,...] [--hosts N [--rate RATE] [--profile] [--cpu-by-thread]]
 #                       [--pairs N] [--shuffle-partitions N] [--control] [--rdma-first] [--data DIR] [--out DIR]
 # --scale S: the TPC-DS scale factor, a number above 0 (default 0.1); --queries: all (default) or names;
 # --pairs N: N balanced pairs (default 1): 2N rounds, each query once per side per round, the two rounds
@@ -12,7 +12,9 @@
 # built-in shuffle (what the bed itself does to two applications); --rdma-first: start the plugin's first.
 # --hosts N: both applications on Spark's standalone cluster across N Worker hosts (1..198) of the cluster
 # bed (bin/cluster-bed; needs root), the plugin shipped as users ship it; results go to tpcds-sf<scale>-Nhosts/;
-# --rate (e.g. 10gbit) shapes its links, --profile records the executors with JFR.
+# --rate (e.g. 10gbit) shapes its links, --profile records the executors with JFR, --cpu-by-thread samples every
+# thread's CPU from /proc each second and writes each application's executors' CPU with the shares of its task
+# threads, the plugin's threads and Spark's Netty block transfer (executor-threads-cpu.md; at most 2 hours sampled).
 # --data DIR, --out DIR: where the data and the results go instead. -h, --help: this text.
 # Exit status: 0 when every result matched, 1 when one did not, 2 for a usage error (nothing built),
 # 77 when --hosts cannot make hosts here.
@@ -33,7 +35,7 @@ while (($#)); do
         || refuse "--queries takes all or names such as q3,q7,q14a, not '$2'"; shift 2 ;;
     --hosts) need "$@"; number "$1" "$2" 1 198; hosts=$2; shift 2 ;;
     --rate) need "$@"; rate "$1" "$2"; cluster_only=$1; shift 2 ;;
-    --profile) cluster_only=$1; shift ;;
+    --profile|--cpu-by-thread) cluster_only=$1; shift ;;
     --pairs|--shuffle-partitions) need "$@"; number "$1" "$2" 1; shift 2 ;;
     --rounds) refuse "--rounds became --pairs N (N balanced pairs: 2N rounds, each query in both orders in every pair): give --pairs instead of --rounds${2:+ $2}" ;;
     --data|--out) need "$@"; shift 2 ;;

@@ -147,9 +147,12 @@ class RdmaShuffleEngineTest {
             ThreadMXBean mx = ManagementFactory.getThreadMXBean();
             long before = pollerCpuNanos(mx);
             long sleepsBefore = pair.client.counters().pollerSleeps();
-            Thread.sleep(2500); // an idle poller's sleep ends once a second
+            Thread.sleep(2500); // an idle poller sleeps until woken (a timed sleep of a second would sleep again twice)
             long used = pollerCpuNanos(mx) - before;
-            assertTrue(pair.client.counters().pollerSleeps() > sleepsBefore, "the poller never slept");
+            long sleepsAfter = pair.client.counters().pollerSleeps();
+            assertTrue(sleepsAfter > 0, "the poller never slept");
+            assertTrue(sleepsAfter - sleepsBefore <= 1, "an idle poller went to sleep " + (sleepsAfter - sleepsBefore)
+                    + " times in 2.5 s: it wakes without work");
             // Four poller threads idle for 2.5 s: sleeping, they use a few milliseconds at most.
             assertTrue(used < 200_000_000L, "idle pollers used " + used / 1_000_000 + " ms of CPU in 2.5 s");
         }

@@ -45,6 +45,8 @@ public final class ThreadCpuSampler implements AutoCloseable {
 
     private final String runDir;
     private final Map<Long, ThreadKey> threads = new HashMap<>(); // by pid << 32 | tid; guarded by this
+    /** Each executor's Spark application (its {@code --app-id}), by pid; guarded by this. */
+    private final Map<Long, String> applications = new HashMap<>();
     private final List<Snapshot> snapshots = new ArrayList<>(); // guarded by this
     private final Thread sampler;
     private volatile boolean stopped;
@@ -83,6 +85,7 @@ public final class ThreadCpuSampler implements AutoCloseable {
         Map<Long, Long> processTicks = new HashMap<>();
         Map<Long, Long> threadTicks = new HashMap<>();
         Map<Long, ThreadKey> seen = new HashMap<>();
+        Map<Long, String> apps = new HashMap<>();
         ProcessHandle.allProcesses().filter(h -> h.pid() != ProcessHandle.current().pid()).forEach(h -> {
             String command = h.info().commandLine().orElse("");
             if (!command.contains(runDir)) {
@@ -90,6 +93,10 @@ public final class ThreadCpuSampler implements AutoCloseable {
             }
             long pid = h.pid();
             String kind = processKind(command);
+            String app = applicationOf(command);
+            if (app != null) {
+                apps.put(pid, app);
+            }
             Long total = ticks(Path.of("/proc", Long.toString(pid), "stat"));
             if (total == null) {
                 return; // ended meanwhile
@@ -112,6 +119,7 @@ public final class ThreadCpuSampler implements AutoCloseable {
         });
         synchronized (this) {
             seen.forEach(threads::putIfAbsent);
+            apps.forEach(applications::putIfAbsent);
             snapshots.add(new Snapshot(at, machine[0], machine[1], processTicks, threadTicks));
         }
     }
@@ -216,6 +224,39 @@ public final class ThreadCpuSampler implements AutoCloseable {
         byGroup.entrySet().stream().sorted(Map.Entry.<String, Double>comparingByValue().reversed())
                 .forEach(e -> sorted.put(e.getKey(), e.getValue()));
         return sorted;
+    }
+
+    /**
+     * The executors' CPU seconds between {@code fromMs} and {@code toMs} (epoch) by Spark application
+     * (its id) and category ({@link #category}), live threads only: what share of an application's
+     * executors the plugin's threads took, beside Spark's own block transfer. Windows as {@link #cpuDuring}.
+     */
+    public synchronized Map<String, Map<String, Double>> executorsByApplication(long fromMs, long toMs) {
+        List<Snapshot> span = span(fromMs, toMs);
+        return span.isEmpty() ? new TreeMap<>() : byApplication(span.get(0), lastSeen(span), threads, applications);
+    }
+
+    /** What {@link #executorsByApplication} reports, from two snapshots (package-private for tests). */
+    static Map<String, Map<String, Double>> byApplication(Snapshot first, Snapshot last, Map<Long, ThreadKey> threads,
+                                                          Map<Long, String> applications) {
+        Map<String, Map<String, Double>> out = new TreeMap<>();
+        if (first == null || last == null || last.atMs() <= first.atMs()) {
+            return out;
+        }
+        forEachThreadUsed(first, last, threads, (key, used) -> {
+            String app = applications.get(key.pid());
+            if (key.processKind().equals("executor") && app != null) {
+                out.computeIfAbsent(app, a -> new TreeMap<>()).merge(category(key.processKind(), key.group()), seconds(used),
+                        Double::sum);
+            }
+        });
+        return out;
+    }
+
+    /** The Spark application an executor's command line names ({@code --app-id ID}), or null. */
+    static String applicationOf(String commandLine) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("--app-id (\\S+)").matcher(commandLine);
+        return m.find() ? m.group(1) : null;
     }
 
     /** What a process of the run is, from its command line. */

@@ -162,9 +162,9 @@ public final class TpcdsRunner {
 
     /** Its command line. */
     record Options(double scale, String queries, Path data, Path out, int hosts, String rate, boolean profile, int pairs,
-                   int partitions, boolean control, boolean rdmaFirst) {
+                   int partitions, boolean control, boolean rdmaFirst, boolean cpuByThread) {
         static final String USAGE = "TpcdsRunner [--scale S] [--queries all|q3,q7] [--pairs N] [--shuffle-partitions N] [--control] "
-                + "[--rdma-first] [--data DIR] [--out DIR] [--hosts N [--rate R] [--profile]]";
+                + "[--rdma-first] [--data DIR] [--out DIR] [--hosts N [--rate R] [--profile] [--cpu-by-thread]]";
         /** The most Worker hosts: the bed makes at most 200, and the Master and the driver take two. */
         static final int MAX_HOSTS = 198;
 
@@ -181,12 +181,14 @@ public final class TpcdsRunner {
             int partitions = 0;
             boolean control = false;
             boolean rdmaFirst = false;
+            boolean cpuByThread = false;
             for (int i = 0; i < args.length; i++) {
                 String option = args[i];
                 switch (option) {
                     case "--hosts" -> hosts = CommandLine.wholeNumber(option, CommandLine.value(args, ++i, option), 1, MAX_HOSTS);
                     case "--rate" -> rate = CommandLine.rate(option, CommandLine.value(args, ++i, option));
                     case "--profile" -> profile = true;
+                    case "--cpu-by-thread" -> cpuByThread = true;
                     case "--control" -> control = true;
                     case "--rdma-first" -> rdmaFirst = true;
                     case "--pairs" -> pairs = positive(option, args, ++i);
@@ -200,8 +202,9 @@ public final class TpcdsRunner {
                     default -> throw new IllegalArgumentException("unknown argument " + option + " (usage: " + USAGE + ")");
                 }
             }
-            if (hosts == 0 && (rate != null || profile)) {
-                throw new IllegalArgumentException((rate != null ? "--rate" : "--profile") + " needs --hosts N (the cluster bed)");
+            if (hosts == 0 && (rate != null || profile || cpuByThread)) {
+                throw new IllegalArgumentException((rate != null ? "--rate" : profile ? "--profile" : "--cpu-by-thread")
+                        + " needs --hosts N (the cluster bed)");
             }
             try {
                 TpcdsQueries.select(queries);
@@ -210,7 +213,7 @@ public final class TpcdsRunner {
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-            return new Options(scale, queries, data, out, hosts, rate, profile, pairs, partitions, control, rdmaFirst);
+            return new Options(scale, queries, data, out, hosts, rate, profile, pairs, partitions, control, rdmaFirst, cpuByThread);
         }
 
         /** What {@code --rounds K} (every query K times per side, one order per query and round) is told. */
@@ -260,7 +263,9 @@ public final class TpcdsRunner {
                 System.exit(org.rdmashuffle.benchmarks.cluster.ClusterBed.CANNOT);
             }
             ClusterRun cluster = ClusterRun.start(hosts, rate, 2, null, System.out);
-            try (cluster) {
+            long startMs = System.currentTimeMillis();
+            try (cluster; org.rdmashuffle.benchmarks.cluster.ThreadCpuSampler sampler = options.cpuByThread()
+                    ? org.rdmashuffle.benchmarks.cluster.ThreadCpuSampler.start(cluster.runDir()) : null) {
                 int workers = hosts;
                 Path logs = out;
                 boolean recorded = profile; // both applications alike, each into its own directory
@@ -270,6 +275,12 @@ public final class TpcdsRunner {
                                 recorded ? List.of(cluster.profilingConf(shuffle, System.out)) : List.of()),
                         hosts + " Worker hosts" + (rate == null ? ", links unshaped" : ", links shaped to " + rate + " (tbf)")
                                 + (control ? CONTROL : "") + (rdmaFirst ? "; the rdma-shuffle application started first" : ""));
+                if (sampler != null) { // executors that ended with their application count to their last sample
+                    List<String> table = ExecutorThreadsCpu.table(sampler.executorsByApplication(startMs, System.currentTimeMillis()));
+                    Files.write(out.resolve("executor-threads-cpu.md"), table);
+                    System.out.println("executors' CPU over the run, by application (" + out.resolve("executor-threads-cpu.md") + "):");
+                    table.forEach(System.out::println);
+                }
                 System.out.println("logs: " + cluster.logs() + " (results in " + logs + ")");
             }
             System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", cluster.leftNamespaces().size(),

@@ -1,6 +1,7 @@
 package org.rdmashuffle.benchmarks.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -65,6 +66,37 @@ class ThreadCpuSamplerTest {
         assertEquals(20.0, cpu.get("machine capacity"), 1e-9);
         assertEquals(2.0, cpu.get("outside the run's processes"), 1e-9);
         assertEquals(10.0, cpu.get("window s"), 1e-9);
+    }
+
+    /** For benchmarks/tpcds.sh --cpu-by-thread: two applications' executors apart, each by category; other processes left out. */
+    @Test
+    void theExecutorsCpu_isSplitByTheirApplication() {
+        assertEquals("app-20261203102501-0001", ThreadCpuSampler.applicationOf("java -cp x org.apache.spark.executor."
+                + "CoarseGrainedExecutorBackend --driver-url spark://C@10.0.0.1:4 --executor-id 0 --app-id app-20261203102501-0001 --cores 1"));
+        assertNull(ThreadCpuSampler.applicationOf("java -cp x org.apache.spark.deploy.worker.Worker spark://m"));
+        long rdmaPid = 7;
+        long builtinPid = 8;
+        long driverPid = 9;
+        Map<Long, ThreadCpuSampler.ThreadKey> threads = Map.of(
+                rdmaPid << 32 | 1, new ThreadCpuSampler.ThreadKey(rdmaPid, 1, "executor", "Executor task l"),
+                rdmaPid << 32 | 2, new ThreadCpuSampler.ThreadKey(rdmaPid, 2, "executor", "rdma-shuffle-ti"),
+                rdmaPid << 32 | 3, new ThreadCpuSampler.ThreadKey(rdmaPid, 3, "executor", "ForkJoinPool-1-"),
+                builtinPid << 32 | 1, new ThreadCpuSampler.ThreadKey(builtinPid, 1, "executor", "Executor task l"),
+                builtinPid << 32 | 2, new ThreadCpuSampler.ThreadKey(builtinPid, 2, "executor", "shuffle-server"),
+                driverPid << 32 | 1, new ThreadCpuSampler.ThreadKey(driverPid, 1, "driver", "rdma-shuffle-ti"));
+        Map<Long, String> apps = Map.of(rdmaPid, "app-r", builtinPid, "app-b");
+        ThreadCpuSampler.Snapshot first = new ThreadCpuSampler.Snapshot(1_000, 0, 0, Map.of(), Map.of(
+                rdmaPid << 32 | 1, 100L, rdmaPid << 32 | 2, 10L, builtinPid << 32 | 1, 100L));
+        ThreadCpuSampler.Snapshot last = new ThreadCpuSampler.Snapshot(11_000, 0, 0, Map.of(), Map.of(
+                rdmaPid << 32 | 1, 500L, rdmaPid << 32 | 2, 30L, rdmaPid << 32 | 3, 5L,
+                builtinPid << 32 | 1, 420L, builtinPid << 32 | 2, 12L, driverPid << 32 | 1, 99L));
+        Map<String, Map<String, Double>> byApp = ThreadCpuSampler.byApplication(first, last, threads, apps);
+        assertEquals(java.util.Set.of("app-r", "app-b"), byApp.keySet(), "the driver is no application's executor");
+        assertEquals(4.0, byApp.get("app-r").get("task threads"), 1e-9);
+        assertEquals(0.2, byApp.get("app-r").get("rdma-shuffle's threads"), 1e-9);
+        assertEquals(0.05, byApp.get("app-r").get("virtual-thread carriers (rdma-shuffle's link and resend threads)"), 1e-9);
+        assertEquals(3.2, byApp.get("app-b").get("task threads"), 1e-9);
+        assertEquals(0.12, byApp.get("app-b").get("Spark's block transfer (Netty)"), 1e-9);
     }
 
     @Test

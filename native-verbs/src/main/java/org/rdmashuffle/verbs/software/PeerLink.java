@@ -83,6 +83,7 @@ final class PeerLink implements LinkLoop.Handler {
             }
         });
         this.reader = new FrameReader(channel, landingLock);
+        device.linkEmptied(emptySince); // closed if no QP joins in time
     }
 
     /**
@@ -192,7 +193,9 @@ final class PeerLink implements LinkLoop.Handler {
         qp.joinedTo = null; // first: the loop stops finding it before it is out of the table
         if (joined.remove(qp.qpNumber(), qp)) {
             if (joined.isEmpty()) {
-                emptySince = System.nanoTime();
+                long now = System.nanoTime();
+                emptySince = now;
+                device.linkEmptied(now);
             }
             if (!writer.detach(qp.qpNumber())) {
                 closeLater(new IOException("a leaving QP had more than " + (FrameWriter.COPY_ON_LEAVE_MAX >> 20)
@@ -268,12 +271,19 @@ final class PeerLink implements LinkLoop.Handler {
         }
     }
 
-    /** Whether the link has been without QPs (or, inbound, without its first join) for longer than {@code nanos}. */
-    boolean unusedFor(long nanos, long now) {
-        if (!joined.isEmpty() || !joins.nonePending()) {
-            return false;
+    /**
+     * When the link will have been without QPs (or, inbound, without its first join) for longer than
+     * {@code nanos}: {@link Long#MAX_VALUE} while a QP is on it (its last one's leave says when it empties);
+     * while a join waits for its answer, {@code nanos} from {@code now}, to look again.
+     */
+    long idleDeadline(long nanos, long now) {
+        if (!joined.isEmpty()) {
+            return Long.MAX_VALUE;
         }
-        return now - emptySince > nanos;
+        if (!joins.nonePending()) {
+            return now + nanos;
+        }
+        return emptySince + nanos + 1;
     }
 
     boolean everJoined() {

@@ -29,7 +29,9 @@ import org.rdmashuffle.verbs.util.WaitingConnections;
  * The software device: a TCP listener for links from other devices, the links this device dialled
  * ({@link PeerLink}: one per peer device, carrying all QPs between the two), and the table of its
  * QPs by number. The listener starts on first use; its accept thread is a daemon that ends when the
- * provider is closed. A link nothing uses for {@value #LINK_IDLE_SECONDS} s is closed.
+ * provider is closed. A link nothing uses for {@value #LINK_IDLE_SECONDS} s is closed, by a watcher
+ * (a virtual thread) that sleeps until the earliest moment a link can have idled that long: while
+ * every link has a QP on it, it does not wake at all, however many links there are.
  */
 final class SoftDevice implements VerbsDevice {
     private static final System.Logger LOG = System.getLogger(SoftDevice.class.getName());
@@ -57,6 +59,10 @@ final class SoftDevice implements VerbsDevice {
     /** The loops serving this device's links (shared with the process's other devices), from the listener's start. */
     private LinkLoop.Group loops;
     private Thread linkWatch;
+    /** Guards {@link #nextLinkLook}; the watcher waits on it. */
+    private final Object linkWatchLock = new Object();
+    /** When the link watcher looks next (nanoTime); {@link Long#MAX_VALUE}: not until a link may idle. */
+    private long nextLinkLook = Long.MAX_VALUE;
     private volatile boolean closed;
 
     SoftDevice(SoftwareProvider.Config config) {
@@ -150,23 +156,57 @@ final class SoftDevice implements VerbsDevice {
         listener().refusals().warn("software provider: " + what);
     }
 
-    /** Closes links nobody uses: accepted ones no QP joined in time, and ones whose QPs all left. */
+    /**
+     * A link has had no QP on it since {@code emptySince} (it opened, or its last QP left): the watcher
+     * looks at the links by the time it would have idled, sooner if it already meant to. Any thread.
+     */
+    void linkEmptied(long emptySince) {
+        lookAtLinksBy(emptySince + TimeUnit.SECONDS.toNanos(LINK_IDLE_SECONDS) + 1);
+    }
+
+    private void lookAtLinksBy(long nanoTime) {
+        synchronized (linkWatchLock) {
+            if (nanoTime < nextLinkLook) {
+                nextLinkLook = nanoTime;
+                linkWatchLock.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Closes links nobody uses: accepted ones no QP joined in time, and ones whose QPs all left. Sleeps
+     * until the earliest deadline a look found or a link emptied since set (close interrupts it).
+     */
     private void watchLinks() {
         long idle = TimeUnit.SECONDS.toNanos(LINK_IDLE_SECONDS);
         while (!closed) {
             try {
-                // A fifth of the idle time: an idle link closes within 12 s, and an idle process wakes
-                // this thread every 2 s, not twice a second (close interrupts it).
-                Thread.sleep(TimeUnit.SECONDS.toMillis(LINK_IDLE_SECONDS) / 5);
+                synchronized (linkWatchLock) {
+                    for (long wait; !closed && (wait = nextLinkLook - System.nanoTime()) > 0; ) {
+                        if (nextLinkLook == Long.MAX_VALUE) {
+                            linkWatchLock.wait();
+                        } else {
+                            TimeUnit.NANOSECONDS.timedWait(linkWatchLock, wait);
+                        }
+                    }
+                    nextLinkLook = Long.MAX_VALUE; // a link emptied from now on sets it again, seen after this look
+                }
             } catch (InterruptedException e) {
                 return;
             }
             long now = System.nanoTime();
+            long next = Long.MAX_VALUE;
             for (PeerLink l : links) {
-                if (l.unusedFor(idle, now)) {
+                long due = l.idleDeadline(idle, now);
+                if (due <= now) {
                     l.close(new IOException(l.everJoined() ? "idle: no QP on it for " + LINK_IDLE_SECONDS + " s"
                             : "no QP joined within " + LINK_IDLE_SECONDS + " s"));
+                } else {
+                    next = Math.min(next, due);
                 }
+            }
+            if (next != Long.MAX_VALUE) {
+                lookAtLinksBy(next);
             }
         }
     }

@@ -15,9 +15,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
@@ -80,6 +78,7 @@ public final class ControlClient implements AutoCloseable {
                     .handler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
+                            QuietEventLoops.keepQuiet(ch.eventLoop());
                             ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, 4, 0, 4),
                                     new LengthFieldPrepender(4), new SimpleChannelInboundHandler<ByteBuf>() {
                                         @Override
@@ -117,8 +116,7 @@ public final class ControlClient implements AutoCloseable {
 
     /** Event loops for control clients: {@code threads} daemon threads, whatever the number of peers. */
     static EventLoopGroup newGroup(int threads) {
-        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("rdma-control-client", true),
-                NioIoHandler.newFactory());
+        return QuietEventLoops.of(threads, new DefaultThreadFactory("rdma-control-client", true));
     }
 
     /**

@@ -16,10 +16,8 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
@@ -139,14 +137,14 @@ public final class ControlServer implements AutoCloseable {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: authentication is OFF -- any peer that can "
                     + "reach " + bind + " may fetch shuffle data (enable spark.authenticate)");
         }
-        group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rdma-control-server", true),
-                NioIoHandler.newFactory());
+        group = QuietEventLoops.of(1, new DefaultThreadFactory("rdma-control-server", true));
         connections = new DefaultChannelGroup("rdma-control-connections", group.next());
         try {
             channel = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
+                            QuietEventLoops.keepQuiet(ch.eventLoop());
                             java.net.InetAddress from = ch.remoteAddress().getAddress();
                             WaitingConnections.Place place = unauthenticated.enter(from, ch::close);
                             if (place.refusal() != null) {
@@ -168,6 +166,7 @@ public final class ControlServer implements AutoCloseable {
                                     new LengthFieldPrepender(4), new ControlServerConnection(ControlServer.this, () -> unauthenticated.leave(place)));
                         }
                     }).bind(bind).syncUninterruptibly().channel();
+            QuietEventLoops.keepQuiet(channel.eventLoop()); // the listening channel's loop, before any connection
         } catch (Exception e) { // Netty rethrows the checked BindException undeclared
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             // Netty's BindException names neither the address nor the port: the operator needs both.

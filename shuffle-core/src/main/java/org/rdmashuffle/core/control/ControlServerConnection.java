@@ -17,12 +17,21 @@ import io.netty.channel.SimpleChannelInboundHandler;
  * bounds, then server.requests, one at a time, run on the server's request scheduler and answered from the
  * event loop. Closed by the server when the handshake does not come in time, when it idles holding
  * nothing, or on anything an honest peer does not send. Event loop only, but for {@link #handle}.
+ *
+ * <p>Both timeouts are deadlines, not sweeps: the handshake's timer is cancelled at authentication,
+ * and the idle check is one timer set for when the connection would have idled out, set again only
+ * while it has a reason to look (a request answered since, or nothing held any more). A connection
+ * holding a data connection has no timer at all, so connections at rest wake the event loop for
+ * nothing, however many there are (issue 52 item 7).
  */
 final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf> {
     private static final System.Logger LOG = System.getLogger(ControlServer.class.getName());
     private final ControlServer server;
     /** When a request was last answered (or the handshake done): what the idle timeout counts from. */
     private long lastAnsweredNanos = System.nanoTime();
+    /** The handshake's deadline until authentication (or the end), then null. */
+    private java.util.concurrent.ScheduledFuture<?> handshakeDeadline;
+    /** The pending idle check, or null while there is none (before authentication, while busy or holding). */
     private java.util.concurrent.ScheduledFuture<?> idleCheck;
     private ChallengeResponse.Server auth;
     private String appId;
@@ -50,21 +59,41 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
-        ctx.executor().schedule(() -> {
+        handshakeDeadline = ctx.executor().schedule(() -> {
+            handshakeDeadline = null;
             if (appId == null && ctx.channel().isActive()) {
                 refuse(ctx, "no handshake within " + server.handshakeTimeout.toMillis() + " ms");
             }
         }, server.handshakeTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        long period = Math.max(1, server.idleTimeout.toMillis() / 2);
-        idleCheck = ctx.executor().scheduleAtFixedRate(() -> {
-            boolean holds = session != null && session.holdsResources();
-            // Before authentication the handshake timeout applies; after it, no request answered while holding nothing.
-            if (appId != null && !busy && !holds && System.nanoTime() - lastAnsweredNanos > server.idleTimeout.toNanos()
-                    && ctx.channel().isActive()) {
-                refuse(ctx, "no request answered for " + server.idleTimeout.toMillis() + " ms with no data connection");
-            }
-        }, period, period, TimeUnit.MILLISECONDS);
         ctx.fireChannelActive();
+    }
+
+    /**
+     * Sets the idle check for when the connection would have gone {@code idleTimeout} without a request
+     * answered, unless one is set already (it looks again when it runs). Event loop; after authentication.
+     */
+    private void armIdleCheck(ChannelHandlerContext ctx) {
+        if (idleCheck != null || appId == null || !ctx.channel().isActive()) {
+            return;
+        }
+        long left = lastAnsweredNanos + server.idleTimeout.toNanos() - System.nanoTime();
+        idleCheck = ctx.executor().schedule(() -> idleCheck(ctx), Math.max(0, left) + 1, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * No request answered for the idle timeout while holding nothing: closed. Busy, the reply sets the
+     * check again; holding a data connection, the last one's end does ({@link ControlSession#whenNothingHeld}).
+     */
+    private void idleCheck(ChannelHandlerContext ctx) {
+        idleCheck = null;
+        if (busy || (session != null && session.holdsResources()) || !ctx.channel().isActive()) {
+            return;
+        }
+        if (System.nanoTime() - lastAnsweredNanos > server.idleTimeout.toNanos()) {
+            refuse(ctx, "no request answered for " + server.idleTimeout.toMillis() + " ms with no data connection");
+        } else {
+            armIdleCheck(ctx); // a request was answered since it was set
+        }
     }
 
     @Override
@@ -139,6 +168,13 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
                     byte[] request = java.util.Arrays.copyOfRange(payload, ControlFrame.CALL_ID_BYTES, payload.length);
                     if (session == null) {
                         session = new ControlSession(appId, ctx.channel().remoteAddress(), version);
+                        session.whenNothingHeld(() -> {
+                            try {
+                                ctx.executor().execute(() -> armIdleCheck(ctx));
+                            } catch (RejectedExecutionException closing) {
+                                // the server is closing: so is this connection
+                            }
+                        });
                     }
                     ControlSession s = session;
                     busy = true;
@@ -195,6 +231,11 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
         appId = app;
         lastAnsweredNanos = System.nanoTime();
         server.byApplication.computeIfAbsent(app, a -> java.util.concurrent.ConcurrentHashMap.newKeySet()).add(ctx.channel());
+        if (handshakeDeadline != null) {
+            handshakeDeadline.cancel(false); // met: its timer goes, not one wake-up per connection later
+            handshakeDeadline = null;
+        }
+        armIdleCheck(ctx);
         return true;
     }
 
@@ -227,6 +268,7 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
                     lastAnsweredNanos = System.nanoTime(); // refusals keep nobody's connection alive
                 }
                 ControlServer.send(ctx, replyKind, type, reply);
+                armIdleCheck(ctx); // none was set while busy; a set one looks again when it runs
             });
         } catch (RejectedExecutionException closing) {
             // the server is closing: the peer learns it from the connection's end
@@ -253,8 +295,13 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         leaveUnauthenticated();
+        if (handshakeDeadline != null) {
+            handshakeDeadline.cancel(false);
+            handshakeDeadline = null;
+        }
         if (idleCheck != null) {
             idleCheck.cancel(false);
+            idleCheck = null;
         }
         if (admitted) {
             admitted = false;

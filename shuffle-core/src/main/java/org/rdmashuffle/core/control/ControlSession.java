@@ -18,6 +18,8 @@ public final class ControlSession {
     private final int protocolVersion;
     private final List<Runnable> onClose = new ArrayList<>();
     private boolean closed;
+    /** Run when the last hook is taken back (nothing ends with the connection any more): its idle deadline starts. */
+    private Runnable nothingHeld = () -> { };
 
     ControlSession(String appId, SocketAddress remote, int protocolVersion) {
         this.appId = appId;
@@ -53,8 +55,20 @@ public final class ControlSession {
     }
 
     /** Takes back a hook not yet run: what it would end has ended otherwise. */
-    public synchronized void cancelOnClose(Runnable hook) {
-        onClose.remove(hook);
+    public void cancelOnClose(Runnable hook) {
+        Runnable idle;
+        synchronized (this) {
+            if (!onClose.remove(hook) || !onClose.isEmpty() || closed) {
+                return;
+            }
+            idle = nothingHeld;
+        }
+        idle.run();
+    }
+
+    /** Sets what runs when the connection stops holding anything (the server's connection arms its idle check). */
+    synchronized void whenNothingHeld(Runnable r) {
+        nothingHeld = r;
     }
 
     /** Whether something (a data connection) ends with this connection: then it is not idle, however silent. */

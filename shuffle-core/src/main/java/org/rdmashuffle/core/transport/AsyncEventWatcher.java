@@ -11,12 +11,15 @@ import org.rdmashuffle.verbs.VerbsContext;
  * The device's asynchronous events, read on a thread of their own (a daemon): a shared receive queue
  * running low, and queue pairs the device put in error. Others are logged. {@link #close()} wakes the
  * thread and waits for it to end, before the context may be closed: no native call after it. The wait
- * for an event is long ({@link #WAIT}: only a lost wake-up waits it out), so an idle engine does not
- * wake this thread five times a second.
+ * for an event lasts until one comes or the wake-up ({@link #WAIT}; a wake-up is kept until taken, on
+ * both providers), so an idle engine never wakes this thread.
  */
 public final class AsyncEventWatcher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(AsyncEventWatcher.class.getName());
-    private static final Duration WAIT = Duration.ofSeconds(2);
+    /** A wait for an event: in effect until one comes or {@link #close()} wakes it. */
+    private static final Duration WAIT = Duration.ofDays(1);
+    /** How long {@link #close()} waits for the thread once woken (a handler under way). */
+    private static final Duration STOP_WAIT = Duration.ofSeconds(3);
 
     /** What the events mean to the engine. */
     public interface Handler {
@@ -76,13 +79,13 @@ public final class AsyncEventWatcher implements AutoCloseable {
         }
     }
 
-    /** Stops reading events; returns once the thread has ended (or after one wait and a second, if a handler is stuck). */
+    /** Stops reading events; returns once the thread has ended (or after {@link #STOP_WAIT}, if a handler is stuck). */
     @Override
     public void close() {
         stopped = true;
         context.wakeAsyncEventWaiter();
         try {
-            thread.join(WAIT.toMillis() + 1000);
+            thread.join(STOP_WAIT.toMillis());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -11,9 +11,11 @@ import org.rdmashuffle.verbs.WorkCompletions;
  * One completion queue and the daemon thread that drains it. It polls in batches and hands each
  * batch to the handler; when the queue runs dry it keeps polling for {@code busyPoll} (a completion
  * that arrives within microseconds is taken without a wake-up), then arms the queue and sleeps on its
- * completion channel, so an idle process burns no CPU. {@link #stop()} wakes the channel, so the
- * sleep can be long: {@link #SLEEP} only bounds a wake-up that went missing (an idle poller wakes once
- * a second; on a small shared machine every timed wake-up costs the tasks CPU, issue 37).
+ * completion channel, so an idle process burns no CPU. It sleeps until an event or a wake-up: {@link
+ * #stop()} wakes the channel (a wake-up is kept until taken, on both providers), and a completion event
+ * that never came is the engine's timer's to find, while it runs for work in flight ({@link
+ * #wakeIfAsleepLongerThan}); so an idle poller does not wake at all (on a small shared machine every
+ * timed wake-up costs the tasks CPU, issues 37 and 52).
  */
 public final class CompletionPoller {
     /** Completions dispatched by the thread that polled them; called with nothing locked. */
@@ -22,7 +24,8 @@ public final class CompletionPoller {
         void handle(WorkCompletions completions, int count);
     }
 
-    static final Duration SLEEP = Duration.ofSeconds(1);
+    /** A sleep on the channel: in effect until an event or a wake-up (a finite figure every provider's wait takes). */
+    static final Duration SLEEP = Duration.ofDays(1);
     /** How long {@link #stop()} waits for the thread: a handler under way, or one sleep if the wake-up is lost. */
     private static final Duration STOP_WAIT = Duration.ofSeconds(2);
     private static final System.Logger LOG = System.getLogger(CompletionPoller.class.getName());
@@ -44,6 +47,8 @@ public final class CompletionPoller {
     private final Object nativeCalls = new Object();
     private boolean destroyed;
     private volatile long sleeps;
+    /** When the thread went to sleep on the channel (nanoTime); 0 while it is awake. */
+    private volatile long asleepSince;
     private volatile long completed;
 
     public CompletionPoller(VerbsContext context, String name, int cqEntries, int batch, Duration busyPoll, Handler handler) {
@@ -111,7 +116,6 @@ public final class CompletionPoller {
                 if (!sleep()) {
                     return;
                 }
-                sleeps++;
                 idleSince = 0;
             } catch (RuntimeException | Error e) { // the loop is every connection's: it goes on
                 if (running) {
@@ -138,17 +142,36 @@ public final class CompletionPoller {
         }
     }
 
-    /** Sleeps on the channel (bounded by {@link #SLEEP}); false once destroyed. */
+    /** Sleeps on the channel until an event or a wake-up; false once destroyed. */
     private boolean sleep() {
         synchronized (nativeCalls) {
             if (destroyed) {
                 return false;
             }
-            CompletionQueue woke = channel.awaitEvent(SLEEP);
-            if (woke != null) {
-                woke.acknowledgeEvents(1);
+            asleepSince = System.nanoTime() | 1; // never 0
+            sleeps++; // as it goes to sleep: a poller asleep until woken is seen asleep at once
+            try {
+                CompletionQueue woke = channel.awaitEvent(SLEEP);
+                if (woke != null) {
+                    woke.acknowledgeEvents(1);
+                }
+            } finally {
+                asleepSince = 0;
             }
             return true;
+        }
+    }
+
+    /**
+     * Wakes the thread if it has slept on its channel for more than {@code nanos}: it polls its queue
+     * and sleeps again. The engine's timer calls it on its ticks, which run while work is in flight, so
+     * a completion whose event went missing waits about that long, as it did when the sleep was timed,
+     * and a poller with nothing in flight is never woken. Any thread.
+     */
+    public void wakeIfAsleepLongerThan(long nanos, long now) {
+        long since = asleepSince;
+        if (since != 0 && now - since > nanos) {
+            channel.wakeUp();
         }
     }
 
@@ -161,7 +184,7 @@ public final class CompletionPoller {
         }
     }
 
-    /** Times the thread went to sleep on the channel: grows while idle, which is how tests see it sleep. */
+    /** Times the thread went to sleep on the channel (counted as it goes): how tests see it sleep, and stay asleep. */
     public long sleeps() {
         return sleeps;
     }

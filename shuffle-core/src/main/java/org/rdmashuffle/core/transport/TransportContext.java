@@ -38,6 +38,8 @@ public final class TransportContext {
     /** The period of the engine's periodic checks (late sends, fetch timeouts, idle connections) while they have work. */
     static final java.time.Duration TICK = java.time.Duration.ofMillis(200);
     private static final long TICK_NANOS = TICK.toNanos();
+    /** A poller asleep this long while a tick runs is woken to poll its queue: the bound on a lost completion event. */
+    private static final long LOST_EVENT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
     /** What a {@link Check} returns when it has nothing to watch until new work {@linkplain #armTick arms} the tick. */
     public static final long IDLE = Long.MAX_VALUE;
     /** {@link #nextTickAt} while a tick runs (or before {@link #start}): arms only leave {@link #wanted} for it. */
@@ -185,6 +187,14 @@ public final class TransportContext {
             }
         });
         everyTick(sender::failLateSends);
+        // Pollers sleep until woken: a completion event gone missing is found on the ticks that work in flight
+        // runs, as a timed sleep found it, while a poller with nothing in flight is never woken. Asks for no tick.
+        everyTick(now -> {
+            for (CompletionPoller p : pollers) {
+                p.wakeIfAsleepLongerThan(LOST_EVENT_NANOS, now);
+            }
+            return IDLE;
+        });
         // One timer wake-up for every periodic check, not one each: on a small shared machine each costs the
         // tasks CPU. And none while no check has work: the first tick looks at what was made before the start.
         nextTickAt.set(IDLE);

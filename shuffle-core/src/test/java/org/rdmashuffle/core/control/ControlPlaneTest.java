@@ -228,6 +228,36 @@ class ControlPlaneTest {
         }
     }
 
+    /**
+     * The idle check is a deadline, not a sweep: a connection holding a data connection has none, and
+     * the end of its last data connection sets it again, so it still idles out once nothing hangs on it.
+     */
+    @Test
+    void aConnectionWhoseLastDataConnectionEndedIdlesOut() throws Exception {
+        Runnable dataConnection = () -> { };
+        try (ControlServer s = new ControlServer(ANY, Map.of("app-1", SECRET)::get, (session, type, payload) -> {
+            if (type == 1) {
+                session.onClose(dataConnection); // as a CONNECT does
+            } else {
+                session.cancelOnClose(dataConnection); // as a DISCONNECT does
+            }
+            return payload;
+        }, MAX_FRAME, RequestScheduler.INLINE, TIMEOUT, Duration.ofSeconds(1), ControlServer.Admission.ANY);
+             ControlClient c = ControlClient.connect(s.address(), SECRET, "app-1", MAX_FRAME, TIMEOUT)) {
+            c.call((byte) 1, new byte[] {5}, TIMEOUT);
+            Thread.sleep(2500); // past the first deadline, which found it holding and set nothing
+            assertTrue(c.isOpen(), "closed while a data connection hung on it");
+            c.call((byte) 2, new byte[] {6}, TIMEOUT);
+            long ended = System.nanoTime();
+            long deadline = ended + 20_000_000_000L;
+            while (c.isOpen() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertFalse(c.isOpen(), "still open 20 s after its last data connection ended (idle timeout 1 s)");
+            assertTrue(System.nanoTime() - ended >= 900_000_000L, "closed before the idle timeout");
+        }
+    }
+
     /** A peer that pipelines (two requests at once, by hand: our client never does) is not one of ours: it is closed. */
     @Test
     void aSecondRequestWhileOneIsUnderWayClosesTheConnection() throws Exception {

@@ -21,7 +21,7 @@ import org.rdmashuffle.verbs.SendWorkRequests;
 import org.rdmashuffle.verbs.VerbsContext;
 import org.rdmashuffle.verbs.software.SoftwareProvider;
 
-/** The poller and its queue's end: nothing it still uses is freed under it. */
+/** The poller: it sleeps until woken, and nothing it still uses is freed under it at its queue's end. */
 class CompletionPollerTest {
 
     @Test
@@ -64,6 +64,34 @@ class CompletionPollerTest {
             assertEquals(77L, afterClose.get(), "the handler's batch was freed under it: " + afterClose.get());
             mr.close();
             pd.close();
+            ctx.close();
+        }
+    }
+
+    /**
+     * An idle poller sleeps until woken: nothing wakes it by itself, the timer's nudge (against a lost
+     * event) does only once it has slept longer than asked, and stop ends it at once.
+     */
+    @Test
+    void anIdlePollerSleepsUntilWoken_andTheTimersNudgeWakesItOnlyPastItsBound() throws Exception {
+        try (SoftwareProvider sp = new SoftwareProvider(SoftwareProvider.Config.loopback())) {
+            VerbsContext ctx = sp.devices().getFirst().open();
+            CompletionPoller poller = new CompletionPoller(ctx, "test-poller", 16, 4, Duration.ZERO, (wcs, n) -> { });
+            poller.start();
+            Thread.sleep(1500); // a timed sleep of a second would have ended, and slept again, by now
+            assertEquals(1, poller.sleeps(), "the idle poller went to sleep once and stayed asleep");
+            poller.wakeIfAsleepLongerThan(TimeUnit.HOURS.toNanos(1), System.nanoTime());
+            Thread.sleep(300);
+            assertEquals(1, poller.sleeps(), "woken though it had slept less than the bound");
+            poller.wakeIfAsleepLongerThan(TimeUnit.MILLISECONDS.toNanos(500), System.nanoTime());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (poller.sleeps() == 1 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(2, poller.sleeps(), "the nudge did not wake a poller asleep past the bound (it polls, then sleeps again)");
+            long stopping = System.nanoTime();
+            poller.close();
+            assertTrue(System.nanoTime() - stopping < TimeUnit.SECONDS.toNanos(2), "close waited on the sleep");
             ctx.close();
         }
     }
