@@ -27,6 +27,8 @@ public final class SendWorkRequests implements WorkRequestChain, AutoCloseable {
     private final MemorySegment memory;
     private final SendWorkRequest[] requests;
     private final int maxSge;
+    /** Where the first request's SGEs start: after every request. */
+    private final long sgeBase;
     private final long badWrSlot;
     /** Made once: a slice per post would allocate. */
     private final MemorySegment badRequestSlot;
@@ -37,7 +39,7 @@ public final class SendWorkRequests implements WorkRequestChain, AutoCloseable {
         }
         this.maxSge = maxSge;
         this.arena = Arena.ofShared();
-        long sgeBase = capacity * WR_BYTES;
+        this.sgeBase = capacity * WR_BYTES;
         this.badWrSlot = sgeBase + capacity * maxSge * SGE_BYTES;
         this.memory = arena.allocate(badWrSlot + ValueLayout.ADDRESS.byteSize(), 64);
         this.badRequestSlot = memory.asSlice(badWrSlot, ValueLayout.ADDRESS.byteSize());
@@ -68,6 +70,29 @@ public final class SendWorkRequests implements WorkRequestChain, AutoCloseable {
     /** The request at {@code index}, a view into the native chain; views are made once and reused. */
     public SendWorkRequest get(int index) {
         return requests[index];
+    }
+
+    /**
+     * Copies the first {@code count} requests of {@code from} into this chain's first {@code count}:
+     * each request's fields and SGE slots, not the chain's own links (its {@code next} and
+     * {@code sg_list} stay this chain's). For a chain outgrown while being filled: its requests go on
+     * in a larger one. Both need room for {@code count} requests, this one for as many SGEs each.
+     */
+    public void copyFrom(SendWorkRequests from, int count) {
+        if (count < 0 || count > from.capacity() || count > capacity() || from.maxSge > maxSge) {
+            throw new IllegalArgumentException("cannot copy " + count + " requests of " + from.maxSge + " SGEs from a chain of "
+                    + from.capacity() + " into one of " + capacity() + " with " + maxSge + " SGEs each");
+        }
+        for (int i = 0; i < count; i++) {
+            long wr = i * WR_BYTES;
+            long next = memory.get(ValueLayout.JAVA_LONG, wr + NEXT);
+            long sgList = memory.get(ValueLayout.JAVA_LONG, wr + SG_LIST);
+            MemorySegment.copy(from.memory, wr, memory, wr, WR_BYTES);
+            memory.set(ValueLayout.JAVA_LONG, wr + NEXT, next);
+            memory.set(ValueLayout.JAVA_LONG, wr + SG_LIST, sgList);
+            MemorySegment.copy(from.memory, from.sgeBase + (long) i * from.maxSge * SGE_BYTES,
+                    memory, sgeBase + (long) i * maxSge * SGE_BYTES, (long) from.maxSge * SGE_BYTES);
+        }
     }
 
     /**

@@ -30,6 +30,39 @@ class SendWorkRequestsTest {
     }
 
     @Test
+    void copyingRequestsIntoALargerChain_carriesTheirFieldsAndSges_andKeepsItsOwnLinks() {
+        try (SendWorkRequests small = SendWorkRequests.allocate(2, 2);
+             SendWorkRequests large = SendWorkRequests.allocate(4, 3)) {
+            small.get(0).reset().wrId(11).opcode(WorkRequestOpcode.RDMA_READ).flags(SendFlags.SIGNALED).remote(0x1000, 7)
+                    .sge(0, 0x2000, 100, 3).sge(1, 0x3000, 200, 4).sgeCount(2);
+            small.get(1).reset().wrId(12).opcode(WorkRequestOpcode.SEND_WITH_IMM).immediate(0x01020304)
+                    .sge(0, 0x4000, 50, 5).sgeCount(1);
+            large.copyFrom(small, 2);
+            SendWorkRequest a = large.get(0);
+            assertEquals(11, a.wrId());
+            assertEquals(WorkRequestOpcode.RDMA_READ.code(), a.opcodeCode());
+            assertEquals(SendFlags.SIGNALED, a.flags());
+            assertEquals(0x1000, a.remoteAddress());
+            assertEquals(7, a.rkey());
+            assertEquals(2, a.sgeCount());
+            assertEquals(0x3000, a.sgeAddress(1));
+            assertEquals(200, a.sgeLength(1));
+            assertEquals(4, a.sgeLkey(1));
+            SendWorkRequest b = large.get(1);
+            assertEquals(12, b.wrId());
+            assertEquals(0x01020304, b.immediate());
+            assertEquals(0x4000, b.sgeAddress(0));
+            MemorySegment m = large.memory();
+            for (int i = 0; i < 4; i++) { // its own links, not the small chain's
+                assertEquals(i < 3 ? m.address() + (i + 1) * WR : 0L, m.get(ValueLayout.JAVA_LONG, i * WR + ibv_send_wr.next$offset()));
+                assertEquals(m.address() + 4 * WR + i * 3L * 16, m.get(ValueLayout.JAVA_LONG, i * WR + ibv_send_wr.sg_list$offset()));
+            }
+            assertThrows(IllegalArgumentException.class, () -> small.copyFrom(large, 2), "fewer SGE slots than the source's");
+            assertThrows(IllegalArgumentException.class, () -> large.copyFrom(small, 3), "more than the source holds");
+        }
+    }
+
+    @Test
     void postingAPrefixTerminatesItAndRelinksAfterwards() {
         try (SendWorkRequests chain = SendWorkRequests.allocate(4, 1)) {
             MemorySegment m = chain.memory();

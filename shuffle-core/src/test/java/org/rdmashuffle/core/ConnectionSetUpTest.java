@@ -69,6 +69,128 @@ class ConnectionSetUpTest {
         }
     }
 
+    /**
+     * A TCP relay in front of a peer's control port that closes the first {@code closeFirst}
+     * connections once their first bytes (the hello) arrive, without a word, as a server under load
+     * closes the handshakes it cannot finish in time; it relays the others both ways. Counts them all.
+     */
+    private static final class ClosingRelay implements AutoCloseable {
+        final ServerSocket socket;
+        final java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
+        private final List<Socket> open = new ArrayList<>();
+
+        ClosingRelay(InetSocketAddress target, int closeFirst) throws IOException {
+            socket = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
+            Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    while (true) {
+                        Socket in = socket.accept();
+                        int n = accepted.incrementAndGet();
+                        if (n <= closeFirst) {
+                            in.setSoTimeout(10_000);
+                            in.getInputStream().read(); // the hello has come
+                            in.close();
+                            continue;
+                        }
+                        Socket out = new Socket(target.getAddress(), target.getPort());
+                        synchronized (open) {
+                            open.add(in);
+                            open.add(out);
+                        }
+                        pump(in, out);
+                        pump(out, in);
+                    }
+                } catch (IOException closed) {
+                    // closed by the test
+                }
+            });
+        }
+
+        private static void pump(Socket from, Socket to) {
+            Thread.ofVirtual().start(() -> {
+                try {
+                    from.getInputStream().transferTo(to.getOutputStream());
+                } catch (IOException e) {
+                    // either end closed
+                } finally {
+                    try {
+                        to.close();
+                        from.close();
+                    } catch (IOException e) {
+                        // closed already
+                    }
+                }
+            });
+        }
+
+        InetSocketAddress address() {
+            return new InetSocketAddress(InetAddress.getLoopbackAddress(), socket.getLocalPort());
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+            synchronized (open) {
+                for (Socket s : open) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    /**
+     * The peer's control plane closes the first two control connections during the handshake (what a
+     * server does to handshakes it cannot finish in time under a burst of thousands of peers): the
+     * set-up asks again on a new connection, and the fetch completes.
+     */
+    @Test
+    void aPeerClosingTheFirstHandshakesWithoutAWord_isAskedAgain_andTheFetchCompletes() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 2, 4, EngineTestSupport.size(8000));
+             ClosingRelay relay = new ClosingRelay(pair.server.address(), 2)) {
+            List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+            Collector got = new Collector(blocks.size());
+            pair.client.fetchBlocks(relay.address(), blocks, got);
+            got.await().assertAllIntact(EngineTestSupport.expected(pair.outputs, blocks));
+            assertEquals(3, relay.accepted.get(), "two connections closed, the third set the connection up");
+            assertEquals(1, pair.client.counters().fetchConnections());
+        }
+    }
+
+    /** A peer that closes every handshake is asked a bounded number of times, then the fetch fails saying so. */
+    @Test
+    void aPeerClosingEveryHandshake_isAskedThreeTimes_thenTheFetchFailsSayingSo() throws Exception {
+        try (EnginePair pair = EnginePair.open().withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000));
+             ClosingRelay relay = new ClosingRelay(pair.server.address(), Integer.MAX_VALUE)) {
+            BlockId b = BlockId.of(1, 0, 0);
+            Collector got = new Collector(1);
+            pair.client.fetchBlocks(relay.address(), List.of(b), got);
+            got.await();
+            String message = String.valueOf(got.failed.get(b));
+            assertEquals(BlockFetchException.Kind.UNREACHABLE, BlockFetchException.kindOf(got.failed.get(b)), message);
+            assertTrue(message.contains("3 attempts") && message.contains("closed the connection during the handshake"), message);
+            assertEquals(3, relay.accepted.get(), "asked three times, no more");
+        }
+    }
+
+    /** A refusal the server names (a wrong secret) is final: one connection, the server's words, not asked again. */
+    @Test
+    void aPeerRefusingByName_isNotAskedAgain() throws Exception {
+        byte[] wrong = "a-different-secret-of-enough-length".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET,
+                EngineTestSupport.smallConfig(), wrong).withOutputs(dir, 1, 1, 4, EngineTestSupport.size(8000));
+             ClosingRelay relay = new ClosingRelay(pair.server.address(), 0)) {
+            BlockId b = BlockId.of(1, 0, 0);
+            Collector got = new Collector(1);
+            pair.client.fetchBlocks(relay.address(), List.of(b), got);
+            got.await();
+            String message = String.valueOf(got.failed.get(b));
+            assertEquals(BlockFetchException.Kind.NOT_AUTHENTICATED, BlockFetchException.kindOf(got.failed.get(b)), message);
+            assertTrue(message.contains("authentication failed: a wrong secret"), message);
+            Thread.sleep(500); // a retry would come after a 200 ms pause or more
+            assertEquals(1, relay.accepted.get(), "a named refusal is not asked again");
+        }
+    }
+
     @Test
     void aPeerThatNeverAnswersTheHandshakeDoesNotHoldTheCaller() throws Exception {
         VerbsProvider p = EngineTestSupport.provider();

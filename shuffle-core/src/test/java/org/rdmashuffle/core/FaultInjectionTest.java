@@ -19,7 +19,9 @@ import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.protocol.BlockId;
 import org.rdmashuffle.core.protocol.Message;
 import org.rdmashuffle.core.protocol.BlockDescriptor;
+import org.rdmashuffle.core.transport.DataConnection;
 import org.rdmashuffle.core.transport.DataConnection.Role;
+import org.rdmashuffle.verbs.VerbsProvider;
 
 /**
  * Each test provokes one failure and checks the contract: exactly the affected blocks fail, with an
@@ -268,6 +270,122 @@ class FaultInjectionTest {
             assertNamesPeerAndBlock(pair, b, got.failed.get(b), "TimeoutException: no answer to a metadata request within 1000 ms");
             fetchAllIntact(pair);
         }
+    }
+
+    /**
+     * The reducer's owner of a connection throws on an answer (a bug, or input no check caught: once an
+     * IndexOutOfBoundsException): that peer's blocks fail at once, naming what was thrown, not at the
+     * 60 s fetch timeout; the one poller goes on serving the connection to another peer, and the next
+     * fetch from the first reconnects.
+     */
+    @Test
+    void aFetcherThrowingOnAnAnswer_failsItsBlocksAtOnce_andThePollerServesTheOtherPeer() throws Exception {
+        EngineConfig patient = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_TIMEOUT, "60s")
+                .set(EngineConfig.KEY_POLLER_THREADS, "1");
+        VerbsProvider otherProvider = EngineTestSupport.provider();
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig(), EngineTestSupport.SECRET, patient,
+                EngineTestSupport.SECRET).withOutputs(dir, 1, 2, 8, EngineTestSupport.size(8000))) {
+            RdmaShuffleEngine other = RdmaShuffleEngine.start(EngineTestSupport.smallConfig(), EngineTestSupport.APP,
+                    EngineTestSupport.SECRET, otherProvider);
+            try {
+                List<EngineTestSupport.MapOutput> otherOutputs = registerOutputs(other, 2);
+                EngineTestSupport.fetchAllIntact(pair.client, other.address(), otherOutputs); // its connection is up
+                String victim = ":" + pair.server.address().getPort();
+                AtomicBoolean armed = new AtomicBoolean(true);
+                pair.client.tamper(new RdmaShuffleEngine.Tamper() {
+                    @Override
+                    public void received(DataConnection c, Message m) {
+                        if (m instanceof Message.FetchResponse && c.peer().endsWith(victim) && armed.getAndSet(false)) {
+                            throw new IndexOutOfBoundsException("Index 3 out of bounds for length 3");
+                        }
+                    }
+                });
+                List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+                Collector got = new Collector(blocks.size());
+                long start = System.nanoTime();
+                pair.client.fetchBlocks(pair.server.address(), blocks, got);
+                assertTrue(got.answeredWithin(java.time.Duration.ofSeconds(15)), "blocks waited for the fetch timeout");
+                long tookMillis = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(tookMillis < 15_000, "took " + tookMillis + " ms");
+                assertTrue(!armed.get() && !got.failed.isEmpty(), "nothing failed: the hook threw " + !armed.get());
+                for (java.util.Map.Entry<BlockId, Throwable> e : got.failed.entrySet()) {
+                    assertNamesPeerAndBlock(pair, e.getKey(), e.getValue(), "threw java.lang.IndexOutOfBoundsException: Index 3");
+                }
+                // The other peer's connection, on the same poller, untouched and still served.
+                EngineTestSupport.fetchAllIntact(pair.client, other.address(), otherOutputs);
+                fetchAllIntact(pair);
+                assertEquals(2, pair.client.counters().fetchConnections(), "the other peer's, and the first's anew");
+            } finally {
+                other.close();
+                EngineTestSupport.closeProvider(otherProvider);
+            }
+        }
+    }
+
+    /**
+     * The serving side's owner throws on a request: that reducer is told the server failed and its
+     * connection closes, so its blocks fail at once, not at the 60 s fetch timeout; the server's one
+     * poller goes on answering another reducer's requests on its connection.
+     */
+    @Test
+    void aServerThrowingOnARequest_closesThatConnectionSayingSo_andAnswersTheOtherReducer() throws Exception {
+        EngineConfig patient = EngineTestSupport.smallConfig().set(EngineConfig.KEY_FETCH_TIMEOUT, "60s");
+        VerbsProvider otherProvider = EngineTestSupport.provider();
+        try (EnginePair pair = new EnginePair(EngineTestSupport.smallConfig().set(EngineConfig.KEY_POLLER_THREADS, "1"),
+                EngineTestSupport.SECRET, patient, EngineTestSupport.SECRET).withOutputs(dir, 1, 2, 8, EngineTestSupport.size(8000))) {
+            RdmaShuffleEngine other = RdmaShuffleEngine.start(patient, EngineTestSupport.APP, EngineTestSupport.SECRET,
+                    otherProvider);
+            try {
+                EngineTestSupport.fetchAllIntact(other, pair.server.address(), pair.outputs); // its connection is up
+                AtomicBoolean armed = new AtomicBoolean(true);
+                pair.server.tamper(new RdmaShuffleEngine.Tamper() {
+                    @Override
+                    public void received(DataConnection c, Message m) {
+                        if (m instanceof Message.FetchRequest && armed.getAndSet(false)) {
+                            throw new IllegalStateException("a bug answering a request");
+                        }
+                    }
+                });
+                List<BlockId> blocks = EngineTestSupport.everyPartition(pair.outputs);
+                Collector got = new Collector(blocks.size());
+                long start = System.nanoTime();
+                pair.client.fetchBlocks(pair.server.address(), blocks, got);
+                assertTrue(got.answeredWithin(java.time.Duration.ofSeconds(15)), "blocks waited for the fetch timeout");
+                long tookMillis = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(tookMillis < 15_000, "took " + tookMillis + " ms");
+                assertTrue(!armed.get() && !got.failed.isEmpty(), "nothing failed: the hook threw " + !armed.get());
+                BlockId failed = got.failed.keySet().iterator().next();
+                assertNamesPeerAndBlock(pair, failed, got.failed.get(failed),
+                        "the peer closed the connection: the server failed handling a message on this connection");
+                assertTrue(!got.failed.get(failed).getMessage().contains("a bug answering"), "our failure is not the peer's to read");
+                EngineTestSupport.eventually("the server retired the connection it threw on",
+                        () -> pair.server.counters().servingConnections() == 1);
+                // The other reducer's connection, on the server's one poller: a shuffle it has no layouts of is asked for.
+                List<EngineTestSupport.MapOutput> more = new ArrayList<>();
+                for (int m = 0; m < 2; m++) {
+                    EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(dir, 3, m, 8, EngineTestSupport.size(8000), 77 + m);
+                    pair.server.registerMapOutput(3, m, o.file(), o.offsets());
+                    more.add(o);
+                }
+                EngineTestSupport.fetchAllIntact(other, pair.server.address(), more);
+                assertEquals(1, other.counters().fetchConnections(), "the other reducer's connection stayed");
+                fetchAllIntact(pair);
+            } finally {
+                other.close();
+                EngineTestSupport.closeProvider(otherProvider);
+            }
+        }
+    }
+
+    /** Writes and registers {@code maps} outputs of shuffle 2 (8 partitions each) on {@code server}. */
+    private List<EngineTestSupport.MapOutput> registerOutputs(RdmaShuffleEngine server, int maps) throws java.io.IOException {
+        List<EngineTestSupport.MapOutput> outputs = new ArrayList<>();
+        for (int m = 0; m < maps; m++) {
+            EngineTestSupport.MapOutput o = EngineTestSupport.writeMapOutput(dir, 2, m, 8, EngineTestSupport.size(8000), 91 + m);
+            server.registerMapOutput(2, m, o.file(), o.offsets());
+            outputs.add(o);
+        }
+        return outputs;
     }
 
     private static void sleep(long ms) {

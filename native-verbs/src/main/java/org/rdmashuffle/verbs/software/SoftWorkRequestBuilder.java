@@ -20,16 +20,31 @@ import org.rdmashuffle.verbs.WorkRequestOpcode;
  * The extended post path on the software provider, with libibverbs' semantics: start takes the
  * QP's lock, the builder calls fill a private chain (inline data is copied at once), complete
  * posts all of it or — if any request is invalid — none of it and reports the errno, abort drops it.
+ *
+ * <p>The chain (and its inline staging) starts at {@link #INITIAL_CHAIN} requests and doubles when a
+ * chain being built needs more, up to the QP's {@code max_send_wr}, beyond which, as before, the
+ * chain is refused with ENOMEM at complete: a served peer's QP, which posts a send or two at a time,
+ * keeps a few hundred bytes instead of {@code max_send_wr} requests' worth (about 25 KiB at 128). It
+ * never shrinks. Threads: whichever holds the region (start to complete or abort).
  */
 final class SoftWorkRequestBuilder implements WorkRequestBuilder {
+    /** Requests the chain holds before its first growth. */
+    static final int INITIAL_CHAIN = 8;
+
     private final SoftQueuePair qp;
     private final int sendOps;
     private final int maxSge;
     private final int maxInline;
+    /** The QP's max_send_wr: the most the chain grows to. */
+    private final int maxChain;
     private final ReentrantLock region = new ReentrantLock();
-    private final Arena arena = Arena.ofShared();
-    private final SendWorkRequests chain;
-    private final MemorySegment inlineStaging;
+    private SendWorkRequests chain;
+    /** Owns {@link #inlineStaging}: replaced with it when the chain grows. */
+    private Arena stagingArena;
+    /** One slot of {@code max(1, maxInline)} bytes per request of the chain. */
+    private MemorySegment inlineStaging;
+    /** Set by {@link #close} (under the region): the chain is gone. */
+    private boolean closed;
     private long wrId;
     private int flags;
     private int count;
@@ -41,9 +56,71 @@ final class SoftWorkRequestBuilder implements WorkRequestBuilder {
         this.sendOps = sendOps;
         this.maxSge = maxSge;
         this.maxInline = maxInline;
+        this.maxChain = Math.max(1, capacity);
+        int initial = Math.min(INITIAL_CHAIN, maxChain);
         // One slot more than granted, so an over-long SGE list is recorded and refused at complete.
-        this.chain = SendWorkRequests.allocate(capacity, maxSge + 1);
-        this.inlineStaging = arena.allocate((long) capacity * Math.max(1, maxInline), 8);
+        this.chain = SendWorkRequests.allocate(initial, maxSge + 1);
+        this.stagingArena = Arena.ofShared();
+        this.inlineStaging = stagingArena.allocate(stagingBytes(initial), 8);
+    }
+
+    private long stagingBytes(int requests) {
+        return (long) requests * Math.max(1, maxInline);
+    }
+
+    /**
+     * Doubles the chain and its inline staging, at most to the QP's max_send_wr, carrying the requests
+     * filled so far over (inline ones pointed at their staged bytes' new place); false if it is that
+     * long already or the memory cannot be had (the chain is then refused, ENOMEM, as a full one is).
+     */
+    private boolean grow() {
+        int capacity = chain.capacity();
+        if (capacity >= maxChain || closed) {
+            return false;
+        }
+        int larger = (int) Math.min(2L * capacity, maxChain);
+        SendWorkRequests grown = null;
+        Arena arena = null;
+        MemorySegment staging;
+        try {
+            grown = SendWorkRequests.allocate(larger, maxSge + 1);
+            arena = Arena.ofShared();
+            staging = arena.allocate(stagingBytes(larger), 8);
+        } catch (OutOfMemoryError e) {
+            if (grown != null) {
+                grown.close();
+            }
+            if (arena != null) {
+                arena.close();
+            }
+            return false;
+        }
+        grown.copyFrom(chain, count);
+        MemorySegment.copy(inlineStaging, 0, staging, 0, inlineStaging.byteSize());
+        long oldBase = inlineStaging.address();
+        for (int i = 0; i < count; i++) {
+            SendWorkRequest r = grown.get(i);
+            long offset = r.sgeCount() == 0 ? -1 : r.sgeAddress(0) - oldBase;
+            if ((r.flags() & SendFlags.INLINE) != 0 && offset >= 0 && offset < inlineStaging.byteSize()) {
+                r.sge(0, staging.address() + offset, r.sgeLength(0), r.sgeLkey(0));
+            }
+        }
+        chain.close();
+        stagingArena.close();
+        chain = grown;
+        stagingArena = arena;
+        inlineStaging = staging;
+        return true;
+    }
+
+    /** Requests the chain holds now (tests: it starts small and grows). */
+    int chainCapacity() {
+        return chain.capacity();
+    }
+
+    /** Native bytes the chain and its inline staging hold now (tests). */
+    long nativeBytes() {
+        return chain.memory().byteSize() + inlineStaging.byteSize();
     }
 
     @Override
@@ -73,7 +150,7 @@ final class SoftWorkRequestBuilder implements WorkRequestBuilder {
         if ((sendOps & requiredOp) == 0) {
             fail(Errno.EOPNOTSUPP);
         }
-        if (count == chain.capacity()) {
+        if (count == chain.capacity() && !grow()) {
             fail(Errno.ENOMEM);
             current = null;
             return null;
@@ -286,8 +363,15 @@ final class SoftWorkRequestBuilder implements WorkRequestBuilder {
         }
     }
 
+    /** Frees the chain; under the region, so a chain being built never grows into memory nobody frees. */
     void close() {
-        chain.close();
-        arena.close();
+        region.lock();
+        try {
+            closed = true;
+            chain.close();
+            stagingArena.close();
+        } finally {
+            region.unlock();
+        }
     }
 }

@@ -44,7 +44,27 @@ final class AnswerReader {
     record Unread(Wanted wanted, String reason) {
     }
 
+    /**
+     * Reads {@code message}. If reading it throws (a bug, or input no check caught), the request it
+     * answers is awaited again before the throw goes on, so its blocks fail with the connection (the
+     * router fails it: {@link org.rdmashuffle.core.transport.ConnectionHandler#onCallbackFailed})
+     * rather than being lost.
+     */
     Answer read(Message message) {
+        long answered = message instanceof Message.FetchResponse r ? r.requestId()
+                : message instanceof Message.ErrorResponse e && e.requestId() != Message.CONNECTION_ERROR ? e.requestId() : -1;
+        Request awaited = answered < 0 ? null : awaiting.peek(answered);
+        try {
+            return readAnswer(message);
+        } catch (RuntimeException | Error e) {
+            if (awaited != null && awaiting.peek(answered) == null) {
+                awaiting.putBack(answered, awaited);
+            }
+            throw e;
+        }
+    }
+
+    private Answer readAnswer(Message message) {
         List<Wanted> empty = new ArrayList<>();
         List<Wanted> askAgain = new ArrayList<>();
         List<Unread> unread = new ArrayList<>(0);

@@ -54,6 +54,11 @@ final class AwaitedRequests {
         return awaiting.remove(id);
     }
 
+    /** The request {@code id} names, still awaited; null if it is not. */
+    Request peek(long id) {
+        return awaiting.get(id);
+    }
+
     /** Awaited again: an answer that broke the connection leaves its blocks to fail with it. */
     void putBack(long id, Request r) {
         awaiting.put(id, r);

@@ -46,10 +46,25 @@ final class FailedFetch {
         }
         owed.addAll(notHandedOver);
         owed.addAll(waitingForLayouts);
-        Outcomes.failed(peer, owed, BlockFetchException.Kind.FAILED, reason, cause);
+        Outcomes.failed(peer, once(owed), BlockFetchException.Kind.FAILED, reason, cause);
         for (PiecedBlock p : handedOver) {
             p.fail(new BlockFetchException(peer, List.of(p.wanted.id), BlockFetchException.Kind.FAILED, reason, cause));
         }
+    }
+
+    /**
+     * Each block once: an answer whose reading threw part-way leaves its request awaited (to fail with
+     * the connection) while some of its blocks were queued as reads already.
+     */
+    private static List<Wanted> once(List<Wanted> owed) {
+        java.util.Set<Wanted> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>(owed.size()));
+        List<Wanted> each = new ArrayList<>(owed.size());
+        for (Wanted w : owed) {
+            if (seen.add(w)) {
+                each.add(w);
+            }
+        }
+        return each;
     }
 
     private static String reasonOf(Throwable cause) {

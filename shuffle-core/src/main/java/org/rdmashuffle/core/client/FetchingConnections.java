@@ -19,6 +19,7 @@ import java.util.function.Consumer;
 
 import org.rdmashuffle.core.config.EngineConfig;
 import org.rdmashuffle.core.control.ControlClientPool;
+import org.rdmashuffle.core.control.ControlConnectionLostException;
 import org.rdmashuffle.core.control.ServerBusyException;
 import org.rdmashuffle.core.protocol.ConnectCodec;
 import org.rdmashuffle.core.protocol.MalformedMessageException;
@@ -48,6 +49,15 @@ public final class FetchingConnections {
     /** Pauses before asking a busy server again: from 10 ms (plus jitter), doubling, at most half a second. */
     private static final long FIRST_BUSY_PAUSE_MILLIS = 10;
     private static final long MAX_BUSY_PAUSE_MILLIS = 500;
+    /**
+     * Attempts of a set-up whose control connection closed without a word or whose handshake timed out
+     * (a server under load closing the handshakes it cannot finish in time): 3 in all, after pauses from
+     * 200 ms (plus as much jitter, so a stage's peers do not come back together), doubling; none begun
+     * later than {@link #LOST_RETRY_WINDOW} connect timeouts after the set-up began.
+     */
+    private static final int LOST_CONNECTION_ATTEMPTS = 3;
+    private static final long FIRST_LOST_PAUSE_MILLIS = 200;
+    private static final int LOST_RETRY_WINDOW = 2;
     /** Peers whose set-up may wait for a dialer; beyond that a first fetch fails at once (every queue is bounded). */
     static final int MAX_WAITING_SET_UPS = 4096;
 
@@ -222,13 +232,21 @@ public final class FetchingConnections {
     /**
      * Sets up the data connection. A server whose control plane is busy (its queue for our application
      * full: a large stage's reducers all asking at once) is asked again after a growing, jittered pause,
-     * for at most the connect timeout; the pause is spent outside the set-up lock, so the engine's
-     * close does not wait for it.
+     * for at most the connect timeout (counted again from each new connection after a lost one). A
+     * control connection that closed without a word, or whose handshake timed out, is made again after a
+     * jittered pause, at most {@link #LOST_CONNECTION_ATTEMPTS} attempts in all, none begun past
+     * {@link #LOST_RETRY_WINDOW} connect timeouts: the server closes, under load, the handshakes it
+     * cannot finish in time. A refusal the server names (the secret, the application, versions, a
+     * bound) is final. Pauses are spent outside the set-up lock, so the engine's close does not wait for them.
      */
     private PeerFetcher connect(InetSocketAddress peer) throws IOException {
-        long deadline = System.nanoTime() + config.connectTimeout().toNanos();
+        long began = System.nanoTime();
+        long connectTimeout = config.connectTimeout().toNanos();
+        long busyUntil = began + connectTimeout;
         long pauseMillis = FIRST_BUSY_PAUSE_MILLIS;
+        int lost = 0;
         while (true) {
+            long pause;
             setUp.lock();
             try {
                 if (closed.getAsBoolean()) {
@@ -239,19 +257,32 @@ public final class FetchingConnections {
                 context.workMade(); // closed if it stays idle: the timer looks at it
                 return f;
             } catch (ServerBusyException busy) {
-                if (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pauseMillis) > deadline) {
+                if (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pauseMillis) > busyUntil) {
                     throw busy;
                 }
+                pause = pauseMillis;
+                pauseMillis = Math.min(2 * pauseMillis, MAX_BUSY_PAUSE_MILLIS);
+            } catch (ControlConnectionLostException gone) {
+                lost++;
+                pause = FIRST_LOST_PAUSE_MILLIS << (lost - 1);
+                long next = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause);
+                if (lost >= LOST_CONNECTION_ATTEMPTS || next - began > LOST_RETRY_WINDOW * connectTimeout) {
+                    throw new IOException(lost + (lost == 1 ? " attempt" : " attempts") + " to set up a connection to "
+                            + label(peer) + " lost the control connection: " + gone.getMessage(), gone);
+                }
+                LOG.log(System.Logger.Level.DEBUG, "setting up a connection to " + label(peer) + " lost the control connection ("
+                        + gone.getMessage() + "); asking again, attempt " + (lost + 1) + " of " + LOST_CONNECTION_ATTEMPTS);
+                busyUntil = next + connectTimeout; // a new connection: a busy server has as long again
+                pauseMillis = FIRST_BUSY_PAUSE_MILLIS;
             } finally {
                 setUp.unlock();
             }
             try {
-                Thread.sleep(pauseMillis + java.util.concurrent.ThreadLocalRandom.current().nextLong(pauseMillis));
+                Thread.sleep(pause + java.util.concurrent.ThreadLocalRandom.current().nextLong(pause));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IOException("the engine is closing", e);
             }
-            pauseMillis = Math.min(2 * pauseMillis, MAX_BUSY_PAUSE_MILLIS);
         }
     }
 

@@ -314,13 +314,25 @@ public final class PeerFetcher {
             return;
         }
         List<Read> reads = chain.reads();
-        for (int i = 0; i < reads.size(); i++) { // indexed: no iterator per chain
-            Read r = reads.get(i);
-            if (r.pieced == null) {
-                Outcomes.deliver(r.wanted, new FetchedBlock(r.wanted.id, r.buffer, r.lead, r.length, r.rawLength));
-            } else {
-                pieces.landed(r);
+        int handedOver = 0;
+        try {
+            while (handedOver < reads.size()) { // indexed: no iterator per chain
+                Read r = reads.get(handedOver);
+                if (r.pieced == null) {
+                    FetchedBlock block = new FetchedBlock(r.wanted.id, r.buffer, r.lead, r.length, r.rawLength);
+                    handedOver++; // its buffer is its consumer's from here
+                    Outcomes.deliver(r.wanted, block);
+                } else {
+                    handedOver++; // its buffer goes with its pieced block from here
+                    pieces.landed(r);
+                }
             }
+        } catch (RuntimeException | Error e) {
+            // A bug (or an Error from a listener): the reads not handed over fail with the connection and
+            // give their buffers back; those handed over are their consumers'. The router, which this
+            // throws to, logs it and fails the connection's owner (already failed here: a no-op).
+            fail(e, new ChainsInFlight.Chain(new ArrayList<>(reads.subList(handedOver, reads.size())), 0, 0, chain.postedAt()));
+            throw e;
         }
         synchronized (this) {
             for (int i = 0; i < reads.size(); i++) {

@@ -45,11 +45,11 @@ public final class ControlClient implements AutoCloseable {
     private static final java.util.concurrent.atomic.AtomicBoolean SAID_PREVIOUS_RELEASE =
             new java.util.concurrent.atomic.AtomicBoolean();
 
-    /** The peer closed the connection while we waited: during a handshake, that is its refusal. */
-    private static final class PeerClosedException extends IOException {
+    /** An answer did not come within its timeout (the connection still open). */
+    private static final class AnswerTimeoutException extends IOException {
         private static final long serialVersionUID = 1L;
 
-        PeerClosedException(String message) {
+        AnswerTimeoutException(String message) {
             super(message);
         }
     }
@@ -190,7 +190,7 @@ public final class ControlClient implements AutoCloseable {
                 c.protocolVersion = agreedVersion(challenge, peer, versions, alone, 0);
                 if (challenge.kind() != ControlFrame.CHALLENGE) {
                     throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " refused the handshake for "
-                            + "application " + appId, "the peer to know the application and its secret", FIX));
+                            + "application " + appId + saying(challenge), "the peer to know the application and its secret", FIX));
                 }
                 c.send(ControlFrame.RESPONSE, (byte) 0, auth.respond(challenge.payload()));
             }
@@ -199,8 +199,7 @@ public final class ControlClient implements AutoCloseable {
             c.protocolVersion = agreedVersion(ok, peer, versions, alone, c.protocolVersion);
             if (ok.kind() != ControlFrame.AUTH_OK) {
                 throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " refused authentication for "
-                        + "application " + appId + (ok.kind() == ControlFrame.ERROR ? " (" + new String(ok.payload(),
-                        StandardCharsets.UTF_8) + ")" : ""), "the peer to know the application and its secret", FIX));
+                        + "application " + appId + saying(ok), "the peer to know the application and its secret", FIX));
             }
             if (auth != null) {
                 auth.verifyServer(ok.payload()); // the server proves itself only now, to us who proved first
@@ -219,13 +218,25 @@ public final class ControlClient implements AutoCloseable {
                     throw refused;
                 }
             }
-            if (e instanceof PeerClosedException) {
-                throw new AuthenticationException(Trouble.AUTHENTICATION.line(peer + " closed the connection during the "
-                        + "handshake for application " + appId + " (wrong secret, unknown application, or authentication "
-                        + "mode mismatch)", "the peer to know the application and its secret", FIX));
+            if (e instanceof ControlConnectionLostException) {
+                // Nothing said: a server refusing us says why (this release's and the one before) -- but one of an
+                // earlier release closes so on a wrong secret too.
+                throw new ControlConnectionLostException(peer + " closed the connection during the handshake for application "
+                        + appId + " without saying why (a server under load closes the handshakes it cannot finish in time; "
+                        + "if it lasts, a server of a release before named refusals refusing the secret: "
+                        + Trouble.AUTHENTICATION.code() + ")", e);
+            }
+            if (e instanceof AnswerTimeoutException) {
+                throw new ControlConnectionLostException("the handshake with " + peer + " for application " + appId
+                        + " did not finish: " + e.getMessage(), e);
             }
             throw e;
         }
+    }
+
+    /** What an ERROR frame says, as " (its words)"; nothing for another frame. */
+    private static String saying(Frame f) {
+        return f.kind() == ControlFrame.ERROR ? " (" + new String(f.payload(), StandardCharsets.UTF_8) + ")" : "";
     }
 
     /**
@@ -355,7 +366,7 @@ public final class ControlClient implements AutoCloseable {
 
     private void send(byte kind, byte type, byte[] payload) throws IOException {
         if (!channel.isActive()) {
-            throw new IOException("the control connection to " + peer + " is closed");
+            throw new ControlConnectionLostException("the control connection to " + peer + " is closed");
         }
         channel.writeAndFlush(Unpooled.buffer(2 + payload.length).writeByte(kind).writeByte(type).writeBytes(payload));
     }
@@ -369,11 +380,11 @@ public final class ControlClient implements AutoCloseable {
             throw new IOException("interrupted waiting for " + what + " from " + peer, e);
         }
         if (f == null) {
-            throw new IOException(what + " did not come from " + peer + " within " + timeout.toMillis() + " ms");
+            throw new AnswerTimeoutException(what + " did not come from " + peer + " within " + timeout.toMillis() + " ms");
         }
         if (f == CLOSED) {
             inbox.add(CLOSED); // later calls see it too
-            throw new PeerClosedException(peer + " closed the connection while waiting for " + what);
+            throw new ControlConnectionLostException(peer + " closed the connection while waiting for " + what);
         }
         return f;
     }

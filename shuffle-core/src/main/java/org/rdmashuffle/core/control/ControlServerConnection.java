@@ -26,6 +26,11 @@ import io.netty.channel.SimpleChannelInboundHandler;
  */
 final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf> {
     private static final System.Logger LOG = System.getLogger(ControlServer.class.getName());
+    /**
+     * What a peer that fails the handshake is told, whatever failed (a wrong proof, an application not
+     * served here alike: the words tell nothing the refusal itself does not).
+     */
+    static final String AUTHENTICATION_FAILED = "authentication failed: a wrong secret, or an application not served here";
     private final ControlServer server;
     /** When a request was last answered (or the handshake done): what the idle timeout counts from. */
     private long lastAnsweredNanos = System.nanoTime();
@@ -113,8 +118,12 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
                     if (agreed == null) {
                         return;
                     }
-                    if (server.secrets == null || auth != null || appId != null) {
-                        refuse(ctx, server.secrets == null ? "authentication is off here" : "second hello");
+                    if (server.secrets == null) {
+                        refuseTelling(ctx, "authentication is off here"); // named: a client asks again only after a silent close
+                        return;
+                    }
+                    if (auth != null || appId != null) {
+                        refuse(ctx, "second hello");
                         return;
                     }
                     version = agreed.version();
@@ -137,8 +146,12 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
                     if (agreed == null) {
                         return;
                     }
-                    if (server.secrets != null || appId != null) {
-                        refuse(ctx, "authentication is required");
+                    if (server.secrets != null) {
+                        refuseTelling(ctx, "authentication is required");
+                        return;
+                    }
+                    if (appId != null) {
+                        refuse(ctx, "second hello");
                         return;
                     }
                     byte[] app = agreed.hello();
@@ -187,7 +200,9 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
                 default -> refuse(ctx, "unknown frame kind " + kind);
             }
         } catch (AuthenticationException e) {
-            refuse(ctx, e.getMessage());
+            // Named, so the client does not ask again (it does after a silent close: a handshake timed out under
+            // load); the same words whatever failed, so they tell nothing a close would not.
+            refuseTelling(ctx, e.getMessage(), AUTHENTICATION_FAILED, (byte) 0);
         }
     }
 
@@ -280,16 +295,25 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
         ctx.close();
     }
 
-    /** As {@link #refuse}, telling the peer why first (an ERROR frame): for what an honest peer may meet. */
+    /**
+     * As {@link #refuse}, telling the peer why first (an ERROR frame): for what an honest peer may meet.
+     * A client takes a refusal so named as final; a close without a word it may ask again after.
+     */
     private void refuseTelling(ChannelHandlerContext ctx, String why) {
         refuseTelling(ctx, why, (byte) 0);
     }
 
     /** As above, the ERROR's type byte {@code type} (0 but for a refusal about versions: see {@link ProtocolVersions}). */
     private void refuseTelling(ChannelHandlerContext ctx, String why, byte type) {
+        refuseTelling(ctx, why, why, type);
+    }
+
+    /** As above, logging {@code why} and telling the peer {@code told}. */
+    private void refuseTelling(ChannelHandlerContext ctx, String why, String told, byte type) {
         server.closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + ": " + why);
-        ctx.writeAndFlush(Unpooled.buffer(2 + why.length()).writeByte(ControlFrame.ERROR).writeByte(type)
-                .writeBytes(why.getBytes(StandardCharsets.UTF_8))).addListener(ChannelFutureListener.CLOSE);
+        byte[] words = told.getBytes(StandardCharsets.UTF_8);
+        ctx.writeAndFlush(Unpooled.buffer(2 + words.length).writeByte(ControlFrame.ERROR).writeByte(type)
+                .writeBytes(words)).addListener(ChannelFutureListener.CLOSE);
     }
 
     @Override

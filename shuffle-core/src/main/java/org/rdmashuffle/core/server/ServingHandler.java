@@ -13,7 +13,8 @@ import org.rdmashuffle.core.transport.MetadataSender;
  * The owner of the serving connections of one application ({@link ServedTenant}): its reducers'
  * fetch requests go to the {@link FetchRequestServer}; a connection that fails is retired (logged
  * once); a peer that sends a malformed or unexpected message is told why and cut off once the answer
- * is sent, or after a grace period if it is not; a retired connection is counted out of
+ * is sent, or after a grace period if it is not, and so is one whose message this side threw on (told
+ * only that the server failed); a retired connection is counted out of
  * {@link ServiceUsage}, and what it held of its application's outputs ({@link ConnectionHolds}) given
  * back. One per connection; beyond what it is given it keeps only those holds. Threads are the
  * router's (poller, timer, async-event) and whichever retires a connection.
@@ -68,12 +69,32 @@ final class ServingHandler implements ConnectionHandler {
     /** Says why, then closes: one close per connection, however many bad messages its peer sends. */
     @Override
     public void onProtocolError(DataConnection c, String reason) {
+        closeSaying(c, "malformed message on " + c + ": " + reason + "; closing it", null, "malformed message: " + reason);
+    }
+
+    /**
+     * This side threw answering the peer (a bug, or a request no check caught): the reducer is told
+     * the server failed (nothing of the failure itself: it is ours, in our log) and the connection
+     * closes as for a protocol error, so its fetches fail now instead of at their timeout.
+     */
+    @Override
+    public void onCallbackFailed(DataConnection c, Throwable cause) {
+        closeSaying(c, cause.getMessage() + " on " + c + "; closing it", cause.getCause(),
+                "the server failed handling a message on this connection (see its log)");
+    }
+
+    /**
+     * Logs {@code logLine} (with {@code thrown}, if any), sends the peer a connection error saying
+     * {@code toPeer}, and retires {@code c} once that is sent or the grace period is over; once per
+     * connection.
+     */
+    private void closeSaying(DataConnection c, String logLine, Throwable thrown, String toPeer) {
         if (!c.markClosing()) {
             return;
         }
-        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: malformed message on " + c + ": " + reason + "; closing it");
+        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + logLine, thrown);
         try {
-            sender.send(c, new Message.ErrorResponse(Message.CONNECTION_ERROR, "malformed message: " + reason), true);
+            sender.send(c, new Message.ErrorResponse(Message.CONNECTION_ERROR, toPeer), true);
             timer.schedule(() -> connections.retire(c), graceMillis, TimeUnit.MILLISECONDS);
         } catch (RuntimeException e) {
             connections.retire(c);

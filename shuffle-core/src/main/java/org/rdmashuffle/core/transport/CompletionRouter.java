@@ -22,6 +22,9 @@ import org.rdmashuffle.verbs.WorkCompletions;
  *
  * <p>A handler that throws costs only its own completion, never the rest of the batch (those would
  * otherwise be lost: the CQ hands each completion out once), whatever it throws, an {@link Error} too.
+ * A connection's owner that throws on its message, read or window completion (a bug, or input no
+ * check caught) fails that connection at once ({@link ConnectionHandler#onCallbackFailed}): what waits
+ * on it fails now, not at its timeout, and the poller goes on serving the others.
  * Runs on poller threads only; it keeps no state of its own beyond the codec each thread has.
  */
 public final class CompletionRouter implements CompletionPoller.Handler {
@@ -151,7 +154,15 @@ public final class CompletionRouter implements CompletionPoller.Handler {
                 c.handler().onProtocolError(c, e.getMessage());
                 return;
             }
-            c.handler().onMessage(c, m);
+            MessageTamper tamper = sender.tamper();
+            try {
+                if (tamper != MessageTamper.NONE) {
+                    tamper.received(c, m);
+                }
+                c.handler().onMessage(c, m);
+            } catch (RuntimeException | Error e) {
+                ownerThrew(c, "a " + m.getClass().getSimpleName(), e);
+            }
         } finally {
             synchronized (receivePool) {
                 if (!tenant.isClosed()) {
@@ -177,9 +188,13 @@ public final class CompletionRouter implements CompletionPoller.Handler {
         if (c == null) {
             return; // retired meanwhile: its owner failed its chains when it retired it
         }
-        c.handler().onReadCompleted(c, chainId, wcs.isSuccess(i) ? null
-                : new IOException("RDMA_READ failed with " + wcs.status(i) + failures.read(wcs.status(i), c.toString(), c.peerGid()),
-                wcs.failure(i)));
+        try {
+            c.handler().onReadCompleted(c, chainId, wcs.isSuccess(i) ? null
+                    : new IOException("RDMA_READ failed with " + wcs.status(i) + failures.read(wcs.status(i), c.toString(), c.peerGid()),
+                    wcs.failure(i)));
+        } catch (RuntimeException | Error e) {
+            ownerThrew(c, "a read completion", e);
+        }
     }
 
     private void onWindowCompleted(WorkCompletions wcs, int i, long value) {
@@ -187,7 +202,27 @@ public final class CompletionRouter implements CompletionPoller.Handler {
         if (c == null) {
             return; // retired meanwhile: its windows were deallocated with it
         }
-        c.handler().onWindowCompleted(c, wcs.isSuccess(i) ? null : new IOException(
-                "a memory-window bind failed with " + wcs.status(i), wcs.failure(i)));
+        try {
+            c.handler().onWindowCompleted(c, wcs.isSuccess(i) ? null : new IOException(
+                    "a memory-window bind failed with " + wcs.status(i), wcs.failure(i)));
+        } catch (RuntimeException | Error e) {
+            ownerThrew(c, "a window bind's completion", e);
+        }
+    }
+
+    /**
+     * {@code c}'s owner threw handling {@code what}: the connection fails through its owner, with a
+     * cause naming what was handled and what was thrown (every block it owes fails with it). If the
+     * owner throws at that too, the connection is retired here, so it never lingers half-failed.
+     */
+    private void ownerThrew(DataConnection c, String what, Throwable thrown) {
+        IOException cause = new IOException("handling " + what + " threw " + thrown, thrown);
+        try {
+            c.handler().onCallbackFailed(c, cause);
+        } catch (RuntimeException | Error e) {
+            e.addSuppressed(thrown);
+            LOG.log(System.Logger.Level.ERROR, "rdma-shuffle: failing " + c + " after its owner threw failed too; retiring it", e);
+            connections.retire(c);
+        }
     }
 }

@@ -23,6 +23,20 @@ public interface ConnectionHandler {
     /** The connection broke (a send or receive failed, the device reported it): its owner ends it. */
     void onFailure(DataConnection c, Throwable cause);
 
+    /**
+     * One of this owner's callbacks ({@link #onMessage}, {@link #onReadCompleted}, {@link
+     * #onWindowCompleted}) threw on a poller: a bug, or input no check caught. {@code cause} names what
+     * was handled and what was thrown. The connection goes at once, as for {@link #onFailure}, so what
+     * waits on it fails now rather than at its timeout; logged once per connection, naming it.
+     */
+    default void onCallbackFailed(DataConnection c, Throwable cause) {
+        if (c.markClosing()) { // once, however many of its completions throw before it is untracked
+            System.getLogger(ConnectionHandler.class.getName()).log(System.Logger.Level.WARNING, "rdma-shuffle: " + cause.getMessage() + " on " + c + "; failing the connection",
+                    cause.getCause());
+        }
+        onFailure(c, cause);
+    }
+
     /** Its peer sent a message that cannot be decoded, or one this side does not take. */
     void onProtocolError(DataConnection c, String reason);
 

@@ -85,6 +85,11 @@ public final class MetadataSender {
         tamper = t == null ? MessageTamper.NONE : t;
     }
 
+    /** The test hook set, {@link MessageTamper#NONE} if none (the router shows it what is received). */
+    MessageTamper tamper() {
+        return tamper;
+    }
+
     /** Sends {@code m} on {@code c}, now or when a slot of its tenant frees; {@code closeAfter}: retire {@code c} once sent. */
     public void send(DataConnection c, Message m, boolean closeAfter) {
         TenantDomain t = c.tenant();

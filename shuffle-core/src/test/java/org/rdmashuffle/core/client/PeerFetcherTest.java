@@ -46,6 +46,8 @@ class PeerFetcherTest {
     private final List<String> events = new ArrayList<>();
     private final RecordingChannel channel = new RecordingChannel();
     private volatile RuntimeException registrationFault;
+    /** Thrown once by the context's {@code buffers()} when set: a bug somewhere under an answer's reading. */
+    private volatile RuntimeException buffersFault;
     private final AtomicInteger regionsOpen = new AtomicInteger();
     private final RegisteredBufferPool buffers = new RegisteredBufferPool(this::register, 4L * SLAB, SLAB, () -> { });
     private final FetchBudget budget = new FetchBudget(64 << 20, 1024);
@@ -58,6 +60,11 @@ class PeerFetcherTest {
 
         @Override
         public RegisteredBufferPool buffers() {
+            RuntimeException fault = buffersFault;
+            if (fault != null) {
+                buffersFault = null;
+                throw fault;
+            }
             return buffers;
         }
 
@@ -364,6 +371,66 @@ class PeerFetcherTest {
         f.onMessage(answer(channel.onlyRequest(), 0x1000, 0));
         assertTrue(channel.retired);
         assertEquals(2, failures.size());
+        assertEquals(0, buffers.outstanding());
+        assertIdle(f);
+    }
+
+    /**
+     * Reading an answer throws part-way (the first block queued, the second not: a bug, or input no
+     * check caught): the request stays awaited, so when the router fails the connection (its owner's
+     * {@code fail}) every block of it fails, once, naming what was thrown; none is lost.
+     */
+    @Test
+    void anAnswerWhoseReadingThrowsPartWay_leavesEachOfItsBlocksToFailOnceWithTheConnection() {
+        PeerFetcher f = fetcher(16, 8);
+        List<BlockId> blocks = blocks(2);
+        f.fetch(blocks, listener);
+        Message.FetchRequest asked = channel.onlyRequest();
+        buffersFault = new IndexOutOfBoundsException("Index 2 out of bounds for length 2");
+        // The second block is larger than a buffer: making its pieces asks for the buffers, which throws.
+        IndexOutOfBoundsException thrown = org.junit.jupiter.api.Assertions.assertThrows(IndexOutOfBoundsException.class,
+                () -> f.onMessage(described(asked, 100, 200 << 10)));
+        assertTrue(failures.isEmpty() && !channel.retired, "the fetcher itself failed nothing yet");
+
+        f.fail(new IOException("handling a FetchResponse threw " + thrown, thrown)); // what the router has its owner do
+        assertEquals(List.of("retired", "failed " + blocks.get(0), "failed " + blocks.get(1)), events, "each block once");
+        assertTrue(failures.getFirst().getMessage().contains("IndexOutOfBoundsException: Index 2"), failures.getFirst().getMessage());
+        assertEquals(0, buffers.outstanding());
+        assertIdle(f);
+    }
+
+    /**
+     * A listener throws an Error on the first block of a completed chain (which Outcomes lets through):
+     * the blocks not yet handed over fail at once with the connection, their buffers back; the one handed
+     * over stays its consumer's; the throw goes on to the router.
+     */
+    @Test
+    void aChainWhoseDeliveryThrows_failsTheBlocksNotHandedOver_andLeavesTheHandedOnesToTheirConsumers() {
+        PeerFetcher f = fetcher(16, 8);
+        List<BlockId> blocks = blocks(3);
+        List<FetchedBlock> taken = new ArrayList<>();
+        BlockFetchListener throwing = new BlockFetchListener() {
+            @Override
+            public void onBlockFetched(FetchedBlock block) {
+                taken.add(block);
+                throw new StackOverflowError("a listener recursing without end");
+            }
+
+            @Override
+            public void onBlockFetchFailure(BlockId block, Throwable cause) {
+                listener.onBlockFetchFailure(block, cause);
+            }
+        };
+        f.fetch(blocks, throwing);
+        f.onMessage(answer(channel.onlyRequest(), 0x1000, 0));
+        long chain = channel.chains.getFirst().id();
+        org.junit.jupiter.api.Assertions.assertThrows(StackOverflowError.class, () -> f.onChainCompleted(chain, null));
+
+        assertEquals(List.of(blocks.get(0)), taken.stream().map(FetchedBlock::id).toList());
+        assertEquals(List.of("retired", "failed " + blocks.get(1), "failed " + blocks.get(2)), events);
+        assertTrue(failures.getFirst().getMessage().contains("StackOverflowError"), failures.getFirst().getMessage());
+        assertEquals(1, buffers.outstanding(), "only the handed-over block's buffer is out, its consumer's");
+        taken.getFirst().release();
         assertEquals(0, buffers.outstanding());
         assertIdle(f);
     }

@@ -99,6 +99,46 @@ class ControlPlaneTest {
         }
     }
 
+    /**
+     * A refusal the server names (a wrong secret, an application not served, the wrong mode) is final; a
+     * handshake closed without a word, or not answered within the timeout, is a lost connection a
+     * set-up may ask again after (ControlConnectionLostException), never taken for a refusal.
+     */
+    @Test
+    void aNamedRefusalIsFinal_aHandshakeClosedOrTimedOutIsALostConnection() throws Exception {
+        try (ControlServer s = server(Map.of("app-1", SECRET))) {
+            byte[] wrong = "not-the-secret-of-this-application".getBytes(StandardCharsets.UTF_8);
+            AuthenticationException refused = assertThrows(AuthenticationException.class,
+                    () -> ControlClient.connect(s.address(), wrong, "app-1", MAX_FRAME, TIMEOUT));
+            assertTrue(refused.getMessage().contains(ControlServerConnection.AUTHENTICATION_FAILED), refused.getMessage());
+            AuthenticationException modes = assertThrows(AuthenticationException.class,
+                    () -> ControlClient.connect(s.address(), null, "app-1", MAX_FRAME, TIMEOUT));
+            assertTrue(modes.getMessage().contains("authentication is required"), modes.getMessage());
+        }
+        try (java.net.ServerSocket closing = new java.net.ServerSocket(0, 4, InetAddress.getLoopbackAddress())) {
+            Thread.ofVirtual().start(() -> {
+                try {
+                    try (Socket in = closing.accept()) {
+                        in.getInputStream().read(); // the hello came: closed without a word
+                    }
+                    try (Socket silent = closing.accept()) {
+                        silent.getInputStream().read(new byte[64]); // the second is never answered
+                        Thread.sleep(5_000);
+                    }
+                } catch (IOException | InterruptedException e) {
+                    // the test is over
+                }
+            });
+            InetSocketAddress at = (InetSocketAddress) closing.getLocalSocketAddress();
+            ControlConnectionLostException closed = assertThrows(ControlConnectionLostException.class,
+                    () -> ControlClient.connect(at, SECRET, "app-1", MAX_FRAME, TIMEOUT));
+            assertTrue(closed.getMessage().contains("closed the connection during the handshake"), closed.getMessage());
+            ControlConnectionLostException late = assertThrows(ControlConnectionLostException.class,
+                    () -> ControlClient.connect(at, SECRET, "app-1", MAX_FRAME, Duration.ofMillis(300)));
+            assertTrue(late.getMessage().contains("did not finish"), late.getMessage());
+        }
+    }
+
     @Test
     void aRequestBeforeAuthenticatingClosesTheConnection() throws IOException {
         try (ControlServer s = server(Map.of("app-1", SECRET));
@@ -364,7 +404,12 @@ class ControlPlaneTest {
                     out.write(new byte[] {ControlFrame.RESPONSE, 0});
                     out.write(new byte[ChallengeResponse.MAC]);
                     out.flush();
-                    assertEquals(-1, in.read(), app + ": a wrong proof is refused by closing, nothing said");
+                    byte[] refusal = new byte[in.readInt()];
+                    in.readFully(refusal);
+                    assertEquals(ControlFrame.ERROR, refusal[0], app + ": answered with kind " + refusal[0]);
+                    assertEquals(ControlServerConnection.AUTHENTICATION_FAILED,
+                            new String(refusal, 2, refusal.length - 2, StandardCharsets.UTF_8), app + ": the same words for both");
+                    assertEquals(-1, in.read(), app + ": then closed");
                 }
             }
             assertEquals(0, handled.get());
