@@ -95,8 +95,8 @@ public final class Verbs {
         String not = "not " + ibverbs.name() + ": " + ibverbsAvailability.cause();
         Trouble lacked = Trouble.in(ibverbsAvailability.cause()).orElse(null);
         if (lacked != Trouble.NO_DEVICE && lacked != Trouble.PLATFORM) {
-            return new Selection(null, "auto: " + ibverbs.name() + " has a device here that it cannot use, and auto does not "
-                    + "settle for the software provider where a device is present (provider=software would) -- " + not);
+            return new Selection(null, "auto: " + ibverbs.name() + " cannot use this host's device (or its probe failed), and auto "
+                    + "settles for the software provider only on a host without one (provider=software would) -- " + not);
         }
         if (!softwareAvailability.available()) {
             return new Selection(null, "auto: no provider is usable here -- " + not + "; " + software.name() + ": "

@@ -79,12 +79,12 @@ class MainJobAcrossHostsTest {
         }
         assertTrue(printed.contains("resources, the median of each shuffle's 2 runs"), printed);
     }
-    private static final String PER_EXECUTOR = "prometheus per executor (id=rdma.blocks,rdma.bytes,fallback.blocks,fallbackCode"
+    private static final String PER_EXECUTOR = "prometheus per executor (id=engine.blocks,engine.bytes,fallback.blocks,fallbackCode"
             + "[;host:blocks from it]):";
-    private static final Pattern FROM = Pattern.compile("over RDMA from (.*?), \\d+ over the built-in transport");
-    private static final Pattern CARRIED = Pattern.compile("fetched (\\d+) blocks \\((\\d+) bytes\\) over RDMA");
-    private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: rdma.blocks=(\\d+) rdma.bytes=(\\d+) "
-            + "fallback.blocks=(\\d+) executors.onRdma=(\\d+) executors.fallenBack=(\\d+) completionErrors.total=(\\d+); "
+    private static final Pattern FROM = Pattern.compile("over (?:RDMA|the software provider \\(TCP\\)) from (.*?), \\d+ over the built-in transport");
+    private static final Pattern CARRIED = Pattern.compile("fetched (\\d+) blocks \\((\\d+) bytes\\) over (?:RDMA|the software provider \\(TCP\\))");
+    private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: engine.blocks=(\\d+) engine.bytes=(\\d+) "
+            + "fallback.blocks=(\\d+) executors.onEngine=(\\d+) executors.fallenBack=(\\d+) completionErrors.total=(\\d+); "
             + "Spark's remote reads: blocks=(\\d+) bytes=(\\d+)");
 
     /**
