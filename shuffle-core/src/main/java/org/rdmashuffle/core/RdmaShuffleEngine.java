@@ -116,7 +116,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return transport.profile().registration();
     }
 
-    /** Starts an engine on the provider {@code config} names ({@code auto} picks libibverbs if usable, else software). */
+    /** Starts an engine on the provider {@code config} names ({@code auto}: libibverbs if usable, the software provider on a host without a device, else none: {@code Verbs#auto}). */
     public static RdmaShuffleEngine start(EngineConfig config, String appId, byte[] secret) {
         return start(config, appId, secret, Verbs.choose(config.provider(), config.providerSettings()).orElseThrow());
     }
