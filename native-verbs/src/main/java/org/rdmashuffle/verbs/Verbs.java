@@ -74,6 +74,11 @@ public final class Verbs {
     /** Whether this process has said at WARNING that auto settled for the software provider. */
     private static final java.util.concurrent.atomic.AtomicBoolean SETTLED_WARNED = new java.util.concurrent.atomic.AtomicBoolean();
 
+    /** Test hook: as if this process had not yet said it (the WARNING-once test runs beside others in one JVM). */
+    static void forgetSettledWarning() {
+        SETTLED_WARNED.set(false);
+    }
+
     /** What the settled-for line tells an operator who wants the host's own transport instead. */
     public static final String HOST_TRANSPORT_INSTEAD = "provider=ibverbs (spark.shuffle.rdma.provider, rdma.shuffle.provider) "
             + "would instead leave the shuffle to Spark's or MapReduce's own transport (docs/providers.md)";

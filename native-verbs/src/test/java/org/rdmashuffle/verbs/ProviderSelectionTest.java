@@ -130,4 +130,49 @@ class ProviderSelectionTest {
         assertNull(s.provider());
         assertEquals("unknown provider 'infiniband-over-carrier-pigeon'; known: auto, ibverbs, software", s.reason());
     }
+
+    /**
+     * Where auto settles for the software provider (this host has no device, or its JVM no checked layouts), the
+     * process says so at WARNING once -- with the code of what was lacking and the setting that gives the
+     * host's own transport instead -- and later choices at INFO; a device that is usable or refused is not this case.
+     */
+    @Test
+    void whereAutoSettlesForTheSoftwareProvider_itSaysSoAtWarningOnce_withTheCodeAndTheSettingForTheHostsTransport() {
+        Verbs.Selection s = Verbs.select("auto");
+        org.junit.jupiter.api.Assumptions.assumeTrue(s.settledFor() != null,
+                "this host's libibverbs provider is usable or has a device it refuses: auto does not settle here (" + s.reason() + ")");
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(Verbs.class.getName());
+        List<java.util.logging.LogRecord> records = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler h = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                records.add(r);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        jul.addHandler(h);
+        try {
+            Verbs.forgetSettledWarning();
+            Verbs.choose("auto");
+            Verbs.choose("auto");
+        } finally {
+            jul.removeHandler(h);
+        }
+        assertEquals(2, records.size(), records.toString());
+        assertEquals(java.util.logging.Level.WARNING, records.get(0).getLevel());
+        assertEquals(java.util.logging.Level.INFO, records.get(1).getLevel(), "once per process");
+        String line = records.get(0).getMessage();
+        assertTrue(line.startsWith("rdma-shuffle verbs provider: software -- auto: settled for the software provider "
+                + "(RC over TCP in the JVM, not RDMA)"), line);
+        assertTrue(line.contains("not ibverbs: " + s.settledFor().prefix()), "the code of what was lacking: " + line);
+        assertTrue(line.contains("provider=ibverbs (spark.shuffle.rdma.provider, rdma.shuffle.provider) would instead leave "
+                + "the shuffle to Spark's or MapReduce's own transport"), line);
+    }
 }

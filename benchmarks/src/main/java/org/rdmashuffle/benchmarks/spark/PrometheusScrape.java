@@ -44,7 +44,7 @@ final class PrometheusScrape implements AutoCloseable {
     /** Each answered scrape during the job: milliseconds since the start, RDMA bytes, fallback bytes. */
     private final java.util.List<long[]> series = new java.util.ArrayList<>();
     /** What the job prints before the series of scrapes during the job (ScrapePlot draws it). */
-    static final String SERIES = "prometheus series (ms rdma.bytes fallback.bytes):";
+    static final String SERIES = "prometheus series (ms engine.bytes fallback.bytes):";
 
     /** Starts scraping the driver UI at {@code uiUrl}. */
     PrometheusScrape(String uiUrl) {
@@ -64,9 +64,10 @@ final class PrometheusScrape implements AutoCloseable {
         while (!stop) {
             try {
                 Map<String, Long> m = scrape();
-                long blocks = m.getOrDefault("rdma_blocks", -1L);
+                long blocks = m.containsKey("rdma_blocks") ? sum(m, "rdma_blocks", "softwareProvider_blocks") : -1L;
                 synchronized (this) {
-                    series.add(new long[] {(System.nanoTime() - startNanos) / 1_000_000, m.getOrDefault("rdma_bytes", 0L),
+                    series.add(new long[] {(System.nanoTime() - startNanos) / 1_000_000, sum(m, "rdma_bytes", "softwareProvider_bytes") == null ? 0L
+                            : sum(m, "rdma_bytes", "softwareProvider_bytes"),
                             m.getOrDefault("fallback_bytes", 0L)});
                     answered++;
                     if (firstBlocks < 0) {
@@ -112,7 +113,7 @@ final class PrometheusScrape implements AutoCloseable {
         thread.join(TimeUnit.SECONDS.toMillis(15));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         Map<String, Long> m = scrape();
-        while (System.nanoTime() < deadline && !(rdma ? m.getOrDefault("rdma_blocks", -1L) == sparkRemoteBlocks
+        while (System.nanoTime() < deadline && !(rdma ? java.util.Objects.equals(sum(m, "rdma_blocks", "softwareProvider_blocks"), sparkRemoteBlocks)
                 : m.getOrDefault("executors_reporting", 0L) >= executors)) {
             Thread.sleep(250);
             m = scrape();
@@ -120,7 +121,7 @@ final class PrometheusScrape implements AutoCloseable {
         String during;
         StringBuilder points = new StringBuilder(SERIES);
         synchronized (this) {
-            during = DURING + " " + answered + " scrapes answered, " + failed + " failed; rdma.blocks from " + firstBlocks
+            during = DURING + " " + answered + " scrapes answered, " + failed + " failed; engine.blocks from " + firstBlocks
                     + " to " + lastBlocks;
             for (long[] p : series) {
                 points.append(' ').append(p[0]).append(',').append(p[1]).append(',').append(p[2]);
