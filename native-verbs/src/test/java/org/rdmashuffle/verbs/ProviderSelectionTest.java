@@ -24,8 +24,15 @@ class ProviderSelectionTest {
         IbverbsProvider ibv = IbverbsProvider.instance();
         if (ibv.isAvailable()) {
             assertSame(ibv, s.provider());
-        } else {
+        } else if (Trouble.in(ibv.unavailabilityCause()).filter(t -> t == Trouble.NO_DEVICE || t == Trouble.PLATFORM).isPresent()) {
+            // No verbs stack here (a build machine): settled for the software provider, saying so and what was lacking.
             assertSame(SoftwareProvider.instance(), s.provider());
+            assertEquals(Trouble.in(ibv.unavailabilityCause()).get(), s.settledFor());
+            assertTrue(s.reason().contains("not ibverbs: " + ibv.unavailabilityCause()), s.reason());
+            assertTrue(s.reason().contains("settled for the software provider (RC over TCP in the JVM, not RDMA)"), s.reason());
+        } else {
+            // A device that cannot be used: nothing, so the host's own transport carries the shuffle.
+            assertNull(s.provider(), s.reason());
             assertTrue(s.reason().contains("not ibverbs: " + ibv.unavailabilityCause()), s.reason());
         }
         assertTrue(s.reason().startsWith("auto: "), s.reason());
@@ -98,8 +105,8 @@ class ProviderSelectionTest {
                 + "and this JVM runs on aarch64; needs an x86-64 JVM";
         List<String> lines = out.lines().filter(l -> !l.startsWith("Picked up ")).toList(); // a CI's JAVA_TOOL_OPTIONS note
         assertEquals(4, lines.size(), out);
-        assertTrue(lines.get(0).startsWith("auto: software -- auto: software is usable") && lines.get(0).contains("; not ibverbs: " + refusal),
-                out);
+        assertTrue(lines.get(0).startsWith("auto: software -- auto: settled for the software provider (RC over TCP in the JVM, not RDMA)")
+                && lines.get(0).contains("; not ibverbs: " + refusal), out);
         assertTrue(lines.get(1).startsWith("ibverbs: none -- ibverbs (configured) is unavailable: " + refusal), out);
         assertEquals("devices: 0", lines.get(2), out);
         assertTrue(lines.get(3).startsWith("device list: " + refusal), out);
@@ -122,5 +129,50 @@ class ProviderSelectionTest {
         Verbs.Selection s = Verbs.select("infiniband-over-carrier-pigeon");
         assertNull(s.provider());
         assertEquals("unknown provider 'infiniband-over-carrier-pigeon'; known: auto, ibverbs, software", s.reason());
+    }
+
+    /**
+     * Where auto settles for the software provider (this host has no device, or its JVM no checked layouts), the
+     * process says so at WARNING once -- with the code of what was lacking and the setting that gives the
+     * host's own transport instead -- and later choices at INFO; a device that is usable or refused is not this case.
+     */
+    @Test
+    void whereAutoSettlesForTheSoftwareProvider_itSaysSoAtWarningOnce_withTheCodeAndTheSettingForTheHostsTransport() {
+        Verbs.Selection s = Verbs.select("auto");
+        org.junit.jupiter.api.Assumptions.assumeTrue(s.settledFor() != null,
+                "this host's libibverbs provider is usable or has a device it refuses: auto does not settle here (" + s.reason() + ")");
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(Verbs.class.getName());
+        List<java.util.logging.LogRecord> records = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler h = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                records.add(r);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        jul.addHandler(h);
+        try {
+            Verbs.forgetSettledWarning();
+            Verbs.choose("auto");
+            Verbs.choose("auto");
+        } finally {
+            jul.removeHandler(h);
+        }
+        assertEquals(2, records.size(), records.toString());
+        assertEquals(java.util.logging.Level.WARNING, records.get(0).getLevel());
+        assertEquals(java.util.logging.Level.INFO, records.get(1).getLevel(), "once per process");
+        String line = records.get(0).getMessage();
+        assertTrue(line.startsWith("rdma-shuffle verbs provider: software -- auto: settled for the software provider "
+                + "(RC over TCP in the JVM, not RDMA)"), line);
+        assertTrue(line.contains("not ibverbs: " + s.settledFor().prefix()), "the code of what was lacking: " + line);
+        assertTrue(line.contains("provider=ibverbs (spark.shuffle.rdma.provider, rdma.shuffle.provider) would instead leave "
+                + "the shuffle to Spark's or MapReduce's own transport"), line);
     }
 }

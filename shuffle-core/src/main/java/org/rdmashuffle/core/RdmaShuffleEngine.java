@@ -50,6 +50,8 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     private final ServeService serving;
     /** An executor's engine's {@link FetchService}; a node's service fetches nothing ({@link FetchSide#none()}). */
     private final FetchSide fetching;
+    /** The kernel software device the verbs device is ({@code rxe}, {@code siw}), or "": read once at start. */
+    private final String softwareDevice;
 
     /**
      * @param service false for the engine of one application ({@code appId}, {@code secret}); true for
@@ -89,8 +91,10 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         }
         this.serving = serve;
         this.fetching = fetch;
+        this.softwareDevice = org.rdmashuffle.verbs.Carrier.ofProvider(provider.name()) == org.rdmashuffle.verbs.Carrier.DEVICE
+                ? org.rdmashuffle.verbs.Carrier.softwareDeviceKind(transport.context().queryDevice().vendorId(), deviceName()) : "";
         GidChoice gid = gid();
-        LOG.log(System.Logger.Level.INFO, "rdma-shuffle engine on " + provider.name() + " device " + deviceName()
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle engine on " + provider.name() + ": " + carrier()
                 + (gid.index() >= 0 ? ", GID[" + gid.index() + "] " + gid.gid() + " (" + gid.reason() + ")" : "")
                 + ", control plane " + serving.address() + ", post path " + config.postPath()
                 + (transport.profile().sgeListBroken() ? " (multi-SGE reads via ibv_post_send: rxe sge_list bug)" : "")
@@ -112,7 +116,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return transport.profile().registration();
     }
 
-    /** Starts an engine on the provider {@code config} names ({@code auto} picks libibverbs if usable, else software). */
+    /** Starts an engine on the provider {@code config} names ({@code auto}: libibverbs if usable, the software provider on a host without a device, else none: {@code Verbs#auto}). */
     public static RdmaShuffleEngine start(EngineConfig config, String appId, byte[] secret) {
         return start(config, appId, secret, Verbs.choose(config.provider(), config.providerSettings()).orElseThrow());
     }
@@ -160,6 +164,19 @@ public final class RdmaShuffleEngine implements AutoCloseable {
 
     public String deviceName() {
         return transport.context().device().name();
+    }
+
+    /** Which kernel software device this engine's verbs device is ({@code rxe}, {@code siw}), or "" (hardware, or the software provider). */
+    public String softwareDevice() {
+        return softwareDevice;
+    }
+
+    /**
+     * What carries this engine's bytes, in words ({@link org.rdmashuffle.verbs.Carrier#describe}): RDMA over a
+     * named device (saying if it is a kernel software device), or the software provider (never called RDMA).
+     */
+    public String carrier() {
+        return org.rdmashuffle.verbs.Carrier.describe(providerName(), deviceName(), softwareDevice);
     }
 
     public EngineConfig config() {
@@ -280,7 +297,7 @@ public final class RdmaShuffleEngine implements AutoCloseable {
     public org.rdmashuffle.core.metrics.EngineMetrics metrics() {
         GidChoice g = gid();
         var figures = serving.tenantFigures();
-        return new org.rdmashuffle.core.metrics.EngineMetrics(providerName(), deviceName(),
+        return new org.rdmashuffle.core.metrics.EngineMetrics(providerName(), deviceName(), softwareDevice,
                 g.index() >= 0 ? "GID[" + g.index() + "] " + g.gid() : "", memoryRegistration().reason(),
                 transport.pinnableBytes(), fetching.fetchMetrics(), figures.registrations(),
                 fetching.bufferRegistrations(), figures.served(), figures.servedByApplication(), transport.completionErrors(),

@@ -108,8 +108,8 @@ public final class EngineShuffleConsumer<K, V> implements ShuffleConsumerPlugin<
         RdmaShuffleEngine e = RdmaShuffleEngine.start(config, app,
                 secret == null ? null : MapReduceIds.engineSecret(secret.getEncoded()));
         // The task's log says what carries its shuffle (an operator's first question; the cross-host test's too).
-        LOG.log(System.Logger.Level.INFO, "rdma-shuffle: " + reduceId + " fetches with the RDMA engine on "
-                + e.providerName() + " device " + e.deviceName() + " (control " + e.address().getHostString() + ")");
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle: " + reduceId + " fetches with the engine: "
+                + e.carrier() + " (provider " + e.providerName() + ", control " + e.address().getHostString() + ")");
         return e;
     }
 

@@ -103,7 +103,8 @@ class MapReduceOnLibibverbsAcrossTwoHostsTest {
                     "bytes over RDMA vs reduce shuffle bytes");
 
             String carrier = reduceCarrier();
-            assertTrue(carrier.contains("fetches with the RDMA engine on ibverbs device rxe0 (control " + address + ")"),
+            assertTrue(carrier.contains("fetches with the engine: RDMA over software device rxe0 (rxe: RoCE done by the kernel, no RDMA NIC) "
+                    + "(provider ibverbs, control " + address + ")"),
                     carrier);
             System.out.printf("MapReduce across two hosts: %d maps on %s, the reduce on %s read %d map outputs "
                     + "(%d bytes) over RDMA; %s%n", MAPS, TwoHostYarn.HOST1, TwoHostYarn.HOST0, shuffled, bytes, carrier);
@@ -212,7 +213,7 @@ class MapReduceOnLibibverbsAcrossTwoHostsTest {
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
-            }).filter(l -> l.contains("fetches with the RDMA engine on")).findFirst()
+            }).filter(l -> l.contains("fetches with the engine: ")).findFirst()
                     .orElse("no line about the RDMA engine in the reduce's logs under " + TwoHostYarn.logDir(0));
         }
     }

@@ -349,11 +349,14 @@ public final class EngineShuffleManager implements ShuffleManager, ShuffleCarrie
     @Override
     public String describe() {
         RdmaShuffleEngine e = engine();
-        String carrier = e != null ? "RDMA engine on " + e.providerName() + " device " + e.deviceName() + " (control "
+        // Three carriers, never confused (org.rdmashuffle.verbs.Carrier): RDMA names its device; the software
+        // provider is never called RDMA; Spark's own transport says why the engine is not running.
+        String carrier = e != null ? e.carrier() + " (provider " + e.providerName() + ", control "
                 + e.address().getHostString() + ":" + e.address().getPort() + ")"
                 + (e.windowUse().on() ? ", its outputs read through memory windows" : "")
-                : "Spark's built-in transport (RDMA engine unavailable: " + unavailable + ")";
-        return carrier + "; " + counts.describe();
+                : "Spark's built-in transport (the engine is not running: " + unavailable + ")";
+        return carrier + "; " + counts.describe(e != null ? org.rdmashuffle.verbs.Carrier.over(e.providerName())
+                : "with the engine");
     }
 
     @Override

@@ -10,8 +10,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * What this executor's fetches moved over each transport: blocks and bytes over RDMA (and from which
- * serving engine), blocks and bytes handed to Spark's transport and why. The "carried by" report, the
+ * What this executor's fetches moved over each transport: blocks and bytes over the engine (RDMA on a
+ * verbs device, TCP on the software provider; the engine's carrier names which), and from which serving engine, blocks and bytes handed to Spark's transport and why. The "carried by" report, the
  * tests' counts and the metrics plugin's report all read these. Lock-free; counted on completion
  * pollers (RDMA) and Spark's threads (the fallback).
  */
@@ -64,12 +64,15 @@ final class TransportCounts {
         return m;
     }
 
-    /** The "carried by" report's counts: {@code fetched N blocks (B bytes) over RDMA from A (n), ..., M over the built-in transport}. */
-    String describe() {
+    /**
+     * The "carried by" report's counts: {@code fetched N blocks (B bytes) <over> from A (n), ..., M over the built-in
+     * transport}, {@code over} naming the engine's carrier ({@code over RDMA}, {@code over the software provider (TCP)}).
+     */
+    String describe(String over) {
         StringBuilder from = new StringBuilder();
         rdmaBlocksByServer.forEach((server, blocks) -> from.append(from.isEmpty() ? " from " : ", ").append(server)
                 .append(" (").append(blocks.sum()).append(')'));
-        return "fetched " + blocksOverRdma.get() + " blocks (" + bytesOverRdma.get() + " bytes) over RDMA" + from + ", "
+        return "fetched " + blocksOverRdma.get() + " blocks (" + bytesOverRdma.get() + " bytes) " + over + from + ", "
                 + blocksOverFallback.get() + " over the built-in transport";
     }
 }

@@ -119,7 +119,7 @@ public final class RdmaShuffleManager implements ShuffleManager {
             return "no RdmaShuffleManager in this JVM";
         }
         ShuffleCarrier c = carrier();
-        return c != null ? c.describe() : "Spark's built-in transport (RDMA engine unavailable: " + m.unavailable + ")";
+        return c != null ? c.describe() : "Spark's built-in transport (the engine is not running: " + m.unavailable + ")";
     }
 
     /**

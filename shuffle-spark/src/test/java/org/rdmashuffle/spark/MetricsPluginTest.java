@@ -52,7 +52,7 @@ class MetricsPluginTest {
     }
 
     @Test
-    void theDriversPrometheusEndpoint_countsWhatRdmaCarried_asTheExecutorsAndSparksTaskMetricsDo() throws Exception {
+    void theDriversPrometheusEndpoint_countsWhatTheSoftwareProviderCarried_asTheExecutorsAndSparksTaskMetricsDo_andNothingSaysRdma() throws Exception {
         int nobody;
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             nobody = s.getLocalPort(); // closed again: a Graphite sink there fails every report
@@ -72,27 +72,35 @@ class MetricsPluginTest {
             assertEquals(500, groups);
             sc.sc().listenerBus().waitUntilEmpty();
             long[] carried = carried(sc); // what each executor's manager counted: its "carried by" report
-            assertTrue(carried[0] > 0, "blocks over RDMA: " + carried[0]);
+            assertTrue(carried[0] > 0, "blocks over the engine (the software provider here): " + carried[0]);
             assertEquals(0, carried[1], "blocks over the built-in transport");
             assertEquals(reads.blocks.get(), carried[0], "Spark's remote blocks fetched");
             assertEquals(reads.bytes.get(), carried[2], "Spark's remote bytes read");
 
+            // These executors run on the software provider (RC over TCP): counted as such, and nothing says RDMA.
             String endpoint = sc.sc().uiWebUrl().get() + "/metrics/prometheus";
-            Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("rdma_blocks", -1L) == carried[0]
-                    && s.getOrDefault("rdma_bytes", -1L) == carried[2]);
-            assertEquals(carried[0], m.get("rdma_blocks"), "RDMA blocks on the driver's endpoint: " + m);
-            assertEquals(carried[2], m.get("rdma_bytes"), "RDMA bytes on the driver's endpoint: " + m);
-            assertEquals(2L, m.get("executors_onRdma"), m.toString());
+            Map<String, Long> m = scrapeUntil(endpoint, s -> s.getOrDefault("softwareProvider_blocks", -1L) == carried[0]
+                    && s.getOrDefault("softwareProvider_bytes", -1L) == carried[2]);
+            assertEquals(carried[0], m.get("softwareProvider_blocks"), "software provider blocks on the driver's endpoint: " + m);
+            assertEquals(carried[2], m.get("softwareProvider_bytes"), "software provider bytes on the driver's endpoint: " + m);
+            assertEquals(2L, m.get("executors_onSoftwareProvider"), m.toString());
+            assertEquals(0L, m.get("executors_onRdma"), "the software provider is not RDMA: " + m);
+            assertEquals(0L, m.get("executors_onSoftwareDevice"), m.toString());
+            assertEquals(0L, m.get("rdma_blocks"), m.toString());
+            assertEquals(0L, m.get("rdma_bytes"), m.toString());
             assertEquals(0L, m.get("executors_fallenBack"), m.toString());
             assertEquals(0L, m.get("fallback_blocks"), m.toString());
             assertEquals(0L, m.get("completionErrors_total"), m.toString());
             long perExecutor = 0;
             for (Map.Entry<String, Long> e : m.entrySet()) {
-                if (e.getKey().matches("executor_\\w+?_rdma_bytes")) {
+                if (e.getKey().matches("executor_\\w+?_softwareProvider_bytes")) {
                     perExecutor += e.getValue();
                 }
+                if (e.getKey().matches("(.*_)?(rdma|onRdma)(_.*)?")) {
+                    assertEquals(0L, e.getValue(), "a figure that says RDMA on a run without a device: " + e.getKey() + " in " + m);
+                }
             }
-            assertEquals(carried[2], perExecutor, "the executors' own RDMA bytes add up to the total: " + m);
+            assertEquals(carried[2], perExecutor, "the executors' own software provider bytes add up to the total: " + m);
             assertTheDashboardsSparkQueriesNameScrapedMetrics(scrapeText(endpoint));
         }
     }

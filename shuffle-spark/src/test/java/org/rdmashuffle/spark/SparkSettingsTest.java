@@ -158,7 +158,7 @@ class SparkSettingsTest {
     @Test
     void theShippedSparkDefaultsPass() throws Exception {
         for (Path file : List.of(Path.of("..", "conf", "spark-defaults.conf"), Path.of("..", "conf", "spark-defaults-yarn.conf"),
-                Path.of("..", "conf", "kubernetes", "spark-defaults-k8s.conf"))) {
+                Path.of("..", "conf", "spark-defaults-nics.conf"), Path.of("..", "conf", "kubernetes", "spark-defaults-k8s.conf"))) {
             java.util.Properties props = new java.util.Properties();
             try (var in = Files.newBufferedReader(file)) {
                 props.load(in);

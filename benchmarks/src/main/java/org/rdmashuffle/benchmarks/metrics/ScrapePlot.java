@@ -13,7 +13,7 @@ import java.util.List;
  * {@code ScrapePlot JOB_OUTPUT SVG}; one curve per run in the output, labelled by its round line.
  */
 public final class ScrapePlot {
-    private static final String SERIES = "prometheus series (ms rdma.bytes fallback.bytes):";
+    private static final String SERIES = "prometheus series (ms engine.bytes fallback.bytes):";
     private static final int W = 980;
     private static final int H = 300;
     private static final int LEFT = 70;
@@ -109,7 +109,7 @@ public final class ScrapePlot {
             long last1 = run.points().isEmpty() ? 0 : run.points().getLast()[1];
             long last2 = run.points().isEmpty() ? 0 : run.points().getLast()[2];
             b.append("<text x=\"").append(LEFT).append("\" y=\"").append(legend).append("\" fill=\"").append(colour).append("\">")
-                    .append(run.label()).append(": over RDMA (solid) ").append(String.format("%.1f MB", last1 / 1e6))
+                    .append(run.label()).append(": over the engine (solid) ").append(String.format("%.1f MB", last1 / 1e6))
                     .append(", over Spark's transport (dashed) ").append(String.format("%.1f MB", last2 / 1e6))
                     .append(", ").append(run.points().size()).append(" scrapes")
                     .append(run.label().endsWith("builtin") ? " (Spark's own shuffle manager: the plugin carries nothing)" : "")

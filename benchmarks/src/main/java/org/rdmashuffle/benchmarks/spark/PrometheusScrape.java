@@ -44,7 +44,7 @@ final class PrometheusScrape implements AutoCloseable {
     /** Each answered scrape during the job: milliseconds since the start, RDMA bytes, fallback bytes. */
     private final java.util.List<long[]> series = new java.util.ArrayList<>();
     /** What the job prints before the series of scrapes during the job (ScrapePlot draws it). */
-    static final String SERIES = "prometheus series (ms rdma.bytes fallback.bytes):";
+    static final String SERIES = "prometheus series (ms engine.bytes fallback.bytes):";
 
     /** Starts scraping the driver UI at {@code uiUrl}. */
     PrometheusScrape(String uiUrl) {
@@ -64,9 +64,10 @@ final class PrometheusScrape implements AutoCloseable {
         while (!stop) {
             try {
                 Map<String, Long> m = scrape();
-                long blocks = m.getOrDefault("rdma_blocks", -1L);
+                long blocks = m.containsKey("rdma_blocks") ? sum(m, "rdma_blocks", "softwareProvider_blocks") : -1L;
                 synchronized (this) {
-                    series.add(new long[] {(System.nanoTime() - startNanos) / 1_000_000, m.getOrDefault("rdma_bytes", 0L),
+                    series.add(new long[] {(System.nanoTime() - startNanos) / 1_000_000, sum(m, "rdma_bytes", "softwareProvider_bytes") == null ? 0L
+                            : sum(m, "rdma_bytes", "softwareProvider_bytes"),
                             m.getOrDefault("fallback_bytes", 0L)});
                     answered++;
                     if (firstBlocks < 0) {
@@ -112,7 +113,7 @@ final class PrometheusScrape implements AutoCloseable {
         thread.join(TimeUnit.SECONDS.toMillis(15));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         Map<String, Long> m = scrape();
-        while (System.nanoTime() < deadline && !(rdma ? m.getOrDefault("rdma_blocks", -1L) == sparkRemoteBlocks
+        while (System.nanoTime() < deadline && !(rdma ? java.util.Objects.equals(sum(m, "rdma_blocks", "softwareProvider_blocks"), sparkRemoteBlocks)
                 : m.getOrDefault("executors_reporting", 0L) >= executors)) {
             Thread.sleep(250);
             m = scrape();
@@ -120,21 +121,31 @@ final class PrometheusScrape implements AutoCloseable {
         String during;
         StringBuilder points = new StringBuilder(SERIES);
         synchronized (this) {
-            during = DURING + " " + answered + " scrapes answered, " + failed + " failed; rdma.blocks from " + firstBlocks
+            during = DURING + " " + answered + " scrapes answered, " + failed + " failed; engine.blocks from " + firstBlocks
                     + " to " + lastBlocks;
             for (long[] p : series) {
                 points.append(' ').append(p[0]).append(',').append(p[1]).append(',').append(p[2]);
             }
         }
-        return List.of(during, points.toString(), AFTER + " rdma.blocks=" + m.get("rdma_blocks") + " rdma.bytes=" + m.get("rdma_bytes")
-                + " fallback.blocks=" + m.get("fallback_blocks") + " executors.onRdma=" + m.get("executors_onRdma")
-                + " executors.fallenBack=" + m.get("executors_fallenBack") + " completionErrors.total="
+        // The engine's figures are published by carrier (rdma.* a device's, softwareProvider.* the TCP provider's):
+        // printed as the engine's sum, with each carrier's executors named apart.
+        return List.of(during, points.toString(), AFTER + " engine.blocks=" + sum(m, "rdma_blocks", "softwareProvider_blocks")
+                + " engine.bytes=" + sum(m, "rdma_bytes", "softwareProvider_bytes")
+                + " fallback.blocks=" + m.get("fallback_blocks") + " executors.onEngine="
+                + sum(m, "executors_onRdma", "executors_onSoftwareProvider") + " executors.fallenBack=" + m.get("executors_fallenBack") + " completionErrors.total="
                 + m.get("completionErrors_total") + "; Spark's remote reads: blocks=" + sparkRemoteBlocks + " bytes="
                 + sparkRemoteBytes, PER_EXECUTOR + perExecutor(m));
     }
 
+    /** The sum of two gauges, null when neither was scraped. */
+    private static Long sum(Map<String, Long> m, String a, String b) {
+        Long x = m.get(a);
+        Long y = m.get(b);
+        return x == null && y == null ? null : (x == null ? 0 : x) + (y == null ? 0 : y);
+    }
+
     /** What the job prints before each executor's figures on the endpoint. */
-    static final String PER_EXECUTOR = "prometheus per executor (id=rdma.blocks,rdma.bytes,fallback.blocks,fallbackCode"
+    static final String PER_EXECUTOR = "prometheus per executor (id=engine.blocks,engine.bytes,fallback.blocks,fallbackCode"
             + "[;host:blocks from it]):";
 
     /** {@code id=blocks,bytes,fallbackBlocks,fallbackCode} for each executor the endpoint names, by id. */
@@ -145,9 +156,10 @@ final class PrometheusScrape implements AutoCloseable {
             if (x.reset(k).matches()) {
                 String id = x.group(1);
                 String p = "executor_" + id + "_";
-                b.append(' ').append(id).append('=').append(m.get(p + "rdma_blocks")).append(',').append(m.get(p + "rdma_bytes"))
+                b.append(' ').append(id).append('=').append(sum(m, p + "rdma_blocks", p + "softwareProvider_blocks")).append(',')
+                        .append(sum(m, p + "rdma_bytes", p + "softwareProvider_bytes"))
                         .append(',').append(m.get(p + "fallback_blocks")).append(',').append(m.get(p + "fallbackCode"));
-                Matcher link = Pattern.compile(Pattern.quote(p) + "rdma_from_(\\w+)_blocks").matcher("");
+                Matcher link = Pattern.compile(Pattern.quote(p) + "(?:rdma|softwareProvider)_from_(\\w+)_blocks").matcher("");
                 for (String l : m.keySet()) {
                     if (link.reset(l).matches()) {
                         b.append(';').append(link.group(1)).append(':').append(m.get(l));

@@ -188,7 +188,7 @@ public final class ShuffleJob {
         System.out.println("| shuffle | wall ms (median of " + 2 * compare + ") | shuffle read wait ms (median) |");
         System.out.println("|---|---|---|");
         String provider = runs.stream().filter(x -> x.shuffle().equals("rdma")).findFirst().get().carriers().get(0)
-                .replaceAll(".*RDMA engine on (\\w+).*", "$1");
+                .replaceAll(".*\\(provider (\\w+), control .*", "$1");
         Map<String, String> names = new java.util.HashMap<>();
         for (String s : systems) {
             names.put(s, s.equals("builtin") ? "built-in" : s.equals("rdma") ? "rdma-shuffle" : s);

@@ -384,7 +384,7 @@ public final class TpcdsRunner {
                     Outcome o = outcome(q, replies.get("builtin"), replies.get("rdma"), bFile, rFile, builtin, scratch);
                     these.add(o);
                     System.out.printf("round %d/%d (pair %d, %s first) [%3d/%d] %-5s built-in %6d ms, rdma %6d ms (%.2f), shuffle %8.1f MB "
-                            + "(rdma side: %.1f MB over RDMA, %.1f MB over Spark's transport), %5d rows: %s%n", round + 1, rounds,
+                            + "(rdma side: %.1f MB over the engine, %.1f MB over Spark's transport), %5d rows: %s%n", round + 1, rounds,
                             round / 2 + 1, order.getFirst().equals("builtin") ? "built-in" : "rdma", i, queries.size(), q, o.builtinMs(),
                             o.rdmaMs(), o.ratio(), o.shuffleReadBytes() / 1e6, o.rdma().rdmaBytes() / 1e6, o.rdma().builtinBytes() / 1e6,
                             o.builtinRows(), o.verdict());
@@ -446,7 +446,7 @@ public final class TpcdsRunner {
                 + "rdma_rows,builtin_remote_bytes,builtin_bytes_over_rdma,builtin_bytes_over_builtin,rdma_remote_bytes,"
                 + "rdma_bytes_over_rdma,rdma_bytes_over_builtin,rdma_blocks_over_builtin,verdict\n");
         StringBuilder md = new StringBuilder("| query | built-in ms | rdma-shuffle ms | ratio | shuffle read MB | rows (built-in / rdma) "
-                + "| rdma side: MB over RDMA / over Spark's transport | result |\n|---|---|---|---|---|---|---|---|\n");
+                + "| rdma side: MB over the engine / over Spark's transport | result |\n|---|---|---|---|---|---|---|---|\n");
         long bTotal = 0;
         long rTotal = 0;
         long remote = 0;
@@ -478,7 +478,7 @@ public final class TpcdsRunner {
         String summary = String.format(Locale.ROOT, "TPC-DS scale %s (%s), %d queries: %d identical, %d empty on both, %d not "
                 + "deterministic on the built-in shuffle itself, %d failing on both shuffles alike, %d different or failing on "
                 + "one. Total time over the comparable ones: built-in %.1f s, rdma-shuffle %.1f s, ratio %.3f. On the rdma side "
-                + "%.1f of %.1f remote MB came over RDMA (%d blocks over Spark's transport).%n", scale, where, outcomes.size(),
+                + "%.1f of %.1f remote MB came over the engine (%d blocks over Spark's transport).%n", scale, where, outcomes.size(),
                 matched, empty, nondet, bothFailed, outcomes.size() - matched - empty - nondet - bothFailed, bTotal / 1e3,
                 rTotal / 1e3, bTotal == 0 ? Double.NaN : (double) rTotal / bTotal, overRdma / 1e6, remote / 1e6, fallbackBlocks);
         Files.writeString(out.resolve("results.csv"), csv);

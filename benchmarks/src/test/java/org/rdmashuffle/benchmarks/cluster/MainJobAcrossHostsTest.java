@@ -79,12 +79,12 @@ class MainJobAcrossHostsTest {
         }
         assertTrue(printed.contains("resources, the median of each shuffle's 2 runs"), printed);
     }
-    private static final String PER_EXECUTOR = "prometheus per executor (id=rdma.blocks,rdma.bytes,fallback.blocks,fallbackCode"
+    private static final String PER_EXECUTOR = "prometheus per executor (id=engine.blocks,engine.bytes,fallback.blocks,fallbackCode"
             + "[;host:blocks from it]):";
-    private static final Pattern FROM = Pattern.compile("over RDMA from (.*?), \\d+ over the built-in transport");
-    private static final Pattern CARRIED = Pattern.compile("fetched (\\d+) blocks \\((\\d+) bytes\\) over RDMA");
-    private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: rdma.blocks=(\\d+) rdma.bytes=(\\d+) "
-            + "fallback.blocks=(\\d+) executors.onRdma=(\\d+) executors.fallenBack=(\\d+) completionErrors.total=(\\d+); "
+    private static final Pattern FROM = Pattern.compile("over (?:RDMA|the software provider \\(TCP\\)) from (.*?), \\d+ over the built-in transport");
+    private static final Pattern CARRIED = Pattern.compile("fetched (\\d+) blocks \\((\\d+) bytes\\) over (?:RDMA|the software provider \\(TCP\\))");
+    private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: engine.blocks=(\\d+) engine.bytes=(\\d+) "
+            + "fallback.blocks=(\\d+) executors.onEngine=(\\d+) executors.fallenBack=(\\d+) completionErrors.total=(\\d+); "
             + "Spark's remote reads: blocks=(\\d+) bytes=(\\d+)");
 
     /**
@@ -150,12 +150,12 @@ class MainJobAcrossHostsTest {
         long[] sum = carried.get("rdma");
         assertTrue(rdma != null && sum != null, "the rdma run's scrape and carriers: " + printed);
         assertTrue(sum[0] > 0, printed);
-        assertEquals(sum[0], Long.parseLong(rdma.group(1)), "RDMA blocks: Prometheus against the carriers");
-        assertEquals(sum[1], Long.parseLong(rdma.group(2)), "RDMA bytes: Prometheus against the carriers");
+        assertEquals(sum[0], Long.parseLong(rdma.group(1)), "engine blocks: Prometheus against the carriers");
+        assertEquals(sum[1], Long.parseLong(rdma.group(2)), "engine bytes: Prometheus against the carriers");
         assertEquals(rdma.group(7), rdma.group(1), "RDMA blocks: Prometheus against Spark's remote blocks fetched");
         assertEquals(rdma.group(8), rdma.group(2), "RDMA bytes: Prometheus against Spark's remote bytes read");
         assertEquals("0", rdma.group(3), "blocks over the fallback");
-        assertEquals("3", rdma.group(4), "executors on RDMA");
+        assertEquals("3", rdma.group(4), "executors on the engine (a device or the software provider)");
         assertEquals("0", rdma.group(5), "executors fallen back");
         assertEquals("0", rdma.group(6), "failed completions");
         assertTrue(during.get("rdma") != null && !during.get("rdma").contains(" 0 scrapes answered"),
@@ -179,7 +179,7 @@ class MainJobAcrossHostsTest {
                 "executor " + id + " of the built-in run: fallen back, Spark's own shuffle manager (98)"));
         Matcher builtin = scraped.get("builtin");
         assertTrue(builtin != null, printed);
-        assertEquals("0", builtin.group(4), "Spark's own shuffle: no executor on RDMA");
+        assertEquals("0", builtin.group(4), "Spark's own shuffle: no executor on the engine");
         assertEquals("3", builtin.group(5), "Spark's own shuffle: every executor loads the plugin and says it fell back");
     }
 

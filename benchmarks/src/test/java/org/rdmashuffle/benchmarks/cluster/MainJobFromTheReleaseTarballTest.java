@@ -36,8 +36,8 @@ class MainJobFromTheReleaseTarballTest {
     private static final int MAPS = 8;
     private static final Pattern OWN = Pattern.compile(Pattern.quote(JobsOwnPlugin.LINE)
             + " driver option=(\\S*) nativeAccess=(\\S+); executors \\{(.*)\\}$");
-    private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: rdma.blocks=(\\d+) .*"
-            + "executors.onRdma=(\\d+) executors.fallenBack=(\\d+)");
+    private static final Pattern SCRAPED = Pattern.compile("prometheus after the job: engine.blocks=(\\d+) .*"
+            + "executors.onEngine=(\\d+) executors.fallenBack=(\\d+)");
 
     @Test
     void theTarballsJarAndConf_runAJobWithItsOwnPluginAndJavaOptions_keepingBoth_overTheEngine() throws Exception {

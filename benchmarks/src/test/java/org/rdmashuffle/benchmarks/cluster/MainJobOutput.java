@@ -21,7 +21,9 @@ record MainJobOutput(List<Round> rounds) {
             "^round \\d+ +(rdma|builtin) .* (\\d+) remote blocks +result (.*?)"
             + "(  \\(recovered: (\\d+) executors lost, (\\d+) stage attempts retried\\))?$");
     private static final Pattern EXECUTOR = Pattern.compile("^ {4}executor (\\S+) at (\\S+): (.*)$");
-    private static final Pattern RDMA = Pattern.compile("fetched (\\d+) blocks \\(\\d+ bytes\\) over RDMA( from (.*))?, "
+    /** An engine's counts: over RDMA on a device, over the software provider (TCP) on that provider (issue 53). */
+    private static final Pattern RDMA = Pattern.compile("fetched (\\d+) blocks \\(\\d+ bytes\\) over (?:RDMA|the software provider \\(TCP\\))"
+            + "( from (.*))?, "
             + "(\\d+) over the built-in transport$");
     private static final Pattern SERVER = Pattern.compile("(\\S+) \\((\\d+)\\)");
 
@@ -86,8 +88,9 @@ record MainJobOutput(List<Round> rounds) {
             assertTrue(r.remoteBlocks() > 0, "the job shuffled remote blocks: " + printed);
             long overRdma = 0;
             for (Executor e : r.executors()) {
-                assertTrue(e.carrier().startsWith("RDMA engine on " + provider + " ")
-                        && e.carrier().contains("(control " + e.address() + ":"),
+                assertTrue(e.carrier().startsWith(provider.equals("software")
+                                ? "the software provider (RC over TCP in the JVM, not RDMA) on " : "RDMA over ")
+                        && e.carrier().contains("(provider " + provider + ", control " + e.address() + ":"),
                         "the executor's engine runs on " + provider + " and listens on its host's address: " + e.line());
                 Matcher m = RDMA.matcher(e.carrier());
                 assertTrue(m.find(), e.line());

@@ -77,7 +77,8 @@ class TeraSortOnYarnAcrossHostsTest {
                 assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")), node.address() + " ran a map: " + tasks);
                 assertTrue(tasks.stream().anyMatch(t -> t.contains("_r_")), node.address() + " ran a reduce: " + tasks);
                 assertTrue(containerText(yarn.containerLogs(node).resolve(app), "stderr").contains(
-                        "fetches with the RDMA engine on software device soft0 (control " + node.address() + ")"),
+                        "fetches with the engine: the software provider (RC over TCP in the JVM, not RDMA) on soft0 (provider software, "
+                                + "control " + node.address() + ")"),
                         "the reduce on " + node.address() + " fetched with an engine on its host's address");
             }
         });

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
+import org.rdmashuffle.verbs.Carrier;
 import org.rdmashuffle.verbs.DeviceAttributes;
 import org.rdmashuffle.verbs.GidChoice;
 import org.rdmashuffle.verbs.GidEntry;
@@ -142,12 +143,19 @@ public final class Doctor {
         Map<String, Object> facts = d.detail();
         d.out.flush();
         Verbs.Selection s = Verbs.select(choice);
-        String verdict = "verdict: " + (s.provider() != null ? s.provider().name() : "no usable provider") + " -- " + s.reason();
+        Carrier carrier = s.provider() == null ? Carrier.HOST_TRANSPORT : Carrier.ofProvider(s.provider().name());
+        String verdict = "verdict: " + switch (carrier) {
+            case DEVICE -> s.provider().name() + " (RDMA over a verbs device)";
+            case SOFTWARE_PROVIDER -> s.provider().name() + " (the software provider: RC over TCP in the JVM, not RDMA)";
+            case HOST_TRANSPORT -> "no usable provider (the engine does not start: Spark's or MapReduce's own transport "
+                    + "carries the shuffle)";
+        } + " -- " + s.reason();
         Map<String, Object> json = new LinkedHashMap<>();
         Map<String, Object> v = new LinkedHashMap<>();
         v.put("choice", choice);
         v.put("provider", s.provider() != null ? s.provider().name() : null);
         v.put("usable", s.provider() != null);
+        v.put("carrier", carrier.key());
         v.put("reason", s.reason());
         json.put("verdict", v);
         json.putAll(facts);

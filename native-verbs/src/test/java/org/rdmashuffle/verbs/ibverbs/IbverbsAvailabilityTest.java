@@ -134,4 +134,59 @@ class IbverbsAvailabilityTest {
         assertTrue(a.available());
         assertEquals("rxe0 port 1", a.cause());
     }
+
+    /**
+     * What {@code auto} chooses in each case the probe can find (docs/providers.md, "How the choice is made"),
+     * from the probe's own verdicts: the software provider where the host has no verbs stack (no library, no
+     * device, another architecture), saying it settled, what was lacking and the setting that gives the host's
+     * own transport instead; no provider where a device is there but unusable (port down, memlock too small,
+     * a probe that failed), so the host's own transport carries the shuffle and is counted by the RS code.
+     */
+    @Test
+    void auto_settlesForTheSoftwareProviderOnlyWhereThereIsNoDevice_andChoosesNothingWhereADeviceIsUnusable() {
+        IbverbsProvider ibv = IbverbsProvider.instance();
+        org.rdmashuffle.verbs.VerbsProvider software = org.rdmashuffle.verbs.software.SoftwareProvider.instance();
+        Availability softwareUsable = software.availability();
+        record Case(String what, Availability ibverbs, org.rdmashuffle.verbs.Trouble settledFor) {
+        }
+        List<Case> noDevice = List.of(
+                new Case("no library", IbverbsProvider.assess("libibverbs.so.1 could not be loaded (...)", null, 0, List.of(), null,
+                        -1, 0, false, false, null), org.rdmashuffle.verbs.Trouble.NO_DEVICE),
+                new Case("no kernel support", IbverbsProvider.assess(null, "ibv_get_device_list failed: errno 38 ENOSYS", 0,
+                        List.of(), null, -1, 0, false, false, null), org.rdmashuffle.verbs.Trouble.NO_DEVICE),
+                new Case("no device", IbverbsProvider.assess(null, null, 0, List.of(), null, -1, 0, false, false, null),
+                        org.rdmashuffle.verbs.Trouble.NO_DEVICE),
+                new Case("another architecture", ibv.probe("aarch64"), org.rdmashuffle.verbs.Trouble.PLATFORM));
+        for (Case c : noDevice) {
+            org.rdmashuffle.verbs.Verbs.Selection s = org.rdmashuffle.verbs.Verbs.auto(ibv, c.ibverbs(), software, softwareUsable);
+            assertEquals(software, s.provider(), c.what() + ": " + s.reason());
+            assertEquals(c.settledFor(), s.settledFor(), c.what());
+            assertTrue(s.reason().startsWith("auto: settled for the software provider (RC over TCP in the JVM, not RDMA)"), s.reason());
+            assertTrue(s.reason().contains("not ibverbs: " + c.settledFor().prefix()), s.reason());
+            assertTrue(s.reason().endsWith(org.rdmashuffle.verbs.Verbs.HOST_TRANSPORT_INSTEAD), s.reason());
+        }
+        List<Case> deviceUnusable = List.of(
+                new Case("port down", IbverbsProvider.assess(null, null, 1, List.of("mlx5_0 port 1 DOWN"), null, -1, 0, false, false,
+                        null), org.rdmashuffle.verbs.Trouble.PORT_DOWN),
+                new Case("memlock too small", IbverbsProvider.assess(null, null, 1, List.of("mlx5_0 port 1 ACTIVE"), "mlx5_0 port 1",
+                        8 * MIB, 64 * MIB, false, false, null), org.rdmashuffle.verbs.Trouble.MEMLOCK),
+                new Case("paging failing its check under a small memlock", IbverbsProvider.assess(null, null, 1, List.of(),
+                        "rxe0 port 1", 8 * MIB, 64 * MIB, false, true, "wrong bytes"), org.rdmashuffle.verbs.Trouble.MEMLOCK),
+                new Case("a probe that failed", Availability.unavailable("probing libibverbs failed: java.lang.IllegalStateException"),
+                        null));
+        for (Case c : deviceUnusable) {
+            org.rdmashuffle.verbs.Verbs.Selection s = org.rdmashuffle.verbs.Verbs.auto(ibv, c.ibverbs(), software, softwareUsable);
+            assertEquals(null, s.provider(), c.what() + ": " + s.reason());
+            assertEquals(null, s.settledFor(), c.what());
+            assertTrue(s.reason().contains("not ibverbs: " + c.ibverbs().cause()), s.reason());
+            assertEquals(java.util.Optional.ofNullable(c.settledFor()), org.rdmashuffle.verbs.Trouble.in(s.reason()),
+                    c.what() + ": the reason carries the code the executor is counted by: " + s.reason());
+            assertFalse(s.reason().contains("RDMA"), "nothing is carried yet, least of all over RDMA: " + s.reason());
+        }
+        Availability usable = IbverbsProvider.assess(null, null, 1, List.of(), "mlx5_0 port 1", -1, 64 * MIB, false, false, null);
+        org.rdmashuffle.verbs.Verbs.Selection device = org.rdmashuffle.verbs.Verbs.auto(ibv, usable, software, softwareUsable);
+        assertEquals(ibv, device.provider(), device.reason());
+        assertEquals(null, device.settledFor());
+        assertEquals("auto: ibverbs is usable (mlx5_0 port 1)", device.reason());
+    }
 }

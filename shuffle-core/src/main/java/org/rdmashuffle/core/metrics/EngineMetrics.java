@@ -14,6 +14,8 @@ import org.rdmashuffle.verbs.WorkCompletionStatus;
  *
  * @param provider the verbs provider ({@code libibverbs} or {@code software})
  * @param device the device the engine opened
+ * @param softwareDevice which kernel software device that is ({@code rxe}, {@code siw}), "" for a hardware one
+ *        or the software provider's ({@code org.rdmashuffle.verbs.Carrier})
  * @param gid the GID its connections use ("" where the provider has none) and why it was chosen
  * @param memory how it registers memory: pinned or on demand, and why
  * @param pinnableBytes the memlock limit it runs under, or -1 where nothing limits what it pins
@@ -25,7 +27,7 @@ import org.rdmashuffle.verbs.WorkCompletionStatus;
  * @param completionErrors failed work completions by status
  * @param now what it holds now (connections, reads in flight, registered bytes)
  */
-public record EngineMetrics(String provider, String device, String gid, String memory, long pinnableBytes,
+public record EngineMetrics(String provider, String device, String softwareDevice, String gid, String memory, long pinnableBytes,
                             FetchCounts.Snapshot fetches, RegistrationCounts.Snapshot mapOutputRegistrations,
                             RegistrationCounts.Snapshot bufferRegistrations, ServedCounts.Snapshot served,
                             Map<String, ServedCounts.Snapshot> servedByApplication,

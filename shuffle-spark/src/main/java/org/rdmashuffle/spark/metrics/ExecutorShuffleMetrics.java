@@ -71,10 +71,15 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
     }
 
     private void register() {
+        // Three carriers, never confused: RDMA is a verbs device only; the software provider (TCP) has names of its own.
         gauge("carrier.rdma", () -> report.get().onRdma() ? 1L : 0L);
+        gauge("carrier.softwareDevice", () -> report.get().onRdma() && !report.get().softwareDevice().isEmpty() ? 1L : 0L);
+        gauge("carrier.softwareProvider", () -> report.get().onSoftwareProvider() ? 1L : 0L);
         gauge("carrier.fallbackCode", () -> report.get().fallbackCode());
-        gauge("rdma.blocks", () -> report.get().blocksOverRdma());
-        gauge("rdma.bytes", () -> report.get().bytesOverRdma());
+        gauge("rdma.blocks", () -> report.get().rdmaBlocks());
+        gauge("rdma.bytes", () -> report.get().rdmaBytes());
+        gauge("softwareProvider.blocks", () -> report.get().softwareProviderBlocks());
+        gauge("softwareProvider.bytes", () -> report.get().softwareProviderBytes());
         gauge("fallback.blocks", () -> report.get().blocksOverFallback());
         gauge("fallback.bytes", () -> report.get().bytesOverFallback());
         for (org.rdmashuffle.spark.FallbackReason r : org.rdmashuffle.spark.FallbackReason.values()) {
@@ -141,7 +146,7 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
     private void tick() {
         try {
             ExecutorShuffleReport r = reports.apply(executorId, 0L);
-            if (!infoRegistered && r.onRdma()) {
+            if (!infoRegistered && r.engineRuns()) {
                 infoRegistered = true;
                 // Spark's sinks publish numbers only: the provider and device are in the names.
                 gauge("provider." + ExecutorShuffleReport.sanitize(r.provider()), () -> 1L);
@@ -181,7 +186,7 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
             }
         });
         if (engine == null) {
-            return new ExecutorShuffleReport(executorId, seq, fallback == null ? "no engine" : fallback, "", "", "", "", -1,
+            return new ExecutorShuffleReport(executorId, seq, fallback == null ? "no engine" : fallback, "", "", "", "", "", -1,
                     blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
                     new TreeMap<>(fallbackBlocksByReason), 0, 0, 0, 0, 0, new TreeMap<>(), from);
         }
@@ -192,7 +197,7 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
                 errors.put(e.getKey().name(), e.getValue());
             }
         }
-        return new ExecutorShuffleReport(executorId, seq, null, engine.provider(), engine.device(), engine.gid(),
+        return new ExecutorShuffleReport(executorId, seq, null, engine.provider(), engine.device(), engine.softwareDevice(), engine.gid(),
                 engine.memory(), engine.pinnableBytes(), blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
                 new TreeMap<>(fallbackBlocksByReason), f.blockLatency().quantileMicros(0.5),
                 f.blockLatency().quantileMicros(0.99), f.failedBlocks(), f.connectionFailures(),

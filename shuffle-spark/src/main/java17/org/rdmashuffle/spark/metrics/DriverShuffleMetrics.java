@@ -14,7 +14,7 @@ import com.codahale.metrics.MetricRegistry;
  * The driver's side of the metrics plugin: the application's view, from the reports its executors
  * send ({@link ExecutorShuffleReport}). Registered in the driver's metrics system, so Spark's
  * Prometheus servlet ({@code /metrics/prometheus}) serves them: how many executors run their shuffle
- * on RDMA and how many fell back, the application's blocks and bytes over each transport and its
+ * on RDMA (a verbs device), how many on the software provider (TCP, not RDMA) and how many fell back, the application's blocks and bytes over each transport and its
  * fallbacks by reason, and the same per executor ({@code executor.<id>.*}, for the first
  * {@value #MAX_EXECUTORS_SHOWN} executors; totals count all). An executor that fell back is named
  * once in the driver's log with its reason.
@@ -30,7 +30,10 @@ public final class DriverShuffleMetrics {
 
     private final MetricRegistry registry;
     private final ConcurrentMap<String, ExecutorShuffleReport> latest = new ConcurrentHashMap<>();
-    /** Whether each shown executor's blocks are also published by serving host ({@code executor.<id>.rdma.from.<host>.blocks}). */
+    /**
+     * Whether each shown executor's blocks are also published by serving host ({@code executor.<id>.rdma.from.<host>.blocks},
+     * {@code executor.<id>.softwareProvider.from.<host>.blocks} on the software provider).
+     */
     private final boolean perLink;
     /** The per-link gauges registered: executor id and host. */
     private final java.util.Set<String> links = ConcurrentHashMap.newKeySet();
@@ -43,10 +46,16 @@ public final class DriverShuffleMetrics {
         this.registry = registry;
         this.perLink = perLink;
         gauge("executors.reporting", r -> 1);
+        // RDMA is a verbs device only (a kernel software device such as rxe counted too, and apart); the software
+        // provider, RC over TCP in the JVM, has counts of its own, so "all executors on RDMA" is never TCP.
         gauge("executors.onRdma", r -> r.onRdma() ? 1 : 0);
+        gauge("executors.onSoftwareDevice", r -> r.onRdma() && !r.softwareDevice().isEmpty() ? 1 : 0);
+        gauge("executors.onSoftwareProvider", r -> r.onSoftwareProvider() ? 1 : 0);
         gauge("executors.fallenBack", r -> r.fallbackKind() != null ? 1 : 0);
-        gauge("rdma.blocks", ExecutorShuffleReport::blocksOverRdma);
-        gauge("rdma.bytes", ExecutorShuffleReport::bytesOverRdma);
+        gauge("rdma.blocks", ExecutorShuffleReport::rdmaBlocks);
+        gauge("rdma.bytes", ExecutorShuffleReport::rdmaBytes);
+        gauge("softwareProvider.blocks", ExecutorShuffleReport::softwareProviderBlocks);
+        gauge("softwareProvider.bytes", ExecutorShuffleReport::softwareProviderBytes);
         gauge("fallback.blocks", ExecutorShuffleReport::blocksOverFallback);
         gauge("fallback.bytes", ExecutorShuffleReport::bytesOverFallback);
         for (org.rdmashuffle.spark.FallbackReason why : org.rdmashuffle.spark.FallbackReason.values()) {
@@ -82,7 +91,7 @@ public final class DriverShuffleMetrics {
         }
         if (before == null && now == r) {
             firstFrom(r);
-        } else if (before != null && now == r && before.onRdma() != r.onRdma() && !r.onRdma() && !ExecutorShuffleReport.STARTING.equals(r.fallback())) {
+        } else if (before != null && now == r && before.engineRuns() && !r.engineRuns() && !ExecutorShuffleReport.STARTING.equals(r.fallback())) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over Spark's "
                     + "built-in transport: " + r.fallback());
         } else if (before != null && ExecutorShuffleReport.STARTING.equals(before.fallback()) && now == r) {
@@ -95,9 +104,12 @@ public final class DriverShuffleMetrics {
         if (latest.size() <= MAX_EXECUTORS_SHOWN) {
             String p = "executor." + ExecutorShuffleReport.sanitize(r.executorId()) + ".";
             one(p + "onRdma", r.executorId(), x -> x.onRdma() ? 1 : 0);
+            one(p + "onSoftwareProvider", r.executorId(), x -> x.onSoftwareProvider() ? 1 : 0);
             one(p + "fallbackCode", r.executorId(), ExecutorShuffleReport::fallbackCode);
-            one(p + "rdma.blocks", r.executorId(), ExecutorShuffleReport::blocksOverRdma);
-            one(p + "rdma.bytes", r.executorId(), ExecutorShuffleReport::bytesOverRdma);
+            one(p + "rdma.blocks", r.executorId(), ExecutorShuffleReport::rdmaBlocks);
+            one(p + "rdma.bytes", r.executorId(), ExecutorShuffleReport::rdmaBytes);
+            one(p + "softwareProvider.blocks", r.executorId(), ExecutorShuffleReport::softwareProviderBlocks);
+            one(p + "softwareProvider.bytes", r.executorId(), ExecutorShuffleReport::softwareProviderBytes);
             one(p + "fallback.blocks", r.executorId(), ExecutorShuffleReport::blocksOverFallback);
             one(p + "fallback.bytes", r.executorId(), ExecutorShuffleReport::bytesOverFallback);
             one(p + "fetch.latencyP50Micros", r.executorId(), ExecutorShuffleReport::fetchLatencyP50Micros);
@@ -114,17 +126,17 @@ public final class DriverShuffleMetrics {
         String id = r.executorId();
         for (String host : r.rdmaBlocksFrom().keySet()) {
             if (links.add(id + "|" + host)) {
-                one("executor." + ExecutorShuffleReport.sanitize(id) + ".rdma.from." + ExecutorShuffleReport.sanitize(host)
+                one("executor." + ExecutorShuffleReport.sanitize(id) + (r.onSoftwareProvider() ? ".softwareProvider" : ".rdma")
+                        + ".from." + ExecutorShuffleReport.sanitize(host)
                         + ".blocks", id, x -> x.rdmaBlocksFrom().getOrDefault(host, 0L));
             }
         }
     }
 
     private void said(ExecutorShuffleReport r) {
-        if (r.onRdma()) {
-            LOG.log(System.Logger.Level.INFO, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over RDMA: "
-                    + r.provider() + " device " + r.device() + (r.gid().isEmpty() ? "" : ", " + r.gid()) + ", memory "
-                    + r.memory());
+        if (r.engineRuns()) {
+            LOG.log(System.Logger.Level.INFO, "rdma-shuffle: executor " + r.executorId() + "'s shuffle is carried by "
+                    + r.carrierDescription() + (r.gid().isEmpty() ? "" : ", " + r.gid()) + ", memory " + r.memory());
         } else if (!ExecutorShuffleReport.STARTING.equals(r.fallback())) {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: executor " + r.executorId() + " runs its shuffle over Spark's "
                     + "built-in transport: " + r.fallback());
@@ -134,9 +146,9 @@ public final class DriverShuffleMetrics {
     /** What each executor reported last, in executor order: one line each (logs, tests, the doctor). */
     public List<String> describe() {
         List<String> lines = new ArrayList<>();
-        new java.util.TreeMap<>(latest).forEach((id, r) -> lines.add(id + ": " + (r.onRdma()
-                ? "RDMA (" + r.provider() + " " + r.device() + ")" : "built-in transport (" + r.fallback() + ")")
-                + ", " + r.blocksOverRdma() + " blocks / " + r.bytesOverRdma() + " bytes over RDMA, "
+        new java.util.TreeMap<>(latest).forEach((id, r) -> lines.add(id + ": " + r.carrierDescription()
+                + (r.provider().isEmpty() ? "" : ", " + r.blocksOverRdma() + " blocks / " + r.bytesOverRdma() + " bytes "
+                + org.rdmashuffle.verbs.Carrier.over(r.provider())) + ", "
                 + r.blocksOverFallback() + " blocks / " + r.bytesOverFallback() + " bytes over the built-in transport"));
         return lines;
     }

@@ -4,25 +4,31 @@ import java.io.Serializable;
 import java.util.Map;
 import java.util.TreeMap;
 
+import org.rdmashuffle.verbs.Carrier;
 import org.rdmashuffle.verbs.Trouble;
 
 /**
  * What one executor's shuffle ran on and moved, as the executor sends it to the driver's side of the
- * plugin ({@link DriverShuffleMetrics}): whether RDMA carries it and, if not, why; blocks and bytes over
- * each transport; fallbacks by reason; fetch latency; failed completions. Plain values only: it
+ * plugin ({@link DriverShuffleMetrics}): what carries it ({@link #carrier}: a verbs device, the software
+ * provider, or Spark's own transport and why); blocks and bytes over the engine and over Spark's transport; fallbacks by reason; fetch latency; failed completions. Plain values only: it
  * crosses Spark's RPC. Reports are numbered; the driver keeps the newest. Built for Java 17
  * (src/main/java17): a driver or executor on a JVM too old for the engine reports and counts too;
  * an engine's figures become a report in {@link ExecutorShuffleMetrics#report}.
  *
  * @param fallback why Spark's transport carries this executor's shuffle (the engine's failure to start),
- *        {@code "starting"} before it has started, or null when RDMA carries it
+ *        {@code "starting"} before it has started, or null when the engine carries it
+ * @param provider the engine's verbs provider ({@code ibverbs}: a device, RDMA; {@code software}: the software
+ *        provider, RC over TCP, not RDMA), "" without an engine
+ * @param softwareDevice which kernel software device the engine's verbs device is ({@code rxe}, {@code siw}), or ""
+ * @param blocksOverRdma blocks the engine fetched: over RDMA on a device, over TCP on the software provider
+ *        ({@link #carrier} says which; the metrics publish them under the carrier's name)
  * @param fallbackBlocksByReason blocks handed to Spark's transport, by reason's metric name
  * @param completionErrors failed work completions by status name, only statuses that occurred
  * @param rdmaBlocksFrom blocks fetched over RDMA by the host of the engine that served them (at most
  *        {@value #MAX_SERVERS} hosts: what crossed which link)
  */
 public record ExecutorShuffleReport(String executorId, long seq, String fallback, String provider, String device,
-                                    String gid, String memory, long pinnableBytes, long blocksOverRdma, long bytesOverRdma,
+                                    String softwareDevice, String gid, String memory, long pinnableBytes, long blocksOverRdma, long bytesOverRdma,
                                     long blocksOverFallback, long bytesOverFallback, Map<String, Long> fallbackBlocksByReason,
                                     long fetchLatencyP50Micros, long fetchLatencyP99Micros, long fetchFailures,
                                     long connectionFailures, long registrationFailures, Map<String, Long> completionErrors,
@@ -31,8 +37,54 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
     /** The most serving hosts a report names (the rest count in the totals only). */
     public static final int MAX_SERVERS = 64;
 
-    public boolean onRdma() {
+    /** Whether the engine carries this executor's shuffle (a device or the software provider). */
+    public boolean engineRuns() {
         return fallback == null;
+    }
+
+    /** What carries this executor's shuffle: a verbs device, the software provider, or Spark's own transport (also while starting). */
+    public Carrier carrier() {
+        return engineRuns() ? Carrier.ofProvider(provider) : Carrier.HOST_TRANSPORT;
+    }
+
+    /** Whether RDMA carries this executor's shuffle: a verbs device (hardware, or a kernel software device such as rxe). */
+    public boolean onRdma() {
+        return carrier() == Carrier.DEVICE;
+    }
+
+    /** Whether the software provider (RC over TCP in the JVM, not RDMA) carries this executor's shuffle. */
+    public boolean onSoftwareProvider() {
+        return carrier() == Carrier.SOFTWARE_PROVIDER;
+    }
+
+    /** Blocks fetched over RDMA: the engine's, where it runs on a verbs device; 0 on the software provider. */
+    public long rdmaBlocks() {
+        return engineProvider() == Carrier.DEVICE ? blocksOverRdma : 0;
+    }
+
+    /** Bytes fetched over RDMA ({@link #rdmaBlocks}' bytes). */
+    public long rdmaBytes() {
+        return engineProvider() == Carrier.DEVICE ? bytesOverRdma : 0;
+    }
+
+    /** Blocks fetched over the software provider (TCP): the engine's, where it runs on that provider; else 0. */
+    public long softwareProviderBlocks() {
+        return engineProvider() == Carrier.SOFTWARE_PROVIDER ? blocksOverRdma : 0;
+    }
+
+    /** Bytes fetched over the software provider ({@link #softwareProviderBlocks}' bytes). */
+    public long softwareProviderBytes() {
+        return engineProvider() == Carrier.SOFTWARE_PROVIDER ? bytesOverRdma : 0;
+    }
+
+    /** The carrier of the engine's fetches by its provider, null where no engine ran (its provider unknown). */
+    private Carrier engineProvider() {
+        return provider.isEmpty() ? null : Carrier.ofProvider(provider);
+    }
+
+    /** The carrier in words: {@link Carrier#describe} for an engine, {@code Spark's built-in transport (<why>)} otherwise. */
+    public String carrierDescription() {
+        return engineRuns() ? Carrier.describe(provider, device, softwareDevice) : "Spark's built-in transport (" + fallback + ")";
     }
 
     /** What an executor reports before its engine has tried to start. */
@@ -45,10 +97,10 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
     /**
      * Why this executor fell back, as a metric name: the {@link Trouble} its reason names ({@code
      * memlock}, {@code no-device}, ..., docs/troubleshooting.md), {@value #NOT_CONFIGURED}, or {@value
-     * #OTHER}; null if RDMA carries its shuffle or its engine is still starting.
+     * #OTHER}; null if the engine carries its shuffle or is still starting.
      */
     public String fallbackKind() {
-        if (onRdma() || STARTING.equals(fallback)) {
+        if (engineRuns() || STARTING.equals(fallback)) {
             return null;
         }
         if (fallback.startsWith(NOT_RUNNING_PREFIX)) {
@@ -58,7 +110,7 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
     }
 
     /**
-     * {@link #fallbackKind} as a number, for sinks that publish numbers only: 0 on RDMA (or still
+     * {@link #fallbackKind} as a number, for sinks that publish numbers only: 0 on the engine (or still
      * starting), the code's number for a {@link Trouble} (3 for {@code RS03 memlock}, docs/troubleshooting.md),
      * 98 for {@value #NOT_CONFIGURED}, 99 for {@value #OTHER}.
      */
@@ -78,7 +130,7 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
 
     /** An executor where no RdmaShuffleManager runs at all. */
     public static ExecutorShuffleReport notRunning(String executorId, long seq, String why) {
-        return new ExecutorShuffleReport(executorId, seq, why, "", "", "", "", -1, 0, 0, 0, 0, new TreeMap<>(), 0, 0, 0, 0, 0,
+        return new ExecutorShuffleReport(executorId, seq, why, "", "", "", "", "", -1, 0, 0, 0, 0, new TreeMap<>(), 0, 0, 0, 0, 0,
                 new TreeMap<>(), new TreeMap<>());
     }
 
@@ -89,7 +141,7 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
 
     /** The same figures, renumbered (what is sent is compared without its number). */
     public ExecutorShuffleReport withSeq(long n) {
-        return new ExecutorShuffleReport(executorId, n, fallback, provider, device, gid, memory, pinnableBytes, blocksOverRdma,
+        return new ExecutorShuffleReport(executorId, n, fallback, provider, device, softwareDevice, gid, memory, pinnableBytes, blocksOverRdma,
                 bytesOverRdma, blocksOverFallback, bytesOverFallback, fallbackBlocksByReason, fetchLatencyP50Micros,
                 fetchLatencyP99Micros, fetchFailures, connectionFailures, registrationFailures, completionErrors,
                 rdmaBlocksFrom);
