@@ -30,10 +30,6 @@ public final class ClusterBed implements AutoCloseable {
      * system of its own (bin/cluster-bed's header says why), or null where the hosts share this machine's.
      */
     public record Host(String namespace, String address, Path disk) {
-        public Host(String namespace, String address) {
-            this(namespace, address, null);
-        }
-
         /** Where this host keeps {@code name}: on its own disk when it has one, else under {@code fallback}. */
         public Path dataDir(Path fallback, String name) throws IOException {
             return Files.createDirectories((disk != null ? disk : fallback).resolve(name));
