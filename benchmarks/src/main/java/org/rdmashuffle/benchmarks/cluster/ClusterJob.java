@@ -38,7 +38,8 @@ public final class ClusterJob {
     }
 
     /** Its command line: the bed's options, and the rest for {@link ShuffleJob}. */
-    record Options(int hosts, String rate, int cores, Path runDir, boolean profile, boolean cpuByThread, List<String> jobArgs) {
+    record Options(int hosts, String rate, int cores, String executorMemory, Path runDir, boolean profile, boolean cpuByThread,
+                   List<String> jobArgs) {
         /** The most Worker hosts: the bed makes at most 200, and the Master and the driver take two. */
         static final int MAX_HOSTS = 198;
 
@@ -47,6 +48,7 @@ public final class ClusterJob {
             Integer hosts = null;
             String rate = null;
             int cores = 1;
+            String executorMemory = null;
             Path runDir = null;
             boolean profile = false;
             boolean cpuByThread = false;
@@ -57,6 +59,7 @@ public final class ClusterJob {
                     case "--hosts" -> hosts = CommandLine.wholeNumber(option, CommandLine.value(args, ++i, option), 2, MAX_HOSTS);
                     case "--rate" -> rate = CommandLine.rate(option, CommandLine.value(args, ++i, option));
                     case "--cores" -> cores = CommandLine.atLeast(option, CommandLine.value(args, ++i, option), 1);
+                    case "--executor-memory" -> executorMemory = executorMemory(option, CommandLine.value(args, ++i, option));
                     case "--run-dir" -> runDir = Path.of(CommandLine.value(args, ++i, option));
                     case "--profile" -> profile = true;
                     case "--cpu-by-thread" -> cpuByThread = true;
@@ -70,7 +73,22 @@ public final class ClusterJob {
             List<String> checked = new ArrayList<>(jobArgs);
             checked.addAll(List.of("--executors", Integer.toString(hosts)));
             ShuffleJob.checkArguments(checked);
-            return new Options(hosts, rate, cores, runDir, profile, cpuByThread, List.copyOf(jobArgs));
+            return new Options(hosts, rate, cores, executorMemory, runDir, profile, cpuByThread, List.copyOf(jobArgs));
+        }
+
+        /** A size as Spark reads spark.executor.memory (e.g. 4g, 1536m), at least 512 MiB and at most a Worker's offer. */
+        private static String executorMemory(String option, String value) {
+            long mib;
+            try {
+                mib = org.apache.spark.network.util.JavaUtils.byteStringAsMb(value);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(option + ": '" + value + "' is not a size (e.g. 4g, 1536m)");
+            }
+            if (mib < 512 || mib > StandaloneCluster.WORKER_MEMORY_MIB) {
+                throw new IllegalArgumentException(option + ": " + value + " is outside 512m.." + StandaloneCluster.WORKER_MEMORY_MIB
+                        + "m (what each Worker offers)");
+            }
+            return value;
         }
     }
 
@@ -83,7 +101,8 @@ public final class ClusterJob {
                     + ". Run it as root (sudo bin/shuffle-job --hosts " + hosts + " ...), or without --hosts for local-cluster.");
             System.exit(ClusterBed.CANNOT);
         }
-        Result r = run(hosts, o.rate(), o.cores(), o.runDir(), o.profile(), o.cpuByThread(), o.jobArgs(), System.out);
+        Result r = run(hosts, o.rate(), o.cores(), o.executorMemory(), o.runDir(), o.profile(), o.cpuByThread(), o.jobArgs(),
+                System.out);
         System.out.printf("cluster torn down: %d namespaces and %d processes left behind%n", r.leftNamespaces().size(),
                 r.leftProcesses().size());
         r.leftNamespaces().forEach(n -> System.out.println("  left: namespace " + n));
@@ -97,18 +116,24 @@ public final class ClusterJob {
      */
     public static Result run(int workers, String rate, int cores, Path runDir, List<String> jobArgs, PrintStream echo)
             throws IOException, InterruptedException {
-        return run(workers, rate, cores, runDir, false, false, jobArgs, echo);
+        return run(workers, rate, cores, null, runDir, false, false, jobArgs, echo);
     }
 
-    private static Result run(int workers, String rate, int cores, Path runDir, boolean profile, boolean cpuByThread,
-                              List<String> jobArgs, PrintStream echo) throws IOException, InterruptedException {
+    private static Result run(int workers, String rate, int cores, String executorMemory, Path runDir, boolean profile,
+                              boolean cpuByThread, List<String> jobArgs, PrintStream echo) throws IOException, InterruptedException {
         List<String> args = new ArrayList<>(jobArgs);
         args.addAll(List.of("--executors", Integer.toString(workers)));
         List<String> output = new ArrayList<>();
         int exit;
         ClusterRun run = ClusterRun.start(workers, rate, cores, runDir, echo);
         try (run; ThreadCpuSampler sampler = cpuByThread ? ThreadCpuSampler.start(run.runDir()) : null) {
-            List<String> confs = profile ? List.of(run.profilingConf("executors", echo)) : List.of(); // both shuffles alike
+            List<String> confs = new ArrayList<>(); // both shuffles alike
+            if (profile) {
+                confs.add(run.profilingConf("executors", echo));
+            }
+            if (executorMemory != null) {
+                confs.add("spark.executor.memory=" + executorMemory);
+            }
             Process driver = run.submit(ShuffleJob.class.getName(), confs, args, "driver.log");
             driver.getOutputStream().close();
             DriverOutput printed = new DriverOutput(driver, echo, null);

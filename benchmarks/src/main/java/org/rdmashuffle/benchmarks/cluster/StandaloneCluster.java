@@ -17,6 +17,11 @@ import java.util.regex.Pattern;
  */
 public final class StandaloneCluster implements AutoCloseable {
     static final int MASTER_PORT = 7077;
+    /**
+     * What each Worker offers its executor (an offer, not an allocation: the executor takes
+     * spark.executor.memory, 1g unless ClusterJob --executor-memory says otherwise).
+     */
+    static final int WORKER_MEMORY_MIB = 8192;
     private static final long START_SECONDS = 180;
     private static final Pattern REGISTERED = Pattern.compile("Registering worker (\\S+):\\d+");
     private static final Pattern LAUNCHED = Pattern.compile("Asked to launch executor (\\S+) for");
@@ -55,7 +60,7 @@ public final class StandaloneCluster implements AutoCloseable {
             for (ClusterBed.Host w : c.workerHosts()) {
                 Path dir = Files.createDirectories(runDir.resolve(w.namespace().substring(w.namespace().lastIndexOf('-') + 1)));
                 c.daemon(w, "worker-" + w.address(), "org.apache.spark.deploy.worker.Worker",
-                        List.of("--host", w.address(), "--cores", Integer.toString(workerCores), "--memory", "2g",
+                        List.of("--host", w.address(), "--cores", Integer.toString(workerCores), "--memory", WORKER_MEMORY_MIB + "m",
                                 "--work-dir", dir.resolve("work").toString(), c.masterUrl()),
                         Map.of("SPARK_LOCAL_DIRS", w.dataDir(dir, "local").toString(),
                                 "SPARK_WORKER_OPTS", "-Dspark.decommission.enabled=true"));
