@@ -18,10 +18,25 @@ import java.util.Map;
  */
 record JobOptions(String job, int rows, int maps, int reducers, String shuffle, int compare, int executors, boolean killExecutor,
                   boolean releaseExecutors, Path pauseUntil, int holdAfterMapsSeconds, int executorWaitSeconds,
-                  Map<String, String> variant, boolean profile, boolean prometheus) {
+                  Map<String, String> variant, boolean profile, boolean prometheus, boolean warmUp) {
     static final String USAGE = "ShuffleJob [--job main|sort] [--rows N] [--partitions P | --maps M --reducers R] [--shuffle rdma|builtin|both] "
             + "[--compare PAIRS] [--executors E] [--kill-executor-in-reduce] [--release-executors-after-maps] "
-            + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--executor-wait SECONDS] [--variant spark.KEY=VALUE ...] [--profile] [--prometheus]";
+            + "[--pause-rdma-reduce-until FILE] [--hold-after-maps SECONDS] [--executor-wait SECONDS] [--variant spark.KEY=VALUE ...] [--profile] [--prometheus] "
+            + "[--no-warm-up]";
+
+    /**
+     * The rows of the warm-up a comparison starts with: the job's own up to the default size (what warms
+     * the bed is an application's start, its classes and the first files on each disk, not the data).
+     */
+    int warmUpRows() {
+        return Math.min(rows, Math.max(maps, job.equals("sort") ? 3_500_000 : 5_000_000));
+    }
+
+    /** The same options with {@code n} rows. */
+    JobOptions withRows(int n) {
+        return new JobOptions(job, n, maps, reducers, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil,
+                holdAfterMapsSeconds, executorWaitSeconds, variant, profile, prometheus, warmUp);
+    }
 
     static JobOptions parse(String... args) {
         String job = "main";
@@ -40,6 +55,7 @@ record JobOptions(String job, int rows, int maps, int reducers, String shuffle, 
         Map<String, String> variant = new LinkedHashMap<>();
         boolean profile = false;
         boolean prometheus = false;
+        boolean warmUp = true;
         for (int i = 0; i < args.length; i++) {
             String option = args[i];
             switch (option) {
@@ -65,6 +81,7 @@ record JobOptions(String job, int rows, int maps, int reducers, String shuffle, 
                 case "--release-executors-after-maps" -> releaseExecutors = true;
                 case "--profile" -> profile = true;
                 case "--prometheus" -> prometheus = true;
+                case "--no-warm-up" -> warmUp = false;
                 case "--pause-rdma-reduce-until" -> pauseUntil = Path.of(value(args, ++i, option));
                 case "--hold-after-maps" -> holdAfterMaps = positive(option, value(args, ++i, option));
                 case "--executor-wait" -> executorWait = positive(option, value(args, ++i, option));
@@ -94,7 +111,7 @@ record JobOptions(String job, int rows, int maps, int reducers, String shuffle, 
             throw new IllegalArgumentException("--rows " + rows + " is fewer than the " + m + " maps (--maps): every map writes rows");
         }
         return new JobOptions(job, rows, m, r, shuffle, compare, executors, killExecutor, releaseExecutors, pauseUntil, holdAfterMaps,
-                executorWait, java.util.Collections.unmodifiableMap(variant), profile, prometheus);
+                executorWait, java.util.Collections.unmodifiableMap(variant), profile, prometheus, warmUp);
     }
 
     private static String value(String[] args, int i, String option) {

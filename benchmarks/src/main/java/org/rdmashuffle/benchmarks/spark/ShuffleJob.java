@@ -122,6 +122,26 @@ public final class ShuffleJob {
         }
     }
 
+    /**
+     * Each system once, at most the default size, before the pairs: printed, counted in no figure. The
+     * bed's first application pays for what no later one does (the Workers' JIT, the Spark jars read from
+     * disk, each host's fresh file system): on 2026-12-03 the first run of a comparison (the built-in shuffle's, as pair 1 starts) took 28-32% longer
+     * than the same system's later runs, and pair 1 always starts with the built-in shuffle.
+     */
+    private static void warmUp(List<String> systems, String variantName, Map<String, String> variant, JobOptions o) throws Exception {
+        JobOptions small = o.withRows(o.warmUpRows());
+        String result = null;
+        for (String s : BalancedPairs.order(systems, 0)) {
+            Run run = run("warm-up " + s, s.equals("builtin") ? "builtin" : "rdma", s.equals(variantName) ? variant : Map.of(), small);
+            System.out.printf("warm-up  %-8s %6d ms  %d rows, counted in no figure  result %s%n", s, run.wallMs(), small.rows(), run.result());
+            System.out.println(run.separation().await());
+            if (result != null && !result.equals(run.result())) {
+                throw new IllegalStateException("the warm-up runs' results differ: " + result + " and " + run.result());
+            }
+            result = run.result();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         JobOptions o = org.rdmashuffle.benchmarks.CommandLine.parseOrExit("ShuffleJob", () -> JobOptions.parse(args));
         int compare = o.compare();
@@ -140,6 +160,9 @@ public final class ShuffleJob {
         List<Map<String, Double>> waits = new ArrayList<>();
         List<Map<String, List<StageAccounting.Stage>>> stageRounds = new ArrayList<>();
         int rounds = check ? 1 : 2 * compare; // compare pairs, each two rounds in opposite orders (BalancedPairs)
+        if (!check && o.warmUp()) {
+            warmUp(systems, variantName, variant, o);
+        }
         for (int r = 0; r < rounds; r++) {
             Map<String, Run> round = new java.util.HashMap<>();
             if (r % 2 == 0 && !check) {

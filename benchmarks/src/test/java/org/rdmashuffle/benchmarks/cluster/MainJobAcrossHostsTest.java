@@ -24,7 +24,7 @@ import org.rdmashuffle.benchmarks.spark.MainJobRows;
 class MainJobAcrossHostsTest {
     @Test
     void bothShufflesAcrossThreeHosts_giveOneResult_andRdmaCarriesEveryRemoteBlockBetweenDistinctAddresses() throws Exception {
-        Run run = run("--rows", "300000", "--compare", "1", "--prometheus");
+        Run run = run("--rows", "300000", "--compare", "1", "--prometheus", "--no-warm-up");
         ClusterJob.Result r = run.result();
         String printed = run.printed();
         MainJobOutput out = MainJobOutput.parse(r.output());

@@ -29,6 +29,21 @@ class JobOptionsTest {
     }
 
     @Test
+    void aComparisonWarmsUpAtMostAtTheDefaultSize_unlessToldNot() {
+        JobOptions big = JobOptions.parse("--rows", "50000000", "--maps", "64", "--reducers", "64", "--compare", "1");
+        assertTrue(big.warmUp());
+        assertEquals(5_000_000, big.warmUpRows());
+        assertEquals(3_500_000, JobOptions.parse("--job", "sort", "--rows", "300000000").warmUpRows());
+        assertEquals(300_000, JobOptions.parse("--rows", "300000").warmUpRows(), "never more than the job's own rows");
+        assertEquals(6_000_000, JobOptions.parse("--rows", "8000000", "--maps", "6000000").warmUpRows(), "a row for every map");
+        assertEquals(false, JobOptions.parse("--compare", "1", "--no-warm-up").warmUp());
+        JobOptions small = big.withRows(big.warmUpRows());
+        assertEquals(5_000_000, small.rows());
+        assertEquals(64, small.maps());
+        assertEquals(64, small.reducers());
+    }
+
+    @Test
     void aCountOfZeroOrBelow_orNotANumber_isRefusedNamingTheOption() {
         for (String option : new String[] {"--maps", "--reducers", "--partitions", "--rows", "--compare", "--executors", "--hold-after-maps", "--executor-wait"}) {
             for (String bad : new String[] {"0", "-3", "many"}) {
