@@ -62,6 +62,8 @@ final class NodeExposition implements MultiCollector {
             "ServedBlocks", "rdmashuffle_served_blocks", "blocks described to the application's reducers (read by them one-sidedly)",
             "ServedBytes", "rdmashuffle_served_bytes", "bytes of the blocks described to the application's reducers");
     static final String SERVICE_UP = "rdmashuffle_service_up";
+    private static final String SERVICE_UP_HELP = "1 while the service's engine serves (carrier, provider and device say "
+            + "what carries the bytes), 0 where it could not start";
     static final String UNAVAILABLE = "rdmashuffle_service_unavailable"; // exposed as ..._info
     static final String REFUSED = "rdmashuffle_refused_requests";
     static final String REGISTRATION_FAILURES = "rdmashuffle_registration_failures";
@@ -118,12 +120,11 @@ final class NodeExposition implements MultiCollector {
             String provider = tag(r, "Provider");
             boolean softwareProvider = org.rdmashuffle.verbs.Carrier.ofProvider(provider)
                     == org.rdmashuffle.verbs.Carrier.SOFTWARE_PROVIDER;
-            f.gauge(SERVICE_UP, "1 while the service's engine serves (carrier, provider and device say what carries the bytes), "
-                    + "0 where it could not start", labels(base, "carrier", softwareProvider ? "software_provider" : "rdma_device",
+            f.gauge(SERVICE_UP, SERVICE_UP_HELP, labels(base, "carrier", softwareProvider ? "software_provider" : "rdma_device",
                     "provider", provider, "device", tag(r, "Device"),
                     "device_kind", softwareProvider || !tag(r, "SoftwareDevice").isEmpty() ? "software" : "hardware"), 1);
         } else {
-            f.gauge(SERVICE_UP, null, labels(base, "carrier", "", "provider", "", "device", "", "device_kind", ""), 0);
+            f.gauge(SERVICE_UP, SERVICE_UP_HELP, labels(base, "carrier", "", "provider", "", "device", "", "device_kind", ""), 0);
             long code = values.getOrDefault("UnavailableCode", 99L);
             String reason = tag(r, "Reason");
             f.unavailable(labels(base, "code", code > 0 && code < 99 ? String.format("RS%02d", code) : "",
@@ -202,9 +203,7 @@ final class NodeExposition implements MultiCollector {
         private final List<InfoSnapshot.InfoDataPointSnapshot> unavailable = new ArrayList<>();
 
         void gauge(String name, String text, Labels labels, double value) {
-            if (text != null) {
-                help.putIfAbsent(name, text);
-            }
+            help.putIfAbsent(name, text);
             gauges.computeIfAbsent(name, n -> new ArrayList<>())
                     .add(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(labels).value(value).build());
         }
@@ -222,7 +221,7 @@ final class NodeExposition implements MultiCollector {
         MetricSnapshots snapshots() {
             MetricSnapshots.Builder b = MetricSnapshots.builder();
             gauges.forEach((name, points) -> {
-                GaugeSnapshot.Builder g = GaugeSnapshot.builder().name(name).help(help.getOrDefault(name, name));
+                GaugeSnapshot.Builder g = GaugeSnapshot.builder().name(name).help(help.get(name));
                 points.forEach(g::dataPoint);
                 b.metricSnapshot(g.build());
             });
