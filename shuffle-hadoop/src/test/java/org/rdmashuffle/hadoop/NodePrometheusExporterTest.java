@@ -175,6 +175,63 @@ class NodePrometheusExporterTest {
         }
     }
 
+    /**
+     * A tenant naming application after application (authentication off, as on a trusted network, where a
+     * reducer may name any): the per-application series are the engine's tenants, so they stop growing
+     * where the node stops admitting applications (its completion queue full: receive buffers made large
+     * here so that a few fill it), and an application stopped takes its series along.
+     */
+    @Test
+    void perApplicationSeries_stopWhereTheNodeStopsAdmittingApplications_andGoWithTheirApplication() throws Exception {
+        Configuration conf = engineSettings(new JobConf(false));
+        conf.set(HadoopKeys.PROMETHEUS_PORT, "0");
+        conf.setBoolean(HadoopSettings.SERVICE_AUTHENTICATE, false);
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_RECEIVE_BUFFERS, "10000");
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "4k");
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_SEND_BUFFERS, "2");
+        RdmaShuffleService s = mapReduceService(conf);
+        try {
+            assertNull(s.unavailable());
+            List<String> admitted = new java.util.ArrayList<>();
+            List<String> refused = new java.util.ArrayList<>();
+            int asked = 8;
+            for (int i = 1; i <= asked; i++) {
+                String app = ApplicationId.newInstance(1_700_000_000_000L, 100 + i).toString();
+                try (TestReducer r = new TestReducer(app, null)) {
+                    TestReducer.Result got = r.fetch(s.rdmaAddress(), MapReduceIds.mapAttempt(MapReduceIds.jobOf(app), 0), 0);
+                    assertNotNull(got.failure(), "no output was written");
+                    (String.valueOf(got.failure().getMessage()).contains("as many applications as it may") ? refused : admitted)
+                            .add(app);
+                }
+            }
+            assertTrue(!admitted.isEmpty() && !refused.isEmpty(), "admitted " + admitted + ", refused " + refused);
+            Scrape scrape = Scrape.of(s.prometheus().address());
+            assertEquals(new java.util.TreeSet<>(admitted), applications(scrape), "per-application series:\n" + scrape.text());
+            assertEquals(admitted.size(), scrape.value("rdmashuffle_applications", Map.of("service", "mapreduce")));
+
+            s.stopApplication(new org.apache.hadoop.yarn.server.api.ApplicationTerminationContext(
+                    ApplicationId.fromString(admitted.get(0))));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (applications(Scrape.of(s.prometheus().address())).contains(admitted.get(0)) && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(new java.util.TreeSet<>(admitted.subList(1, admitted.size())), applications(Scrape.of(s.prometheus().address())),
+                    "after " + admitted.get(0) + " stopped");
+        } finally {
+            s.stop();
+        }
+    }
+
+    private static java.util.Set<String> applications(Scrape scrape) {
+        java.util.Set<String> apps = new java.util.TreeSet<>();
+        scrape.samples().forEach(x -> {
+            if (x.labels().containsKey("application")) {
+                apps.add(x.labels().get("application"));
+            }
+        });
+        return apps;
+    }
+
     private static long valueOf(org.apache.hadoop.metrics2.MetricsSource source, String record, String metric) {
         MetricsCollectorImpl c = new MetricsCollectorImpl();
         source.getMetrics(c, true);
