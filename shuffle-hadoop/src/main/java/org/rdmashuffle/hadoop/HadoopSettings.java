@@ -30,8 +30,7 @@ final class HadoopSettings {
     static final String STOP_ON_FAILURE = HadoopKeys.STOP_ON_FAILURE;
     /** The software provider's data listener (it defaults to the engine's bind address, loopback for a wildcard). */
     static final String SOFTWARE_BIND_ADDRESS = PREFIX + EngineConfig.KEY_SOFTWARE_BIND_ADDRESS;
-    /** YARN's name for this node (yarn-site.xml); its default is the host's name. */
-    static final String NODE_MANAGER_HOSTNAME = "yarn.nodemanager.hostname";
+    static final String NODE_MANAGER_HOSTNAME = HadoopKeys.NODE_MANAGER_HOSTNAME;
     /** The environment variable YARN sets in every container: the host its NodeManager registered as. */
     static final String CONTAINER_NODE_HOST = "NM_HOST";
 

@@ -26,6 +26,8 @@ final class HadoopSettingsCheck {
         return List.of(
                 port(conf, HadoopSettings.SERVICE_PORT),
                 port(conf, HadoopKeys.SPARK_SERVICE_PORT),
+                port(conf, HadoopKeys.PROMETHEUS_PORT),
+                new SettingsCheck.Own(HadoopKeys.PROMETHEUS_BIND_ADDRESS, "an address to listen on", key -> null),
                 new SettingsCheck.Own(HadoopSettings.SERVICE_BIND_ADDRESS, "an address to listen on", key -> null),
                 bool(conf, HadoopSettings.SERVICE_AUTHENTICATE),
                 bool(conf, HadoopSettings.MAPREDUCE_FALLBACK),

@@ -51,8 +51,7 @@ public final class MapReduceServing implements ServiceEngine {
             throw ex;
         }
         engine = e;
-        LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs served over " + e.providerName()
-                + " device " + e.deviceName() + " at " + e.address()
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle service: map outputs carried by " + e.carrier() + " at " + e.address()
                 + (authenticate ? "" : " WITHOUT authentication (" + HadoopKeys.SERVICE_AUTHENTICATE + "=false)"));
     }
 

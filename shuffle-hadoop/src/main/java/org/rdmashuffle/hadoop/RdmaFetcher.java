@@ -52,6 +52,9 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
     private final boolean fallback;
     private final Set<String> httpHosts;
     private final long blockWaitMillis;
+    /** Where a map output read is counted: over a verbs device (RDMA) or over the software provider. */
+    private final RdmaShuffleCounter mapOutputsCounter;
+    private final RdmaShuffleCounter bytesCounter;
 
     private record Failure(BlockId block, Throwable cause) {
     }
@@ -66,6 +69,8 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         this.servicePort = servicePort;
         this.fallback = fallback;
         this.httpHosts = httpHosts;
+        this.mapOutputsCounter = RdmaShuffleCounter.mapOutputsOver(engine.providerName());
+        this.bytesCounter = RdmaShuffleCounter.bytesOver(engine.providerName());
         // The engine answers every block within its fetch timeout; a little more guards against a lost callback.
         this.blockWaitMillis = engine.config().fetchTimeout().toMillis() + engine.config().connectTimeout().toMillis() * 2;
     }
@@ -238,8 +243,8 @@ final class RdmaFetcher<K, V> extends Fetcher<K, V> {
         }
         scheduler.copySucceeded(map, host, stored, start, System.currentTimeMillis(), out);
         metrics.successFetch();
-        reporter.incrCounter(RdmaShuffleCounter.MAP_OUTPUTS_OVER_RDMA, 1);
-        reporter.incrCounter(RdmaShuffleCounter.BYTES_OVER_RDMA, stored);
+        reporter.incrCounter(mapOutputsCounter, 1);
+        reporter.incrCounter(bytesCounter, stored);
         return true;
     }
 

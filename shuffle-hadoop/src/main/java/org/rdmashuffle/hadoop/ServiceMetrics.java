@@ -12,13 +12,17 @@ import org.rdmashuffle.core.RdmaShuffleEngine;
 import org.rdmashuffle.core.metrics.EngineMetrics;
 import org.rdmashuffle.core.metrics.Refusal;
 import org.rdmashuffle.core.metrics.ServedCounts;
+import org.rdmashuffle.verbs.Carrier;
 import org.rdmashuffle.verbs.WorkCompletionStatus;
 
 /**
  * A service engine's figures as a metrics2 source (context {@code rdma-shuffle}; record {@code
  * RdmaShuffleService} for MapReduce's, {@code RdmaSparkShuffleService} for Spark's, each with a
  * record per application served now): what the NodeManager's JMX servlet ({@code /jmx}) and any
- * metrics2 sink show. docs/metrics.md lists them. Where the engine could not start, the service
+ * metrics2 sink show, and what the node's Prometheus exposition ({@link NodeExposition}) translates.
+ * docs/metrics.md lists them. The node's record says what carries the bytes: tags {@code Provider},
+ * {@code Device}, {@code SoftwareDevice}, and {@code OverRdmaDevice} or {@code OverSoftwareProvider} 1
+ * (the software provider is never counted as RDMA). Where the engine could not start, the service
  * publishes {@link UnavailableEngineMetrics} under the same record name instead.
  */
 final class ServiceMetrics implements MetricsSource {
@@ -45,6 +49,12 @@ final class ServiceMetrics implements MetricsSource {
             "map output regions deregistered to make room under the registered-memory limits (registered again if asked for again)");
     static final MetricsInfo COMPLETION_ERRORS = Interns.info("CompletionErrors", "work completions that failed, every status");
     static final MetricsInfo MEMLOCK = Interns.info("MemlockLimitBytes", "the memlock limit the engine runs under (-1: none)");
+    static final MetricsInfo REGISTERED_LIMIT = Interns.info("RegisteredMemoryLimitBytes",
+            "the most map-output bytes the engine registers at once (registeredMemoryLimit)");
+    static final MetricsInfo PROVIDER = Interns.info("Provider", "the verbs provider the engine runs on: ibverbs or software");
+    static final MetricsInfo DEVICE = Interns.info("Device", "the device the engine opened (soft0: the software provider's)");
+    static final MetricsInfo SOFTWARE_DEVICE = Interns.info("SoftwareDevice",
+            "which kernel software device that is (rxe, siw), empty for a hardware one or the software provider's");
     static final MetricsInfo APPLICATION = Interns.info("Application", "the application these figures are of");
     /** Per-application records' name (one record per application, tagged {@code Application}). */
     static final String APPLICATION_RECORD_SUFFIX = "Application";
@@ -81,8 +91,13 @@ final class ServiceMetrics implements MetricsSource {
     public void getMetrics(MetricsCollector collector, boolean all) {
         EngineMetrics m = engine.metrics();
         EngineCounters c = m.now();
+        boolean softwareProvider = Carrier.ofProvider(m.provider()) == Carrier.SOFTWARE_PROVIDER;
         MetricsRecordBuilder node = collector.addRecord(record).setContext("rdma-shuffle")
+                .tag(PROVIDER, m.provider()).tag(DEVICE, m.device()).tag(SOFTWARE_DEVICE, m.softwareDevice())
                 .addGauge(UnavailableEngineMetrics.ENGINE_RUNNING, 1).addGauge(UnavailableEngineMetrics.UNAVAILABLE_CODE, 0)
+                .addGauge(UnavailableEngineMetrics.OVER_RDMA_DEVICE, softwareProvider ? 0 : 1)
+                .addGauge(UnavailableEngineMetrics.OVER_SOFTWARE_PROVIDER, softwareProvider ? 1 : 0)
+                .addGauge(REGISTERED_LIMIT, engine.config().registeredMemoryLimit())
                 .addGauge(SERVING_CONNECTIONS, c.servingConnections())
                 .addGauge(REGISTERED_BYTES, c.registeredMapOutputBytes())
                 .addGauge(RECEIVES_POSTED, c.receivesPosted())

@@ -21,6 +21,15 @@ final class HadoopKeys {
      * without RDMA and says why.
      */
     static final String STOP_ON_FAILURE = PREFIX + "stopOnFailure";
+    /**
+     * The port of the node's Prometheus exposition ({@code NodePrometheusExporter}), shared by both services;
+     * unset: none. 0: any free port (logged).
+     */
+    static final String PROMETHEUS_PORT = PREFIX + "prometheus.port";
+    /** YARN's name for this node (yarn-site.xml); its default is the host's name. */
+    static final String NODE_MANAGER_HOSTNAME = "yarn.nodemanager.hostname";
+    /** Where that exposition listens (default the wildcard: every address of the node). */
+    static final String PROMETHEUS_BIND_ADDRESS = PREFIX + "prometheus.bindAddress";
 
     private HadoopKeys() {
     }

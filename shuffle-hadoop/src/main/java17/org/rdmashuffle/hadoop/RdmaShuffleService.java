@@ -41,6 +41,8 @@ public class RdmaShuffleService extends ShuffleHandler {
     private final ServiceEngineSlot<ServiceEngine> slot = new ServiceEngineSlot<>(SERVICE, HadoopKeys.SERVICE_PORT,
             "map outputs are served over HTTP only (MapReduce's stock shuffle)", METRICS_SOURCE, "rdma-shuffle service engine");
     private NodeLocalDirs configuredLocalDirs;
+    /** The node's Prometheus exposition if this service owns it (NodePrometheusExporter: the first service to start). */
+    private NodePrometheusExporter prometheus;
 
     @Override
     protected void serviceInit(Configuration conf) throws Exception {
@@ -71,6 +73,7 @@ public class RdmaShuffleService extends ShuffleHandler {
         slot.start(getConfig(), () -> EngineRuntime.load(RdmaShuffleService.class, ServiceEngine.class, ENGINE_SIDE,
                 new Class<?>[] {Configuration.class, AuxiliaryLocalPathHandler.class, boolean.class, ServiceEngine.MapReduceJobs.class},
                 getConfig(), getAuxiliaryLocalPathHandler(), authenticate, new Jobs()));
+        prometheus = NodePrometheusExporter.claim(getConfig(), SERVICE);
     }
 
     /** Why the RDMA engine could not start (map outputs are then served over HTTP only), or null while it runs. */
@@ -91,6 +94,9 @@ public class RdmaShuffleService extends ShuffleHandler {
     @Override
     protected void serviceStop() throws Exception {
         try {
+            if (prometheus != null) {
+                prometheus.close();
+            }
             slot.stop();
         } finally {
             super.serviceStop();
@@ -104,6 +110,11 @@ public class RdmaShuffleService extends ShuffleHandler {
             e.applicationStopped(context.getApplicationId().toString());
         }
         super.stopApplication(context);
+    }
+
+    /** The node's Prometheus exposition as this service sees it: serving (it owns it), or why not; null before the start. */
+    NodePrometheusExporter prometheus() {
+        return prometheus;
     }
 
     /** Where the engine listens (its control plane). */

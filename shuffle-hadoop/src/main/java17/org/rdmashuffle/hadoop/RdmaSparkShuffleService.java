@@ -50,6 +50,8 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
             HadoopKeys.SPARK_SERVICE_PORT, "Spark's own service serves its applications over TCP", METRICS_SOURCE,
             "rdma-shuffle Spark service engine");
     private NodeLocalDirs configuredLocalDirs;
+    /** The node's Prometheus exposition if this service owns it (NodePrometheusExporter: the first service to start). */
+    private NodePrometheusExporter prometheus;
 
     /** As the NodeManager creates it: Spark's service must be on this service's classpath. */
     public RdmaSparkShuffleService() {
@@ -111,6 +113,7 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
         slot.start(getConfig(), () -> EngineRuntime.load(RdmaSparkShuffleService.class, ServiceEngine.ForSpark.class,
                 ENGINE_SIDE, new Class<?>[] {Configuration.class, AuxiliaryLocalPathHandler.class, Path.class},
                 getConfig(), getAuxiliaryLocalPathHandler(), getRecoveryPath()));
+        prometheus = NodePrometheusExporter.claim(getConfig(), SERVICE);
         super.serviceStart();
     }
 
@@ -122,6 +125,9 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     @Override
     protected void serviceStop() throws Exception {
         try {
+            if (prometheus != null) {
+                prometheus.close();
+            }
             slot.stop();
         } finally {
             spark.stop();
@@ -180,6 +186,11 @@ public class RdmaSparkShuffleService extends AuxiliaryService {
     /** The metrics2 source the service registered: the engine's, or the one saying why there is none. */
     org.apache.hadoop.metrics2.MetricsSource metrics() {
         return slot.metrics();
+    }
+
+    /** The node's Prometheus exposition as this service sees it: serving (it owns it), or why not; null before the start. */
+    NodePrometheusExporter prometheus() {
+        return prometheus;
     }
 
     /** Where the RDMA engine listens (its control plane). */

@@ -19,6 +19,10 @@ final class UnavailableEngineMetrics implements MetricsSource {
     static final MetricsInfo UNAVAILABLE_CODE = Interns.info("UnavailableCode",
             "why the RDMA engine could not start: the RS code's number (docs/troubleshooting.md), 99 for another reason, 0 when it runs");
     static final MetricsInfo REASON = Interns.info("Reason", "why the RDMA engine could not start");
+    static final MetricsInfo OVER_RDMA_DEVICE = Interns.info("OverRdmaDevice",
+            "1: the engine serves over a verbs device (RDMA: an HCA, or a kernel software device such as rxe; tags Device, SoftwareDevice)");
+    static final MetricsInfo OVER_SOFTWARE_PROVIDER = Interns.info("OverSoftwareProvider",
+            "1: the engine serves over the software provider (RC over TCP in the JVM, not RDMA)");
 
     private final String record;
     private final String reason;
@@ -47,6 +51,7 @@ final class UnavailableEngineMetrics implements MetricsSource {
     @Override
     public void getMetrics(MetricsCollector collector, boolean all) {
         collector.addRecord(record).setContext("rdma-shuffle").tag(REASON, reason)
-                .addGauge(ENGINE_RUNNING, 0).addGauge(UNAVAILABLE_CODE, unavailableCode(reason));
+                .addGauge(ENGINE_RUNNING, 0).addGauge(UNAVAILABLE_CODE, unavailableCode(reason))
+                .addGauge(OVER_RDMA_DEVICE, 0).addGauge(OVER_SOFTWARE_PROVIDER, 0);
     }
 }

@@ -57,8 +57,12 @@ class MapReduceOverRdmaTest {
     private static Path input;
     private static Outcome stock;
 
-    private record Outcome(List<byte[]> parts, long shuffledMaps, long shuffleBytes, long failedMaps, long rdmaMaps,
-                           long rdmaBytes) {
+    /**
+     * @param engineMaps map outputs the engine read over the software provider (this cluster's: no device here)
+     * @param rdmaMaps map outputs counted as read over RDMA (a verbs device): none may be, on the software provider
+     */
+    private record Outcome(List<byte[]> parts, long shuffledMaps, long shuffleBytes, long failedMaps, long engineMaps,
+                           long engineBytes, long rdmaMaps, long rdmaBytes) {
     }
 
     @BeforeAll
@@ -83,9 +87,11 @@ class MapReduceOverRdmaTest {
         assertEquals((long) MAPS * REDUCES, rdma.shuffledMaps, "shuffled maps");
         assertEquals(stock.shuffledMaps, rdma.shuffledMaps, "shuffled maps, stock vs rdma");
         assertEquals(stock.shuffleBytes, rdma.shuffleBytes, "reduce shuffle bytes, stock vs rdma");
-        assertEquals(rdma.shuffledMaps, rdma.rdmaMaps, "map outputs over RDMA (job counter)");
-        assertEquals(rdma.shuffleBytes, rdma.rdmaBytes, "bytes over RDMA (job counter) vs reduce shuffle bytes");
-        assertEquals(0, stock.rdmaMaps, "map outputs over RDMA in the stock shuffle's job");
+        assertEquals(rdma.shuffledMaps, rdma.engineMaps, "map outputs over the software provider (job counter)");
+        assertEquals(rdma.shuffleBytes, rdma.engineBytes, "bytes over the software provider (job counter) vs reduce shuffle bytes");
+        assertEquals(0, rdma.rdmaMaps, "map outputs counted as over RDMA, on the software provider");
+        assertEquals(0, rdma.rdmaBytes, "bytes counted as over RDMA, on the software provider");
+        assertEquals(0, stock.engineMaps + stock.rdmaMaps, "map outputs over the engine in the stock shuffle's job");
         assertEquals(MAPS, servedMapOutputs() - resolvedBefore, "map outputs the service found and registered");
         // The NodeManager stops the application once the job is done: its regions are deregistered.
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
@@ -158,8 +164,9 @@ class MapReduceOverRdmaTest {
         Outcome rdma = outcome("local-dir-full", job);
         assertSameOutput(stock, rdma);
         assertTrue(rdma.failedMaps >= 1, "failed maps: " + rdma.failedMaps);
-        assertEquals(rdma.shuffledMaps, rdma.rdmaMaps, "map outputs over RDMA (job counter)");
-        assertEquals(rdma.shuffleBytes, rdma.rdmaBytes, "bytes over RDMA (job counter)");
+        assertEquals(rdma.shuffledMaps, rdma.engineMaps, "map outputs over the software provider (job counter)");
+        assertEquals(rdma.shuffleBytes, rdma.engineBytes, "bytes over the software provider (job counter)");
+        assertEquals(0, rdma.rdmaMaps + rdma.rdmaBytes, "counted as over RDMA, on the software provider");
         assertEquals(MAPS, servedMapOutputs() - resolvedBefore, "map outputs the service found: the committed ones");
     }
 
@@ -217,9 +224,10 @@ class MapReduceOverRdmaTest {
         assertSameOutput(stock, mixed);
         assertEquals(0, mixed.failedMaps, "nothing was re-run: the refused output came over HTTP");
         assertEquals(MAPS - 1, servedMapOutputs() - resolvedBefore, "all other outputs were served by RDMA");
-        assertEquals((long) (MAPS - 1) * REDUCES, mixed.rdmaMaps, "map outputs over RDMA (job counter)");
-        assertTrue(mixed.rdmaBytes > 0 && mixed.rdmaBytes < mixed.shuffleBytes, "bytes over RDMA: " + mixed.rdmaBytes
-                + " of " + mixed.shuffleBytes);
+        assertEquals((long) (MAPS - 1) * REDUCES, mixed.engineMaps, "map outputs over the software provider (job counter)");
+        assertTrue(mixed.engineBytes > 0 && mixed.engineBytes < mixed.shuffleBytes, "bytes over the software provider: "
+                + mixed.engineBytes + " of " + mixed.shuffleBytes);
+        assertEquals(0, mixed.rdmaMaps + mixed.rdmaBytes, "counted as over RDMA, on the software provider");
     }
 
     /** Before, such blocks failed as too large and went over HTTP; now they come over RDMA in pieces, fallback off. */
@@ -233,8 +241,8 @@ class MapReduceOverRdmaTest {
         assertSameOutput(stock, big);
         assertEquals(0, big.failedMaps, "nothing was re-run");
         assertEquals(stock.shuffleBytes, big.shuffleBytes, "reduce shuffle bytes, stock vs rdma");
-        assertEquals(big.shuffledMaps, big.rdmaMaps, "map outputs over RDMA (job counter)");
-        assertEquals(big.shuffleBytes, big.rdmaBytes, "bytes over RDMA (job counter)");
+        assertEquals(big.shuffledMaps, big.engineMaps, "map outputs over the software provider (job counter)");
+        assertEquals(big.shuffleBytes, big.engineBytes, "bytes over the software provider (job counter)");
     }
 
     @Test
@@ -304,6 +312,8 @@ class MapReduceOverRdmaTest {
         return new Outcome(parts, counters.findCounter(TaskCounter.SHUFFLED_MAPS).getValue(),
                 counters.findCounter(TaskCounter.REDUCE_SHUFFLE_BYTES).getValue(),
                 counters.findCounter(JobCounter.NUM_FAILED_MAPS).getValue(),
+                counters.findCounter(RdmaShuffleCounter.MAP_OUTPUTS_OVER_SOFTWARE_PROVIDER).getValue(),
+                counters.findCounter(RdmaShuffleCounter.BYTES_OVER_SOFTWARE_PROVIDER).getValue(),
                 counters.findCounter(RdmaShuffleCounter.MAP_OUTPUTS_OVER_RDMA).getValue(),
                 counters.findCounter(RdmaShuffleCounter.BYTES_OVER_RDMA).getValue());
     }

@@ -20,7 +20,8 @@ import org.rdmashuffle.verbs.EngineRuntime;
  * A NodeManager on Java 17 (Debian's OpenJDK 17), {@link RdmaShuffleService} configured as its
  * {@code mapreduce_shuffle} and {@link RdmaShuffleConsumerPlugin} as the job's shuffle consumer, as the
  * shipped yarn-site.xml and mapred-site.xml say: the NodeManager starts, its service says why its engine
- * cannot run ({@code RS09 jvm}, {@code EngineRunning} 0 in its metrics), and a MapReduce job whose tasks
+ * cannot run ({@code RS09 jvm}, {@code EngineRunning} 0 in its metrics and {@code rdmashuffle_service_up} 0 with
+ * code RS09 in its Prometheus exposition, which runs on Java 17), and a MapReduce job whose tasks
  * run on Java 17 too is shuffled over HTTP by the stock handler with the right result. The cluster
  * (MiniMRYarnCluster) and its driver are compiled here for Java 17 and run in a JVM of their own.
  * Skipped, with the reason, where no JDK 17 is installed (never under CI=true).
@@ -68,6 +69,8 @@ class OlderJvmNodeManagerServesOverHttpTest {
                             "org.rdmashuffle.hadoop.RdmaShuffleService");
                     conf.pinned = true;
                     conf.set("rdma.shuffle.service.bindAddress", "127.0.0.1");
+                    conf.set("rdma.shuffle.prometheus.port", "0");
+                    conf.set("rdma.shuffle.prometheus.bindAddress", "127.0.0.1");
                     conf.set(YarnConfiguration.RM_BIND_HOST, "127.0.0.1");
                     conf.set(YarnConfiguration.NM_BIND_HOST, "127.0.0.1");
                     conf.setInt(YarnConfiguration.NM_PMEM_MB, 4096);
@@ -93,6 +96,19 @@ class OlderJvmNodeManagerServesOverHttpTest {
                         for (var t : record.tags()) {
                             System.out.println("tag " + t.name() + "=" + t.value());
                         }
+                        // The node's Prometheus exposition, at the port its claim publishes in metrics2.
+                        MetricsCollectorImpl claim = new MetricsCollectorImpl();
+                        DefaultMetricsSystem.instance().getSource("RdmaShufflePrometheusExporter").getMetrics(claim, true);
+                        int port = 0;
+                        for (var m : claim.getRecords().get(0).metrics()) {
+                            if (m.name().equals("Port")) {
+                                port = m.value().intValue();
+                            }
+                        }
+                        String scrape = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                                java.net.URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
+                                java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+                        scrape.lines().filter(l -> !l.startsWith("#")).forEach(l -> System.out.println("prom " + l));
 
                         java.nio.file.Path in = Files.createDirectories(work.resolve("in"));
                         Map<String, Long> expected = new TreeMap<>();
@@ -185,6 +201,11 @@ class OlderJvmNodeManagerServesOverHttpTest {
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("tag Reason=") && l.contains("RS09 jvm: saw Java 17")
                 && l.contains("Java " + EngineRuntime.REQUIRED_FEATURE + " or newer")), tail(out));
         assertTrue(out.contains("map outputs are served over HTTP only"), "one WARN says what still serves:\n" + tail(out));
+        // The Prometheus exposition is built for Java 17 too: it says so to Prometheus, with the RS code.
+        assertTrue(lines.stream().anyMatch(l -> l.matches("prom rdmashuffle_service_up\\{.*service=\"mapreduce\".*\\} 0(\\.0)?")),
+                "rdmashuffle_service_up 0 in the exposition:\n" + tail(out));
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("prom rdmashuffle_service_unavailable_info{") && l.contains("code=\"RS09\"")
+                && l.contains("reason=\"jvm\"") && l.contains("service=\"mapreduce\"")), "RS09 in the exposition:\n" + tail(out));
         assertTrue(lines.contains("job succeeded=true"), tail(out));
         assertTrue(lines.stream().anyMatch(l -> l.matches("reduce shuffle bytes=[1-9]\\d*")),
                 "the reducers fetched the map outputs from the NodeManager:\n" + tail(out));

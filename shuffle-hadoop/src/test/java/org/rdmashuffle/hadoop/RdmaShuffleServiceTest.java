@@ -185,6 +185,107 @@ class RdmaShuffleServiceTest {
         assertTrue(queries >= 10, "the dashboard's NodeManager queries: " + queries);
     }
 
+    /**
+     * The node's Prometheus exposition (NodePrometheusExporter), scraped over HTTP after a real serve: every
+     * figure equals the service's metrics2 record it comes from, under the names and labels of
+     * docs/metrics.md (application, kind, status, errno as labels; the software provider named as such, never
+     * as a device); promtool, Prometheus' own parser, finds nothing wrong with it; and once the application
+     * stops, no series names it.
+     */
+    @Test
+    void thePrometheusExposition_givesTheMetrics2Figures_labelled_andForgetsAStoppedApplication() throws Exception {
+        service.stop();
+        JobConf conf = new JobConf(false);
+        conf.set(HadoopKeys.PROMETHEUS_PORT, "0");
+        conf.set(HadoopKeys.PROMETHEUS_BIND_ADDRESS, "127.0.0.1");
+        conf.set(HadoopKeys.NODE_MANAGER_HOSTNAME, "node-7");
+        conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "3g");
+        service = newService(conf);
+        service.initializeApplication(new ApplicationInitializationContext(USER, app, ShuffleHandler.serializeServiceData(jobToken)));
+        java.net.InetSocketAddress at = service.prometheus().address();
+        assertTrue(at != null, "the exposition serves: " + service.prometheus().why());
+        MapOutput out = writeMapOutput(0, 0, new int[] {3000, 0, 70_000, 12});
+        try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
+            for (int p = 0; p < 4; p++) {
+                assertTrue(r.fetch(service.rdmaAddress(), out.attempt, p).failure() == null, "partition " + p);
+            }
+            assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 9).failure() != null, "partition 9 of 4 is refused");
+        }
+        MetricsCollectorImpl collector = new MetricsCollectorImpl();
+        service.metrics().getMetrics(collector, true);
+        java.util.Map<String, Long> node = values(collector.getRecords().get(0));
+        java.util.Map<String, Long> mine = values(collector.getRecords().stream()
+                .filter(x -> x.name().equals(RdmaShuffleService.METRICS_SOURCE + "Application")).findFirst().orElseThrow());
+        Scrape scrape = Scrape.of(at);
+
+        java.util.Map<String, String> here = java.util.Map.of("node", "node-7", "service", "mapreduce");
+        assertEquals(1, scrape.value("rdmashuffle_service_up", java.util.Map.of("node", "node-7", "service", "mapreduce",
+                "carrier", "software_provider", "provider", "software", "device", "soft0", "device_kind", "software")),
+                "the software provider serves, and says so\n" + scrape.text());
+        assertEquals(List.of(), scrape.find("rdmashuffle_service_up", java.util.Map.of("carrier", "rdma_device")),
+                "the software provider is not a device");
+        assertEquals(List.of(), scrape.find("rdmashuffle_service_unavailable_info", here), "nothing unavailable");
+        int compared = 0;
+        for (var e : NodeExposition.NODE_GAUGES.entrySet()) {
+            assertEquals((double) node.get(e.getKey()), scrape.value(e.getValue()[0], here), e.getKey());
+            compared++;
+        }
+        for (var e : NodeExposition.NODE_COUNTERS.entrySet()) {
+            assertEquals((double) node.get(e.getKey()), scrape.value(e.getValue()[0] + "_total", here), e.getKey());
+            compared++;
+        }
+        for (var e : node.entrySet()) {
+            if (e.getKey().startsWith("CompletionErrors") && e.getKey().length() > "CompletionErrors".length()) {
+                assertEquals((double) e.getValue(), scrape.value("rdmashuffle_completion_errors_total", java.util.Map.of(
+                        "node", "node-7", "service", "mapreduce", "status", e.getKey().substring("CompletionErrors".length()))));
+                compared++;
+            }
+        }
+        java.util.Map<String, String> ofApp = java.util.Map.of("node", "node-7", "service", "mapreduce", "application",
+                app.toString());
+        for (var e : NodeExposition.APPLICATION_COUNTERS.entrySet()) {
+            assertEquals((double) mine.get(e.getKey()), scrape.value(e.getValue()[0] + "_total", ofApp), e.getKey());
+            compared++;
+        }
+        for (var e : mine.entrySet()) {
+            if (e.getKey().startsWith("Refused") && !e.getKey().equals("RefusedRequests")) {
+                String kind = Character.toLowerCase(e.getKey().charAt(7)) + e.getKey().substring(8);
+                java.util.Map<String, String> labels = new java.util.HashMap<>(ofApp);
+                labels.put("kind", kind);
+                assertEquals((double) e.getValue(), scrape.value("rdmashuffle_refused_requests_total", labels), kind);
+                compared++;
+            }
+        }
+        assertTrue(compared >= 6 + 2 + 3 + 12, "figures compared: " + compared);
+        // And against what happened, not only against metrics2.
+        assertEquals(4, scrape.value("rdmashuffle_served_blocks_total", ofApp));
+        assertEquals(out.size, scrape.value("rdmashuffle_served_bytes_total", ofApp));
+        java.util.Map<String, String> partitionRange = new java.util.HashMap<>(ofApp);
+        partitionRange.put("kind", "partitionRange");
+        assertEquals(1, scrape.value("rdmashuffle_refused_requests_total", partitionRange));
+        assertEquals((out.size + 4095) / 4096 * 4096, scrape.value("rdmashuffle_registered_bytes", here));
+        assertEquals(3L << 30, scrape.value("rdmashuffle_registered_limit_bytes", here));
+        assertEquals(1, scrape.value("rdmashuffle_applications", here));
+        assertTrue(scrape.samples().stream().noneMatch(x -> x.name().contains(Long.toString(app.getClusterTimestamp()))),
+                "no application id in a name");
+
+        Promtool.Result lint = Promtool.run(localDir, scrape.text(), "check", "metrics");
+        assertEquals(0, lint.exit(), "promtool check metrics:\n" + lint.output() + "\n" + scrape.text());
+
+        service.stopApplication(new ApplicationTerminationContext(app));
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        Scrape after = Scrape.of(at);
+        while (!after.find("rdmashuffle_served_blocks_total", java.util.Map.of("application", app.toString())).isEmpty()
+                && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            after = Scrape.of(at);
+        }
+        assertEquals(List.of(), after.samples().stream().filter(x -> x.labels().containsValue(app.toString())).toList(),
+                "series of a stopped application");
+        assertEquals(0, after.value("rdmashuffle_applications", here));
+        assertEquals(1, after.value("rdmashuffle_registrations_total", here), "node totals outlive the application");
+    }
+
     private static java.util.Map<String, Long> values(MetricsRecord record) {
         java.util.Map<String, Long> m = new java.util.TreeMap<>();
         for (var x : record.metrics()) {

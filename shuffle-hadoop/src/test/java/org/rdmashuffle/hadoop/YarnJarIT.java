@@ -27,7 +27,7 @@ class YarnJarIT {
     private static final Path JAR = Path.of(System.getProperty("rdmashuffle.yarnJar", "missing"));
 
     @Test
-    void theJarCarriesEverythingOfOurs_withNettyAndKryoRelocated() throws Exception {
+    void theJarCarriesEverythingOfOurs_withNettyKryoAndPrometheusRelocated() throws Exception {
         assertTrue(Files.isRegularFile(JAR), "the shaded jar was built: " + JAR);
         List<String> unrelocated = new ArrayList<>();
         List<String> needingSpark = new ArrayList<>();
@@ -45,7 +45,8 @@ class YarnJarIT {
                     "org/rdmashuffle/hadoop/RdmaSparkShuffleService.class",
                     "org/rdmashuffle/core/service/SparkShuffleServer.class",
                     "org/rdmashuffle/shaded/io/netty/channel/nio/NioIoHandler.class",
-                    "org/rdmashuffle/shaded/com/esotericsoftware/kryo/Kryo.class")) {
+                    "org/rdmashuffle/shaded/com/esotericsoftware/kryo/Kryo.class",
+                    "org/rdmashuffle/shaded/io/prometheus/metrics/exporter/httpserver/HTTPServer.class")) {
                 assertTrue(jar.getEntry(needed) != null, "missing " + needed);
             }
         }

@@ -33,7 +33,7 @@ import org.rdmashuffle.spark.RdmaShuffleManager;
  * <li>{@code set <spark.sql.key> <value>} → {@code @@ DONE set <key>=<value read back>}: a SQL setting for the queries that follow
  *     (the runner's {@code --shuffle-partitions})</li>
  * <li>{@code run <query> <result file>} → {@code @@ DONE run <ms> <shuffle read bytes> <shuffle write bytes> <rows>
- *     <remote bytes> <bytes over RDMA> <blocks over the built-in transport> <bytes over the built-in transport>}:
+ *     <remote bytes> <bytes over the engine (a device or the software provider)> <blocks over the built-in transport> <bytes over the built-in transport>}:
  *     the remote bytes are Spark's own count (of what tasks consumed); the others are what the
  *     executors' RdmaShuffleManagers counted during the query (all 0 on the built-in shuffle); the
  *     query's stages, each with the sums of its tasks' metrics ({@link StageAccounting}), are written

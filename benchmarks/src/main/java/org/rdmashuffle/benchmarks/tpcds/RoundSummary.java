@@ -18,7 +18,7 @@ import org.rdmashuffle.benchmarks.spark.BalancedPairs;
  * side's two); for the whole run, each round's totals, each pair's ratio of the totals, their median
  * with a 90% interval, and the order effect of both sides. Only queries comparable in every round
  * (identical, empty on both or not deterministic) are summed; the queries whose rdma side moved nothing
- * over RDMA in any round are also summed apart (a cost the plugin has where it carries no bytes shows
+ * over the engine (a device or the software provider) in any round are also summed apart (a cost the plugin has where it carries no bytes shows
  * there). Writes {@code rounds.md} and {@code rounds.csv}.
  */
 final class RoundSummary {
@@ -123,10 +123,10 @@ final class RoundSummary {
         md.append("| over | queries | built-in s, each round | rdma-shuffle s, each round | ratio, each pair | median of the pairs (90% "
                 + "interval) | order effect, built-in / rdma-shuffle |\n|---|---|---|---|---|---|---|\n");
         row(md, "all comparable queries", all);
-        row(md, "queries that moved nothing over RDMA", noRdma);
+        row(md, "queries that moved nothing over the engine", noRdma);
         md.append("\n| query | first, each round | built-in ms, each round | rdma-shuffle ms, each round | ratio, each pair | median "
                 + "of the pairs | results |\n|---|---|---|---|---|---|---|\n");
-        StringBuilder csv = new StringBuilder("query,round,pair,first,builtin_ms,rdma_ms,rdma_bytes_over_rdma,verdict\n");
+        StringBuilder csv = new StringBuilder("query,round,pair,first,builtin_ms,rdma_ms,rdma_bytes_over_engine,verdict\n");
         for (int q = 0; q < n; q++) {
             long[] b = new long[rounds.size()];
             long[] r = new long[rounds.size()];
@@ -152,7 +152,7 @@ final class RoundSummary {
         }
         Files.writeString(out.resolve("rounds.md"), md);
         Files.writeString(out.resolve("rounds.csv"), csv);
-        System.out.printf(Locale.ROOT, "%s (%d rounds): %s; pair ratios %s; queries that moved nothing over RDMA (%d): %s; written %s%n",
+        System.out.printf(Locale.ROOT, "%s (%d rounds): %s; pair ratios %s; queries that moved nothing over the engine (%d): %s; written %s%n",
                 pairs == 1 ? "1 pair" : pairs + " pairs", rounds.size(), whole, ratios(all.pairRatios()), noRdma.queries(),
                 noRdma.queries() == 0 ? "-" : noRdma.ratio().describe("pair ratios " + ratios(noRdma.pairRatios())),
                 out.resolve("rounds.md"));

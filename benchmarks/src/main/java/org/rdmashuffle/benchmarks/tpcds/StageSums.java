@@ -10,7 +10,7 @@ import org.rdmashuffle.benchmarks.spark.StageAccounting.Stage;
 /**
  * Where each TPC-DS query's time went on each side ({@link StageAccounting}, per query): every stage
  * in {@code stages.csv}, the query's sums in results.md beside the built-in's, and totals over the
- * comparable queries, also over those that moved nothing over RDMA (a cost the plugin has where it
+ * comparable queries, also over those that moved nothing over the engine (a cost the plugin has where it
  * carries no bytes shows there).
  */
 final class StageSums {
@@ -80,13 +80,13 @@ final class StageSums {
     }
 
     /**
-     * The sums over the comparable queries, and over those of them that moved nothing over RDMA, with
+     * The sums over the comparable queries, and over those of them that moved nothing over the engine, with
      * ratios; then the stages of the comparable queries by what they do with the shuffle (a cost the
      * plugin adds where no shuffle code runs, in scans and broadcasts, is not the fetch's).
      */
     static String totals(List<TpcdsRunner.Outcome> outcomes) {
         StringBuilder b = new StringBuilder(total("all comparable queries", outcomes, o -> true)
-                + total("comparable queries that moved nothing over RDMA", outcomes, o -> o.rdma().rdmaBytes() == 0));
+                + total("comparable queries that moved nothing over the engine", outcomes, o -> o.rdma().rdmaBytes() == 0));
         List<TpcdsRunner.Outcome> comparable = outcomes.stream().filter(TpcdsRunner.Outcome::comparable).toList();
         for (Kind kind : Kind.values()) {
             Stage bs = StageAccounting.total("built-in", comparable.stream().flatMap(o -> o.builtinStages().stream())

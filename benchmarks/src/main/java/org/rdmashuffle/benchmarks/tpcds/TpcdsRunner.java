@@ -443,8 +443,8 @@ public final class TpcdsRunner {
     private static void write(List<Outcome> outcomes, double scale, String where, Path out) throws IOException {
         Files.createDirectories(out);
         StringBuilder csv = new StringBuilder("query,builtin_ms,rdma_ms,ratio,shuffle_read_bytes,shuffle_write_bytes,builtin_rows,"
-                + "rdma_rows,builtin_remote_bytes,builtin_bytes_over_rdma,builtin_bytes_over_builtin,rdma_remote_bytes,"
-                + "rdma_bytes_over_rdma,rdma_bytes_over_builtin,rdma_blocks_over_builtin,verdict\n");
+                + "rdma_rows,builtin_remote_bytes,builtin_bytes_over_engine,builtin_bytes_over_builtin,rdma_remote_bytes,"
+                + "rdma_bytes_over_engine,rdma_bytes_over_builtin,rdma_blocks_over_builtin,verdict\n");
         StringBuilder md = new StringBuilder("| query | built-in ms | rdma-shuffle ms | ratio | shuffle read MB | rows (built-in / rdma) "
                 + "| rdma side: MB over the engine / over Spark's transport | result |\n|---|---|---|---|---|---|---|---|\n");
         long bTotal = 0;

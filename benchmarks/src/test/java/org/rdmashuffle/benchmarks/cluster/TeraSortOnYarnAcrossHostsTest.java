@@ -25,11 +25,12 @@ import org.junit.jupiter.api.Test;
  * ResourceManager and two NodeManagers, each a JVM of Hadoop 3.5's jars with Hadoop's own Netty 4.1
  * ({@link HadoopHome}), the project's {@code -yarn} jar loaded as conf/yarn-site.xml ships it and
  * conf/mapred-site.xml merged into the cluster's MapReduce settings (docs/yarn.md's steps, install
- * paths substituted). The software provider carries the RDMA protocol (the bed has no RDMA device).
+ * paths substituted). The software provider carries the engine's protocol over TCP (the bed has no RDMA device).
  *
  * <p>Checked: each NodeManager says its RDMA service serves; TeraSort over the RDMA consumer and over
  * the stock shuffle (same input, two reduces) write the same bytes, and TeraValidate finds the RDMA
- * run's output sorted; the job's counters say every shuffled map output and byte came over RDMA; each
+ * run's output sorted; the job's counters say every shuffled map output and byte came over the software
+ * provider (and none is counted as RDMA); each
  * node ran maps and a reduce (so every reduce read another host's outputs), and each reduce's engine
  * was on its own host's address.
  */
@@ -42,7 +43,7 @@ class TeraSortOnYarnAcrossHostsTest {
         onYarn("", Map.of(), (yarn, run, data) -> {
             for (ClusterBed.Host node : yarn.nodeHosts()) {
                 String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
-                assertTrue(log.contains("rdma-shuffle service: map outputs served over software device"),
+                assertTrue(log.contains("rdma-shuffle service: map outputs carried by the software provider"),
                         "the NodeManager at " + node.address() + " loaded the RDMA service from the -yarn jar");
             }
             job(yarn, "teragen", "-Dmapreduce.job.maps=4", Integer.toString(ROWS), data.resolve("in").toString());
@@ -50,8 +51,8 @@ class TeraSortOnYarnAcrossHostsTest {
                     "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
                     data.resolve("in").toString(), data.resolve("out-rdma").toString());
             // Before the next jobs: TeraValidate's shuffle goes over the same services.
-            assertTheNodeManagersPublishWhatTheyServed(yarn, counter(rdma, "MAP_OUTPUTS_OVER_RDMA"),
-                    counter(rdma, "BYTES_OVER_RDMA"));
+            assertTheNodeManagersPublishWhatTheyServed(yarn, counter(rdma, "MAP_OUTPUTS_OVER_SOFTWARE_PROVIDER"),
+                    counter(rdma, "BYTES_OVER_SOFTWARE_PROVIDER"));
             String stock = job(yarn, "terasort-stock", "-Dmapreduce.job.reduces=2",
                     "-Dmapreduce.job.reduce.slowstart.completedmaps=1.0",
                     "-Dmapreduce.job.reduce.shuffle.consumer.plugin.class=org.apache.hadoop.mapreduce.task.reduce.Shuffle",
@@ -62,14 +63,15 @@ class TeraSortOnYarnAcrossHostsTest {
                         Files.readAllBytes(data.resolve("out-rdma").resolve(part)), part + " as the stock shuffle wrote it");
             }
 
-            assertFalse(stock.contains("OVER_RDMA"), "the stock run shuffled over HTTP only");
+            assertFalse(stock.contains("OVER_RDMA") || stock.contains("OVER_SOFTWARE_PROVIDER"), "the stock run shuffled over HTTP only");
             long shuffled = counter(rdma, "Shuffled Maps");
             long shuffleBytes = counter(rdma, "Reduce shuffle bytes");
             assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
             // The client prints our counters by their enum names: it has no rdma-shuffle jar, so no display names.
-            assertEquals(shuffled, counter(rdma, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
+            assertEquals(shuffled, counter(rdma, "MAP_OUTPUTS_OVER_SOFTWARE_PROVIDER"), "every map output over the software provider");
             assertTrue(shuffleBytes > ROWS * 100L / 2, "the reduces shuffled the data: " + shuffleBytes);
-            assertEquals(shuffleBytes, counter(rdma, "BYTES_OVER_RDMA"), "every shuffled byte over RDMA");
+            assertEquals(shuffleBytes, counter(rdma, "BYTES_OVER_SOFTWARE_PROVIDER"), "every shuffled byte over the software provider");
+            assertFalse(Pattern.compile("OVER_RDMA=[1-9]").matcher(rdma).find(), "nothing counted as RDMA on the software provider");
 
             String app = application(rdma);
             for (ClusterBed.Host node : yarn.nodeHosts()) {
@@ -102,7 +104,7 @@ class TeraSortOnYarnAcrossHostsTest {
             assertValidates(yarn, data.resolve("out"), data.resolve("report"));
             assertTrue(counter(sorted, "Reduce shuffle bytes") > 0, "the reduces shuffled the data over HTTP");
             // The consumer's counters are printed, at 0, when its fetchers ran and fell back to HTTP.
-            assertFalse(Pattern.compile("OVER_RDMA=[1-9]").matcher(sorted).find(), "nothing came over RDMA: " + sorted);
+            assertFalse(Pattern.compile("OVER_(RDMA|SOFTWARE_PROVIDER)=[1-9]").matcher(sorted).find(), "nothing came over the engine: " + sorted);
             for (ClusterBed.Host node : yarn.nodeHosts()) {
                 String log = Files.readString(yarn.logs().resolve("nodemanager-" + node.address() + ".log"));
                 assertTrue(log.contains("rdma-shuffle service (mapreduce_shuffle): no RDMA on this node, map outputs are "
@@ -120,7 +122,7 @@ class TeraSortOnYarnAcrossHostsTest {
      * outputs and before its reduces fetch them (each reduce's shuffle waits in a consumer that pauses,
      * {@link #PAUSING_CONSUMER}, then is the RDMA consumer): the restarted NodeManager's service gets the
      * job's secret back from the stock handler's state store and finds the outputs on disk, and every
-     * map output and byte the reduces shuffled, the restarted node's included, comes over RDMA.
+     * map output and byte the reduces shuffled, the restarted node's included, comes over the engine (the software provider here).
      */
     @Test
     void aNodeManagerRestartedWithRecovery_servesTheMapOutputsWrittenBeforeItDied_overRdma() throws Exception {
@@ -159,13 +161,14 @@ class TeraSortOnYarnAcrossHostsTest {
             assertValidates(yarn, data.resolve("out"), data.resolve("report"));
             long shuffled = counter(sorted, "Shuffled Maps");
             assertEquals(4 * 2, shuffled, "four maps' outputs for each of two reduces");
-            assertEquals(shuffled, counter(sorted, "MAP_OUTPUTS_OVER_RDMA"), "every map output over RDMA");
-            assertEquals(counter(sorted, "Reduce shuffle bytes"), counter(sorted, "BYTES_OVER_RDMA"), "every byte over RDMA");
+            assertEquals(shuffled, counter(sorted, "MAP_OUTPUTS_OVER_SOFTWARE_PROVIDER"), "every map output over the software provider");
+            assertEquals(counter(sorted, "Reduce shuffle bytes"), counter(sorted, "BYTES_OVER_SOFTWARE_PROVIDER"),
+                    "every byte over the software provider");
             List<String> tasks = tasksRun(yarn.containerLogs(victim).resolve(application(sorted)));
             assertTrue(tasks.stream().anyMatch(t -> t.contains("_m_")),
                     "the restarted node " + victim.address() + " held map outputs: " + tasks);
             String restarted = Files.readString(yarn.logs().resolve("nodemanager-" + victim.address() + "-restarted.log"));
-            assertTrue(restarted.contains("rdma-shuffle service: map outputs served over software device"),
+            assertTrue(restarted.contains("rdma-shuffle service: map outputs carried by the software provider"),
                     "the restarted NodeManager's RDMA service started: " + yarn.logs());
         });
     }
@@ -278,7 +281,7 @@ class TeraSortOnYarnAcrossHostsTest {
     /**
      * Issue 36 on the YARN bed: each NodeManager's JMX servlet, read over HTTP from the client's host,
      * shows what its RDMA service served: the two nodes' blocks and bytes add up to the map outputs and
-     * bytes the job's counters say came over RDMA, nothing refused, no failed completion; and its /prom
+     * bytes the job's counters say came over the engine, nothing refused, no failed completion; and its /prom
      * servlet serves the same figures under the names conf/grafana's dashboard queries. JMX caches a
      * source's figures for the metrics period (10 s): read until they settle, at most 40 s.
      */

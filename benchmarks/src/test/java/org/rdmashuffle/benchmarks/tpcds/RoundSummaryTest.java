@@ -143,7 +143,7 @@ class RoundSummaryTest {
                 List.of(outcome("q3", 1300, 900, 5, "match"), outcome("q7", 2600, 3300, 0, "match")));
         RoundSummary.write(rounds, 0.1, "local", dir);
         List<String> csv = Files.readAllLines(dir.resolve("rounds.csv"));
-        assertEquals(List.of("query,round,pair,first,builtin_ms,rdma_ms,rdma_bytes_over_rdma,verdict",
+        assertEquals(List.of("query,round,pair,first,builtin_ms,rdma_ms,rdma_bytes_over_engine,verdict",
                 "q3,1,1,builtin,1000,1100,5,\"match\"", "q3,2,1,rdma,1300,900,5,\"match\"",
                 "q7,1,1,rdma,3000,2700,0,\"match\"", "q7,2,1,builtin,2600,3300,0,\"match\""), csv);
         String md = Files.readString(dir.resolve("rounds.md"));
@@ -162,7 +162,7 @@ class RoundSummaryTest {
         assertTrue(md.contains("| 1.19 / 1.22 |"), md);
         assertTrue(md.contains("| q3 | built-in, rdma-shuffle | 1000, 1300 | 1100, 900 | 0.870 | 0.87 | match |"), md);
         assertTrue(md.contains("| q7 | rdma-shuffle, built-in | 3000, 2600 | 2700, 3300 | 1.071 | 1.07 | match |"), md);
-        assertTrue(md.contains("| queries that moved nothing over RDMA | 1 | 3.0, 2.6 | 2.7, 3.3 | 1.071 |"), md);
+        assertTrue(md.contains("| queries that moved nothing over the engine | 1 | 3.0, 2.6 | 2.7, 3.3 | 1.071 |"), md);
     }
 
     @Test

@@ -33,7 +33,7 @@ class TpcdsSmokeTest {
             // tasks; that remote blocks do come over RDMA is MainJobAcrossHostsTest's (against Spark's count).
             assertTrue(o.rdma().fallbackBytes() == 0 && o.rdma().fallbackBlocks() == 0,
                     "nothing over Spark's transport on the rdma side: " + o);
-            assertEquals(0, o.builtin().rdmaBytes(), "nothing over RDMA on the built-in side: " + o);
+            assertEquals(0, o.builtin().rdmaBytes(), "nothing over the engine on the built-in side: " + o);
             // Every stage of the query counted on both sides: their shuffle reads add up to Spark's own count.
             assertTrue(!o.builtinStages().isEmpty() && o.builtinStages().size() == o.rdmaStages().size(), o.toString());
             assertEquals(o.shuffleReadBytes(), StageAccounting.total("built-in", o.builtinStages()).bytesRead(), o.toString());

@@ -51,8 +51,8 @@ public final class SparkShuffleServer implements AutoCloseable {
             }
         }, provider);
         engine.resolver(outputs);
-        LOG.log(System.Logger.Level.INFO, "rdma-shuffle Spark service: map outputs served over " + engine.providerName()
-                + " device " + engine.deviceName() + " at " + engine.address());
+        LOG.log(System.Logger.Level.INFO, "rdma-shuffle Spark service: map outputs carried by " + engine.carrier() + " at "
+                + engine.address());
     }
 
     /**
