@@ -367,7 +367,8 @@ public final class EngineShuffleManager implements ShuffleManager, ShuffleCarrie
                 : org.rdmashuffle.spark.metrics.ExecutorShuffleReport.STARTING;
         long[] c = counts.snapshot();
         return org.rdmashuffle.spark.metrics.ExecutorShuffleMetrics.report(executorId, seq, state, em, c[0], c[2], c[1], c[3],
-                counts.fallbackBlocksByReason(), counts.rdmaBlocksByServer());
+                counts.fallbackBlocksByReason(), counts.rdmaBlocksByServer(), e == null ? 0 : e.config().registeredMemoryLimit(),
+                e == null ? 0 : e.config().fetchBufferMemory());
     }
 
     /** This JVM's engine's figures, or null where no engine runs. */

@@ -99,6 +99,7 @@ public final class SparkSettings {
                     }
                 }),
                 bool(conf, RdmaShufflePlugin.PER_LINK),
+                bool(conf, RdmaShufflePlugin.PROMETHEUS),
                 bool(conf, STRICT_CONFIG));
     }
 

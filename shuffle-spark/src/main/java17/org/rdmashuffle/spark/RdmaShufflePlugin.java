@@ -9,6 +9,8 @@ import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.api.plugin.SparkPlugin;
 import org.rdmashuffle.spark.metrics.DriverShuffleMetrics;
 import org.rdmashuffle.spark.metrics.FallbackReporter;
+import org.rdmashuffle.spark.metrics.PrometheusEndpoint;
+import org.rdmashuffle.spark.metrics.PrometheusExposition;
 import org.rdmashuffle.verbs.EngineRuntime;
 
 /**
@@ -29,6 +31,11 @@ public final class RdmaShufflePlugin implements SparkPlugin {
     public static final String REPORT_INTERVAL = RdmaShuffleManager.PREFIX + "metrics.reportInterval";
     /** Also publish each executor's RDMA blocks by serving host on the driver (executors x hosts series; default false). */
     public static final String PER_LINK = RdmaShuffleManager.PREFIX + "metrics.perLink";
+    /**
+     * Serve the application's figures with labels in Prometheus' text format from the driver's UI at
+     * {@value org.rdmashuffle.spark.metrics.PrometheusEndpoint#PATH}/ (default true; docs/metrics.md).
+     */
+    public static final String PROMETHEUS = RdmaShuffleManager.PREFIX + "metrics.prometheus";
     /** The executor's side where the engine runs, built for the engine's Java. */
     static final String ENGINE_EXECUTOR_PLUGIN = "org.rdmashuffle.spark.metrics.EngineExecutorPlugin";
 
@@ -36,11 +43,23 @@ public final class RdmaShufflePlugin implements SparkPlugin {
     public DriverPlugin driverPlugin() {
         return new DriverPlugin() {
             private volatile DriverShuffleMetrics metrics;
+            private PrometheusEndpoint endpoint;
 
             @Override
             public Map<String, String> init(SparkContext sc, PluginContext context) {
                 metrics = new DriverShuffleMetrics(context.metricRegistry(), sc.conf().getBoolean(PER_LINK, false));
+                if (prometheus(sc.conf())) {
+                    endpoint = PrometheusEndpoint.attach(sc, new PrometheusExposition(sc::applicationId, metrics)).orElse(null);
+                }
                 return Map.of();
+            }
+
+            /** Takes the application's series away with its SparkContext. */
+            @Override
+            public void shutdown() {
+                if (endpoint != null) {
+                    endpoint.close();
+                }
             }
 
             @Override
@@ -64,7 +83,8 @@ public final class RdmaShufflePlugin implements SparkPlugin {
 
             @Override
             public void init(PluginContext context, Map<String, String> extraConf) {
-                reporter = new FallbackReporter(context, RdmaShuffleManager::report, reportInterval(context));
+                reporter = new FallbackReporter(context, (id, seq) -> RdmaShuffleManager.report(id, seq).on(executorHost()),
+                        reportInterval(context));
             }
 
             @Override
@@ -74,6 +94,28 @@ public final class RdmaShufflePlugin implements SparkPlugin {
                 }
             }
         };
+    }
+
+    /**
+     * This executor's host as Spark names it (its block manager's: what the UI and the scheduler show), or the
+     * local host name before the block manager is up. Not PluginContext.hostname(): on an executor that reads
+     * the RPC environment's own address, which a client-mode environment does not have.
+     */
+    public static String executorHost() {
+        try {
+            return org.apache.spark.SparkEnv.get().blockManager().blockManagerId().host();
+        } catch (RuntimeException notYet) {
+            return org.apache.spark.util.Utils.localHostName();
+        }
+    }
+
+    /** {@value #PROMETHEUS}, refused naming the key when it is not a boolean. */
+    static boolean prometheus(org.apache.spark.SparkConf conf) {
+        try {
+            return conf.getBoolean(PROMETHEUS, true);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(PROMETHEUS + "=" + conf.get(PROMETHEUS) + ": not a boolean; expected true or false", e);
+        }
     }
 
     /** {@value #REPORT_INTERVAL} in milliseconds, at least 100. */

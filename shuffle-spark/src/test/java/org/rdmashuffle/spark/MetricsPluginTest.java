@@ -23,6 +23,10 @@ import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.rdmashuffle.spark.metrics.GrafanaDashboardTest;
+import org.rdmashuffle.spark.metrics.PrometheusEndpoint;
+import org.rdmashuffle.spark.metrics.PrometheusExpositionTest;
+import org.rdmashuffle.spark.metrics.Promtool;
 
 /**
  * {@link RdmaShufflePlugin} in a local cluster, scraped the way Prometheus scrapes Spark: over HTTP
@@ -101,33 +105,61 @@ class MetricsPluginTest {
                 }
             }
             assertEquals(carried[2], perExecutor, "the executors' own software provider bytes add up to the total: " + m);
-            assertTheDashboardsSparkQueriesNameScrapedMetrics(scrapeText(endpoint));
+            assertTheExpositionCountsWhatEachExecutorCarried(sc, carriedByExecutor(sc));
         }
     }
 
     /**
-     * Every Spark metric conf/grafana's dashboard queries (each {@code __name__=~"metrics_..."}
-     * selector) names at least one metric of this real scrape; the NodeManager's are checked against
-     * the NodeManagers' scrape on the YARN bed (TeraSortOnYarnAcrossHostsTest).
+     * The driver's own exposition (labels, counters, a histogram: {@code /metrics/rdma-shuffle/}), scraped over HTTP:
+     * promtool's linter finds nothing; each executor's {@code rdmashuffle_fetched_bytes_total{carrier="software_provider"}}
+     * and blocks equal what that executor's manager counted, the device's are 0, the latency histogram counts every
+     * block; no name carries the application's id; and every metric the dashboard's Spark panels query is in it.
      */
-    private static void assertTheDashboardsSparkQueriesNameScrapedMetrics(String scraped) throws Exception {
-        java.util.Set<String> names = new java.util.TreeSet<>();
-        scraped.lines().filter(l -> !l.startsWith("#") && !l.isBlank())
-                .forEach(l -> names.add(l.split("[{ ]", 2)[0]));
-        List<String> selectors = dashboardSelectors();
-        List<String> spark = selectors.stream().filter(x -> x.startsWith("metrics_")).toList();
-        assertTrue(spark.size() >= 10, "the dashboard's Spark queries: " + selectors);
-        for (String regex : spark) {
-            Pattern p = Pattern.compile(regex);
-            assertTrue(names.stream().anyMatch(n -> p.matcher(n).matches()),
-                    "the dashboard queries " + regex + ", which no scraped metric is: " + names);
+    private static void assertTheExpositionCountsWhatEachExecutorCarried(JavaSparkContext sc, Map<String, long[]> carried)
+            throws Exception {
+        String endpoint = sc.sc().uiWebUrl().get() + PrometheusEndpoint.PATH + "/";
+        long blocks = carried.values().stream().mapToLong(c -> c[0]).sum();
+        String text = scrapeText(endpoint);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (PrometheusExpositionTest.sum(PrometheusExpositionTest.samples(text), "rdmashuffle_fetch_latency_seconds_count") != blocks
+                && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            text = scrapeText(endpoint);
         }
+        Promtool.checkMetrics(text);
+        Map<String, Double> s = PrometheusExpositionTest.samples(text);
+        String app = "application=\"" + sc.sc().applicationId() + "\"";
+        assertEquals(carried.keySet(), new java.util.TreeSet<>(executorsIn(text)), "executors in the exposition: " + text);
+        for (Map.Entry<String, long[]> e : carried.entrySet()) {
+            String ex = "executor=\"" + e.getKey() + "\"";
+            assertEquals(e.getValue()[0], PrometheusExpositionTest.sum(s, "rdmashuffle_fetched_blocks_total", app, ex,
+                    "carrier=\"software_provider\""), ex + ": " + text);
+            assertEquals(e.getValue()[2], PrometheusExpositionTest.sum(s, "rdmashuffle_fetched_bytes_total", app, ex,
+                    "carrier=\"software_provider\""), ex + ": " + text);
+            assertEquals(e.getValue()[1], PrometheusExpositionTest.sum(s, "rdmashuffle_fetched_blocks_total", app, ex,
+                    "carrier=\"spark_transport\""), ex);
+            assertEquals(e.getValue()[0], PrometheusExpositionTest.sum(s, "rdmashuffle_fetch_latency_seconds_count", app, ex),
+                    "the histogram counts every block the engine fetched, " + ex);
+        }
+        assertEquals(0, PrometheusExpositionTest.sum(s, "rdmashuffle_fetched_bytes_total", "carrier=\"rdma_device\""), text);
+        assertEquals(0, PrometheusExpositionTest.sum(s, "rdmashuffle_executors", app, "carrier=\"rdma_device\""), text);
+        assertEquals(2, PrometheusExpositionTest.sum(s, "rdmashuffle_executors", app, "carrier=\"software_provider\""), text);
+        assertEquals(2, PrometheusExpositionTest.sum(s, "rdmashuffle_executor_info", app, "provider=\"software\"",
+                "device_kind=\"software\""), text);
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        text.lines().filter(l -> !l.startsWith("#") && !l.isBlank()).forEach(l -> names.add(l.split("[{ ]", 2)[0]));
+        for (String name : names) {
+            assertTrue(!name.contains(sc.sc().applicationId()) && !name.contains(sc.sc().applicationId().replace('-', '_')),
+                    "the application's id in a name: " + name);
+        }
+        java.util.Set<String> queried = GrafanaDashboardTest.sparkMetricNames();
+        assertTrue(queried.size() >= 15, queried.toString());
+        queried.removeAll(names);
+        assertEquals(java.util.Set.of(), queried, "metrics the dashboard's Spark panels query that the scrape lacks: " + names);
     }
 
-    /** The metric-name regular expressions of every query of conf/grafana/rdma-shuffle-dashboard.json. */
-    static List<String> dashboardSelectors() throws Exception {
-        String json = java.nio.file.Files.readString(Path.of("../conf/grafana/rdma-shuffle-dashboard.json"));
-        Matcher m = Pattern.compile("__name__=~\\\\\"([^\\\\]+)\\\\\"").matcher(json);
+    private static List<String> executorsIn(String text) {
+        Matcher m = Pattern.compile("(?m)^rdmashuffle_executor_info\\{.*?executor=\"([^\"]+)\"").matcher(text);
         List<String> out = new java.util.ArrayList<>();
         while (m.find()) {
             out.add(m.group(1));
@@ -163,6 +195,13 @@ class MetricsPluginTest {
             assertEquals(0L, m.get("executors_fallenBack_other"), m.toString());
             assertEquals(0L, m.get("executors_onRdma"), m.toString());
             assertTrue(m.get("fallback_blocks_engineUnavailable") > 0, m.toString());
+            String text = scrapeText(sc.sc().uiWebUrl().get() + PrometheusEndpoint.PATH + "/");
+            Map<String, Double> s = PrometheusExpositionTest.samples(text);
+            assertEquals(2, PrometheusExpositionTest.sum(s, "rdmashuffle_executors_fallen_back", "reason=\"no-device\""), text);
+            assertEquals(2, PrometheusExpositionTest.sum(s, "rdmashuffle_executors", "carrier=\"spark_transport\""), text);
+            assertEquals(2, PrometheusExpositionTest.sum(s, "rdmashuffle_executor_info", "carrier=\"spark_transport\"",
+                    "code=\"RS01\""), text);
+            assertTrue(PrometheusExpositionTest.sum(s, "rdmashuffle_fallback_blocks_total", "reason=\"engineUnavailable\"") > 0, text);
         }
     }
 
@@ -179,6 +218,17 @@ class MetricsPluginTest {
 
     /** Sums over every executor of {@link RdmaShuffleManager#fetchCounts}: blocks and bytes over each transport. */
     private static long[] carried(JavaSparkContext sc) {
+        long[] total = new long[4];
+        carriedByExecutor(sc).values().forEach(c -> {
+            for (int i = 0; i < 4; i++) {
+                total[i] += c[i];
+            }
+        });
+        return total;
+    }
+
+    /** Each executor's {@link RdmaShuffleManager#fetchCounts}, by executor id. */
+    private static Map<String, long[]> carriedByExecutor(JavaSparkContext sc) {
         Map<String, long[]> byExecutor = new HashMap<>();
         for (int round = 0; round < 10 && byExecutor.size() < sc.sc().getExecutorIds().size(); round++) {
             List<String> seen = sc.parallelize(java.util.stream.IntStream.range(0, 20).boxed().toList(), 20).map(i -> {
@@ -191,13 +241,7 @@ class MetricsPluginTest {
                         Long.parseLong(p[4])});
             }
         }
-        long[] total = new long[4];
-        byExecutor.values().forEach(c -> {
-            for (int i = 0; i < 4; i++) {
-                total[i] += c[i];
-            }
-        });
-        return total;
+        return new java.util.TreeMap<>(byExecutor);
     }
 
     /** The plugin's driver-side gauges, by name after the plugin's prefix (e.g. {@code rdma_blocks}). */

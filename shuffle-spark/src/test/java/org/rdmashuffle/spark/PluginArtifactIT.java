@@ -102,6 +102,40 @@ class PluginArtifactIT {
         assertEquals(0, project.getElementsByTagName("build").getLength(), "no build section is published");
     }
 
+    /**
+     * The Prometheus client the driver's exposition writes with is inside the jar, relocated under
+     * org.rdmashuffle.shaded (an application's own client never meets it), and the exposition runs from the
+     * jar with Spark alone beside it: its classes name the relocated client, not io.prometheus.
+     */
+    @Test
+    void thePrometheusClient_isShadedRelocated_andTheExpositionRunsFromTheJarAlone() throws Exception {
+        List<String> names = new ArrayList<>();
+        try (java.util.jar.JarFile jar = new java.util.jar.JarFile(JAR.toFile())) {
+            jar.stream().forEach(e -> names.add(e.getName()));
+        }
+        assertTrue(names.contains("org/rdmashuffle/shaded/io/prometheus/metrics/expositionformats/PrometheusTextFormatWriter.class"),
+                "the relocated text writer is in the jar");
+        assertTrue(names.stream().noneMatch(n -> n.startsWith("io/prometheus/")), "no unrelocated io/prometheus class in the jar");
+        List<java.net.URL> urls = new ArrayList<>(List.of(JAR.toUri().toURL()));
+        for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            if (!SparkClusterSupport.isOurs(e)) {
+                urls.add(Path.of(e).toUri().toURL());
+            }
+        }
+        try (java.net.URLClassLoader alone = new java.net.URLClassLoader(urls.toArray(new java.net.URL[0]),
+                ClassLoader.getPlatformClassLoader())) {
+            assertTrue(alone.loadClass("org.rdmashuffle.spark.metrics.PrometheusExposition").getProtectionDomain().getCodeSource()
+                    .getLocation().toString().endsWith(".jar"), "the exposition comes from the artifact");
+            Class<?> registry = alone.loadClass("com.codahale.metrics.MetricRegistry");
+            Class<?> driver = alone.loadClass("org.rdmashuffle.spark.metrics.DriverShuffleMetrics");
+            Object metrics = driver.getConstructor(registry, boolean.class).newInstance(registry.getConstructor().newInstance(), false);
+            Object exposition = alone.loadClass("org.rdmashuffle.spark.metrics.PrometheusExposition")
+                    .getConstructor(String.class, driver).newInstance("app-1", metrics);
+            String text = (String) exposition.getClass().getMethod("scrape").invoke(exposition);
+            assertTrue(text.contains("rdmashuffle_executors{application=\"app-1\",carrier=\"rdma_device\"} 0"), text);
+        }
+    }
+
     @Test
     void sparkJarsPackages_resolvesTheArtifactFromAMavenRepository_andItsShuffleGoesOverTheEngine(@TempDir Path dir) throws Exception {
         assertTrue(Files.isRegularFile(JAR), "the artifact was built: " + JAR);

@@ -56,11 +56,13 @@ final class SparkClusterSupport {
 
     /**
      * Whether an entry of the test classpath holds rdma-shuffle's classes (a module's classes or jar, in
-     * the reactor or in ~/.m2): what a classpath of Spark alone leaves out.
+     * the reactor or in ~/.m2), or a library the plugin jar shades in (the Prometheus client's model and text
+     * writer): what a classpath of Spark alone leaves out.
      */
     static boolean isOurs(String classpathEntry) {
         return classpathEntry.contains("/org/rdmashuffle/") || classpathEntry.contains("native-verbs/target")
-                || classpathEntry.contains("shuffle-core/target") || classpathEntry.contains("shuffle-spark/target");
+                || classpathEntry.contains("shuffle-core/target") || classpathEntry.contains("shuffle-spark/target")
+                || classpathEntry.contains("/io/prometheus/");
     }
 
     /** Waits (at most 2 minutes) until {@code n} executors have registered with the driver. */

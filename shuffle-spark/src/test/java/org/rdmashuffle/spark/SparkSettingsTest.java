@@ -118,6 +118,13 @@ class SparkSettingsTest {
                 refused("spark.shuffle.rdma.software.sendfile", "on"));
         assertEquals("spark.shuffle.rdma.strictConfig=maybe: not a boolean; expected true or false",
                 refused("spark.shuffle.rdma.strictConfig", "maybe"));
+        assertEquals("spark.shuffle.rdma.metrics.prometheus=off: not a boolean; expected true or false",
+                refused("spark.shuffle.rdma.metrics.prometheus", "off"));
+        // The driver's plugin reads it itself too (it also runs beside Spark's own shuffle manager, which checks nothing).
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> RdmaShufflePlugin.prometheus(new SparkConf(false).set(RdmaShufflePlugin.PROMETHEUS, "off")));
+        assertEquals("spark.shuffle.rdma.metrics.prometheus=off: not a boolean; expected true or false", e.getMessage());
+        assertTrue(RdmaShufflePlugin.prometheus(new SparkConf(false)), "on by default");
     }
 
     @Test

@@ -90,6 +90,28 @@ public final class LatencyHistogram {
             return maxMicros;
         }
 
+        /** The sum of the recorded values, in microseconds. */
+        public long sumMicros() {
+            return sumMicros;
+        }
+
+        /**
+         * How many recorded values are below {@code micros}, which must be a bucket's lower bound (every power
+         * of two is): exact, as a histogram exposed with those bounds needs. Values are whole microseconds
+         * (a duration's nanoseconds divided down), so "below 2^k µs" is the duration's own "below".
+         */
+        public long countBelowMicros(long micros) {
+            int b = bucketOf(micros);
+            if (micros <= 0 || lowerBound(b) != micros) {
+                throw new IllegalArgumentException("not a bucket's lower bound (microseconds): " + micros);
+            }
+            long n = 0;
+            for (int i = 0; i < b; i++) {
+                n += counts[i];
+            }
+            return n;
+        }
+
         public double meanMicros() {
             return count == 0 ? 0 : (double) sumMicros / count;
         }

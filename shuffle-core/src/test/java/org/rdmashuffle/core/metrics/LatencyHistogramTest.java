@@ -1,6 +1,7 @@
 package org.rdmashuffle.core.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Arrays;
@@ -39,6 +40,29 @@ class LatencyHistogramTest {
         }
         double mean = Arrays.stream(micros).average().orElseThrow();
         assertEquals(mean, s.meanMicros(), 1e-6 * mean);
+    }
+
+    /** What a Prometheus histogram with power-of-two bounds exposes: exact counts below each bound, and the sum. */
+    @Test
+    void countsBelowAPowerOfTwo_areExact_andOtherBoundsAreRefused() {
+        LatencyHistogram h = new LatencyHistogram();
+        Random r = new Random(11);
+        long[] micros = new long[5_000];
+        long sum = 0;
+        for (int i = 0; i < micros.length; i++) {
+            micros[i] = (long) Math.exp(r.nextDouble() * 16);
+            sum += micros[i];
+            h.recordNanos(micros[i] * 1_000 + 999);
+        }
+        LatencyHistogram.Snapshot s = h.snapshot();
+        for (int k = 0; k <= 30; k++) {
+            long bound = 1L << k;
+            long truth = Arrays.stream(micros).filter(m -> m < bound).count();
+            assertEquals(truth, s.countBelowMicros(bound), "below " + bound + " us");
+        }
+        assertEquals(sum, s.sumMicros());
+        assertThrows(IllegalArgumentException.class, () -> s.countBelowMicros(100), "100 us is inside a bucket");
+        assertThrows(IllegalArgumentException.class, () -> s.countBelowMicros(0));
     }
 
     @Test

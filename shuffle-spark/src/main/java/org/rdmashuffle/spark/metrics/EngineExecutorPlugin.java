@@ -18,7 +18,8 @@ public final class EngineExecutorPlugin implements ExecutorPlugin {
 
     @Override
     public void init(PluginContext context, Map<String, String> extraConf) {
-        metrics = new ExecutorShuffleMetrics(context.metricRegistry(), context.executorID(), RdmaShuffleManager::report,
+        metrics = new ExecutorShuffleMetrics(context.metricRegistry(), context.executorID(),
+                (id, seq) -> RdmaShuffleManager.report(id, seq).on(RdmaShufflePlugin.executorHost()),
                 EngineShuffleManager::engineMetrics, message -> {
                     try {
                         context.send(message);

@@ -174,11 +174,17 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
         }
     }
 
-    /** The executor as reported, from its manager's counts and its engine's figures ({@code engine} null: none runs). */
+    /**
+     * The executor as reported, from its manager's counts and its engine's figures ({@code engine} null: none runs).
+     *
+     * @param registeredLimitBytes what the engine's map outputs may register ({@code registeredMemoryLimit})
+     * @param fetchBufferLimitBytes what its fetch buffers may register ({@code fetchBufferMemory})
+     */
     public static ExecutorShuffleReport report(String executorId, long seq, String fallback, EngineMetrics engine,
                                                long blocksOverRdma, long bytesOverRdma, long blocksOverFallback,
                                                long bytesOverFallback, Map<String, Long> fallbackBlocksByReason,
-                                               Map<String, Long> rdmaBlocksFrom) {
+                                               Map<String, Long> rdmaBlocksFrom, long registeredLimitBytes,
+                                               long fetchBufferLimitBytes) {
         Map<String, Long> from = new TreeMap<>();
         rdmaBlocksFrom.forEach((host, n) -> {
             if (from.size() < ExecutorShuffleReport.MAX_SERVERS) {
@@ -191,7 +197,11 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
                     new TreeMap<>(fallbackBlocksByReason), 0, 0, 0, 0, 0, new TreeMap<>(), from);
         }
         FetchCounts.Snapshot f = engine.fetches();
+        // The statuses operators look for first are always there (0 too), so a series exists before its first error.
         Map<String, Long> errors = new TreeMap<>();
+        for (WorkCompletionStatus s : NAMED_STATUSES) {
+            errors.put(s.name(), 0L);
+        }
         for (Map.Entry<WorkCompletionStatus, Long> e : engine.completionErrors().entrySet()) {
             if (e.getValue() > 0) {
                 errors.put(e.getKey().name(), e.getValue());
@@ -201,7 +211,31 @@ public final class ExecutorShuffleMetrics implements AutoCloseable {
                 engine.memory(), engine.pinnableBytes(), blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback,
                 new TreeMap<>(fallbackBlocksByReason), f.blockLatency().quantileMicros(0.5),
                 f.blockLatency().quantileMicros(0.99), f.failedBlocks(), f.connectionFailures(),
-                engine.mapOutputRegistrations().failures() + engine.bufferRegistrations().failures(), errors, from);
+                engine.mapOutputRegistrations().failures() + engine.bufferRegistrations().failures(), errors, from, "",
+                figures(engine, registeredLimitBytes, fetchBufferLimitBytes), ExecutorShuffleReport.FORMAT);
+    }
+
+    /** What the driver's Prometheus exposition publishes of an engine, bounded ({@link ExecutorShuffleReport.EngineFigures}). */
+    static ExecutorShuffleReport.EngineFigures figures(EngineMetrics engine, long registeredLimitBytes, long fetchBufferLimitBytes) {
+        LatencyHistogram.Snapshot latency = engine.fetches().blockLatency();
+        java.util.List<Long> below = new java.util.ArrayList<>();
+        for (long bound : ExecutorShuffleReport.LATENCY_BUCKET_MICROS) {
+            below.add(latency.countBelowMicros(bound));
+        }
+        RegistrationCounts.Snapshot registrations = registrations(engine);
+        // errno names come from the kernel's few; past the bound they count under "other", so the map stays bounded.
+        Map<String, Long> errnos = new TreeMap<>();
+        for (String errno : NAMED_ERRNOS) {
+            errnos.put(errno, 0L);
+        }
+        registrations.failuresByErrno().forEach((errno, n) -> errnos.merge(
+                errnos.size() < ExecutorShuffleReport.MAX_MAP_ENTRIES - 1 || errnos.containsKey(errno) ? errno : "other", n, Long::sum));
+        Map<String, Long> refused = new TreeMap<>();
+        engine.served().refusals().forEach((kind, n) -> refused.put(kind.metricName(), n));
+        return new ExecutorShuffleReport.EngineFigures(java.util.List.copyOf(below), latency.count(), latency.sumMicros(),
+                registrations.count(), engine.mapOutputRegistrations().evictions() + engine.bufferRegistrations().evictions(),
+                errnos, engine.now().registeredMapOutputBytes(), registeredLimitBytes, engine.bufferRegistrations().bytes(),
+                fetchBufferLimitBytes, engine.served().requests(), engine.served().blocks(), engine.served().bytes(), refused);
     }
 
     /** Stops the thread, then sends the last report if it changed (best effort: the driver may be gone). */

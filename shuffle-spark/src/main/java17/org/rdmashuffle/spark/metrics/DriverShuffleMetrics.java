@@ -37,6 +37,10 @@ public final class DriverShuffleMetrics {
     private final boolean perLink;
     /** The per-link gauges registered: executor id and host. */
     private final java.util.Set<String> links = ConcurrentHashMap.newKeySet();
+    /** The executors with series of their own: the first {@value #MAX_EXECUTORS_SHOWN} to report. */
+    private final java.util.Set<String> shown = ConcurrentHashMap.newKeySet();
+    /** Whether a report this driver cannot publish (another plugin version's, or out of bounds) has been logged. */
+    private volatile boolean saidUnreadable;
 
     /**
      * @param perLink also publish each shown executor's RDMA blocks by serving host (executors x hosts
@@ -81,6 +85,15 @@ public final class DriverShuffleMetrics {
         if (!(message instanceof ExecutorShuffleReport r)) {
             return false;
         }
+        if (!r.readable()) {
+            if (!saidUnreadable) {
+                saidUnreadable = true;
+                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: a metrics report from executor " + r.executorId()
+                        + " is not published: format " + r.format() + " (this driver reads " + ExecutorShuffleReport.FORMAT
+                        + ") or beyond its bounds (is every executor on the driver's plugin version?); said once");
+            }
+            return true;
+        }
         ExecutorShuffleReport before = latest.get(r.executorId());
         if (before == null && latest.size() >= MAX_EXECUTORS_KEPT) {
             return true;
@@ -102,6 +115,7 @@ public final class DriverShuffleMetrics {
 
     private void firstFrom(ExecutorShuffleReport r) {
         if (latest.size() <= MAX_EXECUTORS_SHOWN) {
+            shown.add(r.executorId());
             String p = "executor." + ExecutorShuffleReport.sanitize(r.executorId()) + ".";
             one(p + "onRdma", r.executorId(), x -> x.onRdma() ? 1 : 0);
             one(p + "onSoftwareProvider", r.executorId(), x -> x.onSoftwareProvider() ? 1 : 0);
@@ -151,6 +165,11 @@ public final class DriverShuffleMetrics {
                 + org.rdmashuffle.verbs.Carrier.over(r.provider())) + ", "
                 + r.blocksOverFallback() + " blocks / " + r.bytesOverFallback() + " bytes over the built-in transport"));
         return lines;
+    }
+
+    /** Whether this executor has series of its own (one of the first {@value #MAX_EXECUTORS_SHOWN} to report). */
+    public boolean shown(String executorId) {
+        return shown.contains(executorId);
     }
 
     /** The newest report of each executor, by executor id. */

@@ -23,19 +23,134 @@ import org.rdmashuffle.verbs.Trouble;
  * @param blocksOverRdma blocks the engine fetched: over RDMA on a device, over TCP on the software provider
  *        ({@link #carrier} says which; the metrics publish them under the carrier's name)
  * @param fallbackBlocksByReason blocks handed to Spark's transport, by reason's metric name
- * @param completionErrors failed work completions by status name, only statuses that occurred
+ * @param completionErrors failed work completions by status name: those operators look for first always (0 too), others that occurred
  * @param rdmaBlocksFrom blocks fetched over RDMA by the host of the engine that served them (at most
  *        {@value #MAX_SERVERS} hosts: what crossed which link)
+ * @param host the executor's host, as Spark names it ("" until the plugin has stamped it: {@link #on})
+ * @param engineFigures the engine's counts and holdings that the driver's Prometheus exposition publishes per
+ *        executor ({@link EngineFigures#NONE} without an engine)
+ * @param format {@value #FORMAT} for a report of this shape. Records are deserialized by their components' names,
+ *        whatever their serialVersionUID, so a report from an executor of another plugin version arrives with the
+ *        components it lacks at 0 or null: the driver publishes only reports of its own format ({@link #readable})
  */
 public record ExecutorShuffleReport(String executorId, long seq, String fallback, String provider, String device,
                                     String softwareDevice, String gid, String memory, long pinnableBytes, long blocksOverRdma, long bytesOverRdma,
                                     long blocksOverFallback, long bytesOverFallback, Map<String, Long> fallbackBlocksByReason,
                                     long fetchLatencyP50Micros, long fetchLatencyP99Micros, long fetchFailures,
                                     long connectionFailures, long registrationFailures, Map<String, Long> completionErrors,
-                                    Map<String, Long> rdmaBlocksFrom)
+                                    Map<String, Long> rdmaBlocksFrom, String host, EngineFigures engineFigures, int format)
         implements Serializable {
+    private static final long serialVersionUID = 2L;
     /** The most serving hosts a report names (the rest count in the totals only). */
     public static final int MAX_SERVERS = 64;
+    /** This shape of report: 2 added the host, the latency buckets and {@link EngineFigures} (issue 53). */
+    public static final int FORMAT = 2;
+    /** The most entries any map of a report may have: a larger one is not published (see {@link #readable}). */
+    public static final int MAX_MAP_ENTRIES = 64;
+    /** The longest string a report's label values may be (ids, host, device, kinds): longer ones are not published. */
+    public static final int MAX_LABEL_CHARS = 256;
+    /**
+     * The upper bounds of the fetch latency histogram's buckets, in microseconds: powers of two from 8 µs to 2^25 µs
+     * (33.5 s), the same on every executor so that buckets add up across executors and applications. Each is a
+     * bound of the engine's own log-linear buckets, so the counts below each are exact.
+     */
+    public static final long[] LATENCY_BUCKET_MICROS = latencyBounds();
+
+    private static long[] latencyBounds() {
+        long[] b = new long[23];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = 1L << (i + 3);
+        }
+        return b;
+    }
+
+    /** A report without host or engine figures: an executor without an engine ({@link #notRunning}), tests. */
+    public ExecutorShuffleReport(String executorId, long seq, String fallback, String provider, String device,
+                                 String softwareDevice, String gid, String memory, long pinnableBytes, long blocksOverRdma,
+                                 long bytesOverRdma, long blocksOverFallback, long bytesOverFallback,
+                                 Map<String, Long> fallbackBlocksByReason, long fetchLatencyP50Micros, long fetchLatencyP99Micros,
+                                 long fetchFailures, long connectionFailures, long registrationFailures,
+                                 Map<String, Long> completionErrors, Map<String, Long> rdmaBlocksFrom) {
+        this(executorId, seq, fallback, provider, device, softwareDevice, gid, memory, pinnableBytes, blocksOverRdma,
+                bytesOverRdma, blocksOverFallback, bytesOverFallback, fallbackBlocksByReason, fetchLatencyP50Micros,
+                fetchLatencyP99Micros, fetchFailures, connectionFailures, registrationFailures, completionErrors, rdmaBlocksFrom,
+                "", EngineFigures.NONE, FORMAT);
+    }
+
+    /**
+     * The engine's figures the driver's Prometheus exposition needs beyond the totals above, bounded: the latency
+     * histogram as counts below each of {@link #LATENCY_BUCKET_MICROS} (not only p50/p99: buckets add up), and
+     * maps keyed by bounded sets (errno names, refusal kinds).
+     *
+     * @param fetchLatencyBelow blocks fetched in less than each bound of {@link #LATENCY_BUCKET_MICROS}, in order
+     *        (cumulative), empty without an engine
+     * @param fetchLatencyCount blocks whose latency was recorded (the histogram's +Inf bucket)
+     * @param fetchLatencySumMicros their latencies' sum, in microseconds
+     * @param registrations successful memory registrations (map outputs and fetch buffers)
+     * @param registrationEvictions registrations released to make room
+     * @param registrationFailuresByErrno failed registrations by errno name ({@code ENOMEM}, ...)
+     * @param registeredBytes map-output bytes registered now
+     * @param registeredLimitBytes what map outputs may register ({@code registeredMemoryLimit})
+     * @param fetchBufferBytes fetch-buffer bytes registered now
+     * @param fetchBufferLimitBytes what fetch buffers may register ({@code fetchBufferMemory})
+     * @param servedRequests fetch requests this executor's engine answered
+     * @param servedBlocks blocks it described to reducers
+     * @param servedBytes their bytes
+     * @param refusedByKind requests it refused, by kind ({@code busy}, {@code noSuchOutput}, ...): every kind, 0 too
+     */
+    public record EngineFigures(java.util.List<Long> fetchLatencyBelow, long fetchLatencyCount, long fetchLatencySumMicros,
+                                long registrations, long registrationEvictions, Map<String, Long> registrationFailuresByErrno,
+                                long registeredBytes, long registeredLimitBytes, long fetchBufferBytes, long fetchBufferLimitBytes,
+                                long servedRequests, long servedBlocks, long servedBytes, Map<String, Long> refusedByKind)
+            implements Serializable {
+        private static final long serialVersionUID = 2L;
+        public static final EngineFigures NONE = new EngineFigures(java.util.List.of(), 0, 0, 0, 0, Map.of(), 0, 0, 0, 0,
+                0, 0, 0, Map.of());
+
+        /** Whether the histogram has a count for every bound (an engine's) and every map is within bounds. */
+        boolean readable() {
+            return fetchLatencyBelow != null && registrationFailuresByErrno != null && refusedByKind != null
+                    && (fetchLatencyBelow.isEmpty() || fetchLatencyBelow.size() == LATENCY_BUCKET_MICROS.length)
+                    && withinBounds(registrationFailuresByErrno) && withinBounds(refusedByKind);
+        }
+    }
+
+    /**
+     * Whether the driver may publish this report: of its own {@link #FORMAT}, every map at most {@value
+     * #MAX_MAP_ENTRIES} entries and every label value at most {@value #MAX_LABEL_CHARS} characters. What an
+     * executor sends is bounded by construction; this keeps the driver's series bounded whatever arrives.
+     */
+    public boolean readable() {
+        return format == FORMAT && executorId != null && host != null && provider != null && device != null
+                && softwareDevice != null && engineFigures != null && engineFigures.readable()
+                && withinBounds(fallbackBlocksByReason) && withinBounds(completionErrors) && withinBounds(rdmaBlocksFrom)
+                && shortEnough(executorId) && shortEnough(host) && shortEnough(provider) && shortEnough(device)
+                && shortEnough(softwareDevice);
+    }
+
+    private static boolean withinBounds(Map<String, Long> m) {
+        if (m == null || m.size() > MAX_MAP_ENTRIES) {
+            return false;
+        }
+        for (Map.Entry<String, Long> e : m.entrySet()) {
+            if (!shortEnough(e.getKey()) || e.getValue() == null) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean shortEnough(String s) {
+        return s != null && s.length() <= MAX_LABEL_CHARS;
+    }
+
+    /** This report stamped with the executor's host (the plugin knows it; the shuffle manager that makes the report does not). */
+    public ExecutorShuffleReport on(String executorHost) {
+        return new ExecutorShuffleReport(executorId, seq, fallback, provider, device, softwareDevice, gid, memory, pinnableBytes,
+                blocksOverRdma, bytesOverRdma, blocksOverFallback, bytesOverFallback, fallbackBlocksByReason, fetchLatencyP50Micros,
+                fetchLatencyP99Micros, fetchFailures, connectionFailures, registrationFailures, completionErrors, rdmaBlocksFrom,
+                executorHost, engineFigures, format);
+    }
 
     /** Whether the engine carries this executor's shuffle (a device or the software provider). */
     public boolean engineRuns() {
@@ -144,6 +259,6 @@ public record ExecutorShuffleReport(String executorId, long seq, String fallback
         return new ExecutorShuffleReport(executorId, n, fallback, provider, device, softwareDevice, gid, memory, pinnableBytes, blocksOverRdma,
                 bytesOverRdma, blocksOverFallback, bytesOverFallback, fallbackBlocksByReason, fetchLatencyP50Micros,
                 fetchLatencyP99Micros, fetchFailures, connectionFailures, registrationFailures, completionErrors,
-                rdmaBlocksFrom);
+                rdmaBlocksFrom, host, engineFigures, format);
     }
 }
