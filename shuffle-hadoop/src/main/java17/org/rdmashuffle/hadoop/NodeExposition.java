@@ -67,6 +67,9 @@ final class NodeExposition implements MultiCollector {
     static final String UNAVAILABLE = "rdmashuffle_service_unavailable"; // exposed as ..._info
     static final String REFUSED = "rdmashuffle_refused_requests";
     static final String REGISTRATION_FAILURES = "rdmashuffle_registration_failures";
+    private static final String REGISTRATION_FAILURES_HELP = "map output registrations that failed, by errno";
+    /** The errnos a registration fails with that docs/troubleshooting.md names: their series exist from 0. */
+    private static final List<String> ALWAYS_COUNTED_ERRNOS = List.of("ENOMEM", "EPERM", "EFAULT", "EINVAL");
     static final String COMPLETION_ERRORS = "rdmashuffle_completion_errors";
 
     private final MetricsSystem metricsSystem;
@@ -130,6 +133,7 @@ final class NodeExposition implements MultiCollector {
             f.unavailable(labels(base, "code", code > 0 && code < 99 ? String.format("RS%02d", code) : "",
                     "reason", Trouble.in(reason).map(Trouble::key).orElse("other")));
         }
+        java.util.Set<String> errnos = new java.util.TreeSet<>();
         for (Map.Entry<String, Long> v : values.entrySet()) {
             String name = v.getKey();
             String[] gauge = NODE_GAUGES.get(name);
@@ -139,11 +143,23 @@ final class NodeExposition implements MultiCollector {
             } else if (counter != null) {
                 f.counter(counter[0], counter[1], labels(base), v.getValue());
             } else if (name.startsWith("RegistrationFailures") && name.length() > "RegistrationFailures".length()) {
-                f.counter(REGISTRATION_FAILURES, "map output registrations that failed, by errno",
+                errnos.add(name.substring("RegistrationFailures".length()));
+                f.counter(REGISTRATION_FAILURES, REGISTRATION_FAILURES_HELP,
                         labels(base, "errno", name.substring("RegistrationFailures".length())), v.getValue());
             } else if (name.startsWith("CompletionErrors") && name.length() > "CompletionErrors".length()) {
                 f.counter(COMPLETION_ERRORS, "work completions that failed, by status",
                         labels(base, "status", name.substring("CompletionErrors".length())), v.getValue());
+            }
+        }
+        if (values.getOrDefault("EngineRunning", 0L) == 1) {
+            alwaysCountedErrnos(f, base, errnos); // from 0, so rate() and the dashboard see them before the first failure
+        }
+    }
+
+    private void alwaysCountedErrnos(Families f, String[] base, java.util.Set<String> seen) {
+        for (String errno : ALWAYS_COUNTED_ERRNOS) {
+            if (!seen.contains(errno)) {
+                f.counter(REGISTRATION_FAILURES, REGISTRATION_FAILURES_HELP, labels(base, "errno", errno), 0);
             }
         }
     }

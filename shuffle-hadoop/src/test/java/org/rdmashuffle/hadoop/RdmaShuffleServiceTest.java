@@ -153,36 +153,52 @@ class RdmaShuffleServiceTest {
     }
 
     /**
-     * Every NodeManager metric conf/grafana's dashboard queries (each {@code __name__=~"rdma_..."}
-     * selector) names at least one metric Hadoop's own Prometheus sink (what a NodeManager's {@code
-     * /prom} serves) writes for this service while an application is served; the Spark ones are
-     * checked against a real scrape of the driver (MetricsPluginTest).
+     * Every metric the dashboard's NodeManager panels query (the panels after its "NodeManagers" row) is
+     * in a real scrape of the node's exposition (NodePrometheusExporter) while an application is served;
+     * the Spark ones are checked against a real scrape of the driver (MetricsPluginTest).
      */
     @Test
-    void theDashboardsNodeManagerQueries_nameMetricsHadoopsPrometheusSinkWrites() throws Exception {
+    void theDashboardsNodeManagerQueries_nameMetricsTheNodesExpositionServes() throws Exception {
+        service.stop();
+        JobConf conf = new JobConf(false);
+        conf.set(HadoopKeys.PROMETHEUS_PORT, "0");
+        conf.set(HadoopKeys.PROMETHEUS_BIND_ADDRESS, "127.0.0.1");
+        service = newService(conf);
+        service.initializeApplication(new ApplicationInitializationContext(USER, app, ShuffleHandler.serializeServiceData(jobToken)));
         MapOutput out = writeMapOutput(0, 0, new int[] {3000, 0, 70_000, 12});
         try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
             assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 0).failure() == null);
         }
-        MetricsCollectorImpl collector = new MetricsCollectorImpl();
-        service.metrics().getMetrics(collector, true);
-        org.apache.hadoop.metrics2.sink.PrometheusMetricsSink sink = new org.apache.hadoop.metrics2.sink.PrometheusMetricsSink();
-        collector.getRecords().forEach(sink::putMetrics);
-        sink.flush(); // what the metrics system does after each period: the records put become the ones served
-        java.io.StringWriter text = new java.io.StringWriter();
-        sink.writeMetrics(text);
-        java.util.Set<String> names = new java.util.TreeSet<>();
-        text.toString().lines().filter(l -> !l.startsWith("#") && !l.isBlank()).forEach(l -> names.add(l.split("[{ ]", 2)[0]));
-        String json = Files.readString(Path.of("../conf/grafana/rdma-shuffle-dashboard.json"));
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("__name__=~\\\\\"(rdma_[^\\\\]+)\\\\\"").matcher(json);
-        int queries = 0;
-        while (m.find()) {
-            queries++;
-            java.util.regex.Pattern p = java.util.regex.Pattern.compile(m.group(1));
-            assertTrue(names.stream().anyMatch(n -> p.matcher(n).matches()),
-                    "the dashboard queries " + m.group(1) + ", which Hadoop's sink writes no metric as: " + names);
+        java.net.InetSocketAddress at = service.prometheus().address();
+        assertTrue(at != null, "the exposition serves: " + service.prometheus().why());
+        java.util.Set<String> scraped = new java.util.TreeSet<>();
+        Scrape.of(at).samples().forEach(x -> scraped.add(x.name()));
+
+        com.fasterxml.jackson.databind.JsonNode panels = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(Files.readString(Path.of("../conf/grafana/rdma-shuffle-dashboard.json"))).get("panels");
+        java.util.Set<String> queried = new java.util.TreeSet<>();
+        boolean nodeManagers = false;
+        for (com.fasterxml.jackson.databind.JsonNode panel : panels) {
+            if (panel.get("type").asText().equals("row")) {
+                nodeManagers = panel.get("title").asText().startsWith("NodeManagers");
+                continue;
+            }
+            if (nodeManagers) {
+                for (com.fasterxml.jackson.databind.JsonNode target : panel.get("targets")) {
+                    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\b(rdmashuffle_[a-z0-9_]+)\\b")
+                            .matcher(target.get("expr").asText());
+                    while (m.find()) {
+                        queried.add(m.group(1));
+                    }
+                }
+            }
         }
-        assertTrue(queries >= 10, "the dashboard's NodeManager queries: " + queries);
+        assertTrue(queried.size() >= 8, "the dashboard's NodeManager panels query " + queried);
+        // Served only while a service's engine is unavailable: NodePrometheusExporterTest scrapes one such node.
+        assertTrue(queried.remove("rdmashuffle_service_unavailable_info"), "the dashboard shows why an engine did not start");
+        queried.removeAll(scraped);
+        assertEquals(java.util.Set.of(), queried, "metrics the dashboard's NodeManager panels query that the node's exposition "
+                + "does not serve: " + scraped);
     }
 
     /**
