@@ -68,7 +68,9 @@ public final class RdmaShuffleManager implements ShuffleManager {
             LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + conf.get("spark.executor.id", "driver")
                     + " runs its shuffle on Spark's own sort shuffle: " + unavailable);
         }
-        current = this;
+        synchronized (RdmaShuffleManager.class) {
+            current = this;
+        }
     }
 
     @Override
@@ -100,7 +102,17 @@ public final class RdmaShuffleManager implements ShuffleManager {
 
     @Override
     public void stop() {
-        delegate.stop();
+        try {
+            delegate.stop();
+        } finally {
+            // A stopped manager tells nothing of the next SparkContext in this JVM (local mode, a notebook's
+            // second session): it would report its own engine, or its reason, for the next one's executor.
+            synchronized (RdmaShuffleManager.class) {
+                if (current == this) {
+                    current = null;
+                }
+            }
+        }
     }
 
     /** The engine's manager of this JVM, or null where Spark made none or this JVM cannot run the engine. */

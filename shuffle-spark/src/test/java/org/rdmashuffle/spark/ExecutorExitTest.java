@@ -205,6 +205,8 @@ class ExecutorExitTest {
         try (TransportContext context = new TransportContext(transport, handler, true);
              TransportServer sparkService = context.createServer("127.0.0.1", 0, List.of(new AuthServerBootstrap(transport, ANY_APP)));
              JavaSparkContext sc = new JavaSparkContext(serviceConf("rdma half down", sparkService.getPort(), nobody, true))) {
+            Tasks tasks = new Tasks();
+            sc.sc().addSparkListener(tasks);
             SparkClusterSupport.awaitExecutors(sc, 2);
             String meeting = scratch.resolve("maps-met").toString();
             JavaPairRDD<Integer, String> spread = pairs(sc).mapPartitionsToPair(rows -> {
@@ -213,8 +215,9 @@ class ExecutorExitTest {
             }, true);
             assertRightResult(spread.partitionBy(new HashPartitioner(4)));
             long[] counts = SparkClusterSupport.fetchCounts(sc);
-            // What each executor says carried its shuffle, for a failure's message (CI keeps only the message).
-            String carriers = String.join("\n", SparkClusterSupport.describeExecutors(sc));
+            // What each executor says carried its shuffle and what each reduce task read, for a failure's
+            // message (CI keeps only the message; this test once failed there with nothing counted anywhere).
+            String carriers = String.join("\n", SparkClusterSupport.describeExecutors(sc)) + "\nreads:\n" + tasks.reads();
             assertEquals(0, counts[0], "blocks fetched over RDMA with nothing at the RDMA port:\n" + carriers);
             assertTrue(counts[1] > 0, "blocks fetched from Spark's half over TCP: " + counts[1] + "\n" + carriers);
         } finally {
@@ -276,11 +279,23 @@ class ExecutorExitTest {
         private final List<String> shuffleMapTasks = new CopyOnWriteArrayList<>();
         private final Map<String, CountDownLatch> removed = new ConcurrentHashMap<>();
 
+        /** Each task that read a shuffle: where it ran, what it read remotely and locally, how it ended (for a failure's message). */
+        private final List<String> reads = new CopyOnWriteArrayList<>();
+
         @Override
         public void onTaskEnd(SparkListenerTaskEnd e) {
             if (e.taskType().equals("ShuffleMapTask")) {
                 shuffleMapTasks.add(e.taskInfo().executorId());
             }
+            if (e.taskMetrics() != null && e.taskMetrics().shuffleReadMetrics().totalBlocksFetched() > 0) {
+                var r = e.taskMetrics().shuffleReadMetrics();
+                reads.add("stage " + e.stageId() + " task " + e.taskInfo().index() + " on executor " + e.taskInfo().executorId()
+                        + ": " + r.remoteBlocksFetched() + " remote, " + r.localBlocksFetched() + " local blocks; " + e.reason());
+            }
+        }
+
+        String reads() {
+            return String.join("\n", reads);
         }
 
         @Override
