@@ -65,6 +65,15 @@ class RdmaShuffleServiceTest {
     }
 
     /** The service as a NodeManager with recovery enabled starts it: same local dir, same recovery path. */
+    /** The service started again with {@code conf} and its Prometheus exposition on a free loopback port, serving {@code app}. */
+    private void restartWithExposition(JobConf conf) throws Exception {
+        service.stop();
+        conf.set(HadoopKeys.PROMETHEUS_PORT, "0");
+        conf.set(HadoopKeys.PROMETHEUS_BIND_ADDRESS, "127.0.0.1");
+        service = newService(conf);
+        service.initializeApplication(new ApplicationInitializationContext(USER, app, ShuffleHandler.serializeServiceData(jobToken)));
+    }
+
     private RdmaShuffleService newService() {
         return newService(new JobConf(false));
     }
@@ -159,12 +168,7 @@ class RdmaShuffleServiceTest {
      */
     @Test
     void theDashboardsNodeManagerQueries_nameMetricsTheNodesExpositionServes() throws Exception {
-        service.stop();
-        JobConf conf = new JobConf(false);
-        conf.set(HadoopKeys.PROMETHEUS_PORT, "0");
-        conf.set(HadoopKeys.PROMETHEUS_BIND_ADDRESS, "127.0.0.1");
-        service = newService(conf);
-        service.initializeApplication(new ApplicationInitializationContext(USER, app, ShuffleHandler.serializeServiceData(jobToken)));
+        restartWithExposition(new JobConf(false));
         MapOutput out = writeMapOutput(0, 0, new int[] {3000, 0, 70_000, 12});
         try (TestReducer r = new TestReducer(app.toString(), jobSecret)) {
             assertTrue(r.fetch(service.rdmaAddress(), out.attempt, 0).failure() == null);
@@ -210,14 +214,10 @@ class RdmaShuffleServiceTest {
      */
     @Test
     void thePrometheusExposition_givesTheMetrics2Figures_labelled_andForgetsAStoppedApplication() throws Exception {
-        service.stop();
         JobConf conf = new JobConf(false);
-        conf.set(HadoopKeys.PROMETHEUS_PORT, "0");
-        conf.set(HadoopKeys.PROMETHEUS_BIND_ADDRESS, "127.0.0.1");
         conf.set(HadoopKeys.NODE_MANAGER_HOSTNAME, "node-7");
         conf.set(HadoopSettings.PREFIX + EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "3g");
-        service = newService(conf);
-        service.initializeApplication(new ApplicationInitializationContext(USER, app, ShuffleHandler.serializeServiceData(jobToken)));
+        restartWithExposition(conf);
         java.net.InetSocketAddress at = service.prometheus().address();
         assertTrue(at != null, "the exposition serves: " + service.prometheus().why());
         MapOutput out = writeMapOutput(0, 0, new int[] {3000, 0, 70_000, 12});
