@@ -132,7 +132,7 @@ public final class ShuffleJob {
         JobOptions small = o.withRows(o.warmUpRows());
         String result = null;
         for (String s : BalancedPairs.order(systems, 0)) {
-            Run run = run("warm-up " + s, s.equals("builtin") ? "builtin" : "rdma", s.equals(variantName) ? variant : Map.of(), small);
+            Run run = runSystem("warm-up " + s, s, variantName, variant, small);
             System.out.printf("warm-up  %-8s %6d ms  %d rows, counted in no figure  result %s%n", s, run.wallMs(), small.rows(), run.result());
             System.out.println(run.separation().await());
             if (result != null && !result.equals(run.result())) {
@@ -140,6 +140,12 @@ public final class ShuffleJob {
             }
             result = run.result();
         }
+    }
+
+    /** One run of {@code system} of a comparison: the built-in shuffle, the plugin, or the plugin with the variant's settings. */
+    private static Run runSystem(String label, String system, String variantName, Map<String, String> variant, JobOptions o)
+            throws Exception {
+        return run(label, system.equals("builtin") ? "builtin" : "rdma", system.equals(variantName) ? variant : Map.of(), o);
     }
 
     public static void main(String[] args) throws Exception {
@@ -170,7 +176,7 @@ public final class ShuffleJob {
                         String.join(", ", BalancedPairs.order(systems, r)));
             }
             for (String s : BalancedPairs.order(systems, r)) {
-                Run run = run(s, s.equals("builtin") ? "builtin" : "rdma", s.equals(variantName) ? variant : Map.of(), o);
+                Run run = runSystem(s, s, variantName, variant, o);
                 System.out.printf("round %d  %-8s %6d ms  fetch wait %5d ms  %d remote blocks  result %s%s%n", r + 1, s, run.wallMs(),
                         run.fetchWaitMs(), run.remoteBlocks(), run.result(), recovery(run));
                 System.out.println("    fetch wait per reduce task, ms, largest first: " + run.taskWaits());
