@@ -34,6 +34,19 @@ public enum Carrier {
         return key;
     }
 
+    /**
+     * Its value of the {@code carrier} label in the Prometheus expositions (the driver's and the
+     * NodeManager's, docs/metrics.md): {@code rdma_device}, {@code software_provider}, or the host's own
+     * transport named after the host, {@code <host>_transport} (e.g. {@code spark_transport}).
+     */
+    public String label(String host) {
+        return switch (this) {
+            case DEVICE -> "rdma_device";
+            case SOFTWARE_PROVIDER -> "software_provider";
+            case HOST_TRANSPORT -> host + "_transport";
+        };
+    }
+
     /** The carrier of a running engine on the provider named {@code provider} ({@code ibverbs} or {@code software}). */
     public static Carrier ofProvider(String provider) {
         return SOFTWARE_PROVIDER_NAME.equals(provider) ? SOFTWARE_PROVIDER : DEVICE;

@@ -20,6 +20,7 @@ import io.prometheus.metrics.model.snapshots.InfoSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 
+import org.rdmashuffle.verbs.Carrier;
 import org.rdmashuffle.verbs.Trouble;
 
 /**
@@ -121,9 +122,9 @@ final class NodeExposition implements MultiCollector {
         String[] base = {"node", node, "service", service};
         if (values.getOrDefault("EngineRunning", 0L) == 1) {
             String provider = tag(r, "Provider");
-            boolean softwareProvider = org.rdmashuffle.verbs.Carrier.ofProvider(provider)
-                    == org.rdmashuffle.verbs.Carrier.SOFTWARE_PROVIDER;
-            f.gauge(SERVICE_UP, SERVICE_UP_HELP, labels(base, "carrier", softwareProvider ? "software_provider" : "rdma_device",
+            Carrier carrier = Carrier.ofProvider(provider);
+            boolean softwareProvider = carrier == Carrier.SOFTWARE_PROVIDER;
+            f.gauge(SERVICE_UP, SERVICE_UP_HELP, labels(base, "carrier", carrier.label("mapreduce"),
                     "provider", provider, "device", tag(r, "Device"),
                     "device_kind", softwareProvider || !tag(r, "SoftwareDevice").isEmpty() ? "software" : "hardware"), 1);
         } else {

@@ -1,6 +1,8 @@
 package org.rdmashuffle.hadoop;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -14,7 +16,11 @@ import org.apache.hadoop.metrics2.MetricsSystem;
 import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.metrics2.lib.Interns;
 
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+import io.prometheus.metrics.config.EscapingScheme;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 /**
@@ -29,9 +35,11 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
  * it in its {@code serviceStop}. Nothing here takes the NodeManager down: a bad port or one that cannot
  * be bound is one WARN naming the key, and the services serve as before without the exposition.
  *
- * <p>Scrapes run on two threads of its own (a burst past their queue is answered on the HTTP server's
- * dispatcher thread, which slows the next accepts: threads and memory stay bounded whoever scrapes).
- * Built for Java 17 (src/main/java17).
+ * <p>Served by the JDK's own HTTP server in the text format (what Prometheus asks for unless told
+ * otherwise); the Prometheus client's HTTP server would bring its protocol-buffers format, and with it a
+ * relocated protobuf, into the NodeManager. Scrapes run on two threads of its own (a burst past their
+ * queue is answered on the HTTP server's dispatcher thread, which slows the next accepts: threads and
+ * memory stay bounded whoever scrapes). Built for Java 17 (src/main/java17).
  */
 final class NodePrometheusExporter implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(NodePrometheusExporter.class.getName());
@@ -41,14 +49,16 @@ final class NodePrometheusExporter implements AutoCloseable {
     static final String PATH = "/metrics";
     private static final int SCRAPE_THREADS = 2;
     private static final int SCRAPES_QUEUED = 16;
+    /** Connections waiting to be accepted (the JDK's default is the system's, often 4096). */
+    private static final int BACKLOG = 16;
 
     private final MetricsSystem metricsSystem;
-    private final HTTPServer server;
+    private final HttpServer server;
     private final InetSocketAddress address;
     private final String why;
     private boolean closed;
 
-    private NodePrometheusExporter(MetricsSystem metricsSystem, HTTPServer server, InetSocketAddress address, String why) {
+    private NodePrometheusExporter(MetricsSystem metricsSystem, HttpServer server, InetSocketAddress address, String why) {
         this.metricsSystem = metricsSystem;
         this.server = server;
         this.address = address;
@@ -96,10 +106,12 @@ final class NodePrometheusExporter implements AutoCloseable {
                             t.setDaemon(true);
                             return t;
                         }, new ThreadPoolExecutor.CallerRunsPolicy());
-                HTTPServer server;
+                HttpServer server;
                 try {
-                    server = HTTPServer.builder().inetAddress(InetAddress.getByName(bind)).port(port).registry(registry)
-                            .executorService(scrapes).buildAndStart();
+                    server = HttpServer.create(new InetSocketAddress(InetAddress.getByName(bind), port), BACKLOG);
+                    server.setExecutor(scrapes);
+                    server.createContext(PATH, exchange -> scrape(exchange, registry));
+                    server.start();
                 } catch (IOException | RuntimeException e) {
                     scrapes.shutdownNow();
                     return notServing(metricsSystem, "rdma-shuffle " + service + ": no Prometheus exposition on this node: "
@@ -107,22 +119,54 @@ final class NodePrometheusExporter implements AutoCloseable {
                             + HadoopKeys.PROMETHEUS_BIND_ADDRESS + " in yarn-site.xml): " + e
                             + "; the NodeManager and its shuffle services go on without it", System.Logger.Level.WARNING);
                 }
-                InetSocketAddress at = new InetSocketAddress(bind, server.getPort());
+                InetSocketAddress at = new InetSocketAddress(bind, server.getAddress().getPort());
                 NodePrometheusExporter exporter = new NodePrometheusExporter(metricsSystem, server, at, null);
                 try {
                     metricsSystem.register(CLAIM_SOURCE, "rdma-shuffle's Prometheus exposition of this NodeManager",
                             exporter.new ClaimSource(service));
                 } catch (RuntimeException e) {
-                    server.close(); // no claim: nobody would close it
+                    stop(server); // no claim: nobody would close it
                     throw e;
                 }
                 LOG.log(System.Logger.Level.INFO, "rdma-shuffle " + service + ": both services' figures for Prometheus at http://"
-                        + bind + ":" + server.getPort() + PATH + " (node " + node + ")");
+                        + bind + ":" + at.getPort() + PATH + " (node " + node + ")");
                 return exporter;
             }
         } catch (RuntimeException | LinkageError e) {
             return notServing(metricsSystem, "rdma-shuffle " + service + ": no Prometheus exposition on this node: " + e
                     + "; the NodeManager and its shuffle services go on without it", System.Logger.Level.WARNING);
+        }
+    }
+
+    /** One scrape: GET (or HEAD) of {@value #PATH} answered with the text format; anything else 405. */
+    private static void scrape(HttpExchange exchange, PrometheusRegistry registry) throws IOException {
+        try (exchange) {
+            String method = exchange.getRequestMethod();
+            if (!method.equals("GET") && !method.equals("HEAD")) {
+                exchange.getResponseHeaders().set("Allow", "GET, HEAD");
+                exchange.sendResponseHeaders(405, -1);
+                return;
+            }
+            PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
+            ByteArrayOutputStream text = new ByteArrayOutputStream(16 * 1024);
+            writer.write(text, registry.scrape(), EscapingScheme.UNDERSCORE_ESCAPING);
+            exchange.getResponseHeaders().set("Content-Type", writer.getContentType());
+            if (method.equals("HEAD")) {
+                exchange.sendResponseHeaders(200, -1);
+                return;
+            }
+            exchange.sendResponseHeaders(200, text.size());
+            try (OutputStream body = exchange.getResponseBody()) {
+                text.writeTo(body);
+            }
+        }
+    }
+
+    /** Stops the server at once (a scrape under way is cut short) and its scrape threads with it. */
+    private static void stop(HttpServer server) {
+        server.stop(0);
+        if (server.getExecutor() instanceof ThreadPoolExecutor scrapes) {
+            scrapes.shutdownNow();
         }
     }
 
@@ -167,7 +211,7 @@ final class NodePrometheusExporter implements AutoCloseable {
         try {
             metricsSystem.unregisterSource(CLAIM_SOURCE);
         } finally {
-            server.close();
+            stop(server);
         }
     }
 

@@ -46,7 +46,7 @@ class YarnJarIT {
                     "org/rdmashuffle/core/service/SparkShuffleServer.class",
                     "org/rdmashuffle/shaded/io/netty/channel/nio/NioIoHandler.class",
                     "org/rdmashuffle/shaded/com/esotericsoftware/kryo/Kryo.class",
-                    "org/rdmashuffle/shaded/io/prometheus/metrics/exporter/httpserver/HTTPServer.class")) {
+                    "org/rdmashuffle/shaded/io/prometheus/metrics/expositionformats/PrometheusTextFormatWriter.class")) {
                 assertTrue(jar.getEntry(needed) != null, "missing " + needed);
             }
         }

@@ -95,11 +95,7 @@ public final class PrometheusExposition implements MultiCollector {
 
     /** The carrier label of each carrier (docs/metrics.md). */
     static String carrierLabel(Carrier c) {
-        return switch (c) {
-            case DEVICE -> "rdma_device";
-            case SOFTWARE_PROVIDER -> "software_provider";
-            case HOST_TRANSPORT -> "spark_transport";
-        };
+        return c.label("spark");
     }
 
     /** The executors' series: one row per shown executor, and one adding up the rest. */
