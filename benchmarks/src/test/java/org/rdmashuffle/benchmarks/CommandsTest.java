@@ -30,7 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CommandsTest {
     /** What every command's usage must at least be checked on: a command that vanishes fails here. */
-    private static final List<String> KNOWN = List.of("bin/shuffle-job", "bin/test", "bin/doctor", "bin/cluster-bed", "bin/fuzz",
+    private static final List<String> KNOWN = List.of("bin/shuffle-job", "bin/terasort-job", "bin/test", "bin/doctor", "bin/cluster-bed", "bin/fuzz",
             "bin/soak", "benchmarks/tpcds.sh", "benchmarks/fetch-benchmark.sh", "benchmarks/jmh.sh", "benchmarks/scale-benchmark.sh");
 
     @TempDir
@@ -115,6 +115,8 @@ class CommandsTest {
             {"bin/shuffle-job", "--cpu-by-thread"}, {"bin/shuffle-job", "--variant", "busyPoll=0"},
             {"bin/shuffle-job", "--compare", "2", "--shuffle", "both"}, {"bin/shuffle-job", "--job", "terasort"},
             {"bin/shuffle-job", "--job", "sort", "--maps", "4000000"},
+            {"bin/terasort-job", "--nodes", "9"}, {"bin/terasort-job", "--rows", "lots"}, {"bin/terasort-job", "--node-mb", "1024"},
+            {"bin/terasort-job", "--compare"},
             {"bin/test", "-o"},
             {"bin/doctor", "carrier-pigeon"}, {"bin/doctor", "auto", "[::1"},
             {"bin/cluster-bed", "--hosts", "0", "--hold"}, {"bin/cluster-bed", "--mtu", "9k", "--hold"},
@@ -149,6 +151,7 @@ class CommandsTest {
             {"org.rdmashuffle.benchmarks.spark.ShuffleJob", "--maps", "many"},
             {"org.rdmashuffle.benchmarks.spark.ShuffleJob", "--job", "terasort"},
             {"org.rdmashuffle.benchmarks.cluster.ClusterJob", "--hosts", "3", "--rows", "-1"},
+            {"org.rdmashuffle.benchmarks.cluster.TeraSortJob", "--node-mb", "100"},
             {"org.rdmashuffle.benchmarks.tpcds.TpcdsRunner", "--scale", "big"},
             {"org.rdmashuffle.benchmarks.tpcds.TpcdsRunner", "--pairs", "0"},
             {"org.rdmashuffle.benchmarks.tpcds.TpcdsRunner", "--rounds", "3"},

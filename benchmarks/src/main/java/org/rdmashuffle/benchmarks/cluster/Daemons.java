@@ -78,6 +78,20 @@ final class Daemons implements AutoCloseable {
         }
     }
 
+    /**
+     * The JVM of daemon {@code name}: the process started ({@code ip netns exec} replaces itself with the
+     * command), or its descendant running {@code mainClass} where something stayed in between.
+     */
+    ProcessHandle jvm(String name, String mainClass) {
+        Process p = daemon(name);
+        if (org.rdmashuffle.benchmarks.spark.RunSeparation.commandLine(p.toHandle()).map(c -> c.contains(mainClass)).orElse(false)) {
+            return p.toHandle();
+        }
+        return p.descendants().filter(d -> org.rdmashuffle.benchmarks.spark.RunSeparation.commandLine(d)
+                        .map(c -> c.contains(mainClass)).orElse(false)).findFirst()
+                .orElseThrow(() -> new IllegalStateException("daemon " + name + " (pid " + p.pid() + ") runs no " + mainClass));
+    }
+
     private Process daemon(String name) {
         Process p = byName.get(name);
         if (p == null) {

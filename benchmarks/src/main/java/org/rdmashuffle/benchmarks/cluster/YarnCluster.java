@@ -35,6 +35,7 @@ public final class YarnCluster implements AutoCloseable {
     public static final int MAP_MB = 768;
     public static final int REDUCE_MB = 1536;
     private static final long START_SECONDS = 180;
+    private static final String NODE_MANAGER_CLASS = "org.apache.hadoop.yarn.server.nodemanager.NodeManager";
     /**
      * A NodeManager told to stop has stopped its containers within about 2 s (process-kill-wait below);
      * the rest of its stop is 10 s of Hadoop's NonAggregatingLogHandler awaiting a log-deletion timer
@@ -118,7 +119,7 @@ public final class YarnCluster implements AutoCloseable {
                     "org.apache.hadoop.mapreduce.v2.hs.JobHistoryServer",
                     GRACE_SECONDS);
             for (ClusterBed.Host h : c.nodeHosts()) {
-                c.daemon(h, "nodemanager-" + h.address(), "384m", "org.apache.hadoop.yarn.server.nodemanager.NodeManager",
+                c.daemon(h, "nodemanager-" + h.address(), "384m", NODE_MANAGER_CLASS,
                         NODE_MANAGER_GRACE_SECONDS);
             }
             c.awaitNodes();
@@ -224,6 +225,24 @@ public final class YarnCluster implements AutoCloseable {
         m.put("mapreduce.map.java.opts", "-Xmx512m " + JVM_OPTIONS);
         m.put("mapreduce.reduce.memory.mb", Integer.toString(REDUCE_MB));
         return m;
+    }
+
+    /** The JVM of node {@code h}'s NodeManager (the one started with the cluster), for its {@code /proc} figures. */
+    public ProcessHandle nodeManagerJvm(ClusterBed.Host h) {
+        return daemons.jvm("nodemanager-" + h.address(), NODE_MANAGER_CLASS);
+    }
+
+    /**
+     * The processes of application {@code appId}'s containers still running: its application master and
+     * tasks (each container's JVM names its log dir, {@code <log dirs>/<appId>/<container>}, on its command
+     * line) and the launch scripts around them.
+     */
+    public List<ProcessHandle> containerProcesses(String appId) {
+        String dir = "/" + appId + "/";
+        long self = ProcessHandle.current().pid();
+        return ProcessHandle.allProcesses().filter(p -> p.pid() != self)
+                .filter(p -> org.rdmashuffle.benchmarks.spark.RunSeparation.commandLine(p).map(c -> c.contains(dir)).orElse(false))
+                .toList();
     }
 
     /** A NodeManager's web address (its /jmx and /prom servlets). */
@@ -362,7 +381,7 @@ public final class YarnCluster implements AutoCloseable {
     public void restartNodeManager(ClusterBed.Host h) throws IOException, InterruptedException {
         daemons.kill("nodemanager-" + h.address());
         String name = "nodemanager-" + h.address() + "-restarted";
-        daemon(h, name, "384m", "org.apache.hadoop.yarn.server.nodemanager.NodeManager", NODE_MANAGER_GRACE_SECONDS);
+        daemon(h, name, "384m", NODE_MANAGER_CLASS, NODE_MANAGER_GRACE_SECONDS);
         if (!daemons.awaitLog(name + ".log", text -> text.contains("Registered with ResourceManager as"), START_SECONDS)) {
             throw new IOException("the restarted NodeManager of " + h.address() + " did not register within " + START_SECONDS
                     + " s; see " + logs.resolve(name + ".log"));

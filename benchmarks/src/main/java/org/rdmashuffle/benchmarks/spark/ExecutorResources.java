@@ -27,14 +27,17 @@ import java.util.concurrent.TimeUnit;
  * #start} and stopped by {@link #finish} (or {@link #close}, on a run that failed), which the job's thread calls; the readings are kept under this
  * object's lock. At most {@link #MAX_READINGS} readings of the storage counter are kept per executor (two
  * hours); the maxima keep counting past them.
+ *
+ * <p>{@link #read} and {@link #pageCacheShare} are public for the YARN bed's TeraSort runner ({@code
+ * cluster.NodeManagerResources}), which reads its NodeManagers' {@code /proc} files the same way.
  */
-final class ExecutorResources implements AutoCloseable {
+public final class ExecutorResources implements AutoCloseable {
     private static final long PERIOD_MS = 1000;
     private static final long RESCAN_MS = 5000;
     static final int MAX_READINGS = 7200;
 
     /** One reading of one executor's {@code /proc} files, at {@code atMs} (epoch ms), bytes unless named otherwise. */
-    record Reading(long atMs, long rss, long peakRss, long fileRss, long pinned, int descriptors, int mappings, long storageReads) {
+    public record Reading(long atMs, long rss, long peakRss, long fileRss, long pinned, int descriptors, int mappings, long storageReads) {
     }
 
     /** One executor's figures over a run: the largest of each reading, and its storage counter over time. */
@@ -131,7 +134,7 @@ final class ExecutorResources implements AutoCloseable {
     }
 
     /** One reading of process {@code pid}, or null once it has gone (or this process may not read it). */
-    static Reading read(long pid, long atMs) {
+    public static Reading read(long pid, long atMs) {
         Path proc = Path.of("/proc", Long.toString(pid));
         try {
             String status = Files.readString(proc.resolve("status"), StandardCharsets.US_ASCII);
@@ -202,7 +205,7 @@ final class ExecutorResources implements AutoCloseable {
      * storage read for the executors meanwhile / the shuffle bytes read), within 0 and 1 (the storage may
      * read more than the shuffle: spills read back, classes loaded); NaN when the stage read nothing.
      */
-    static double pageCacheShare(long storageReads, long shuffleBytesRead) {
+    public static double pageCacheShare(long storageReads, long shuffleBytesRead) {
         if (shuffleBytesRead <= 0) {
             return Double.NaN;
         }

@@ -12,13 +12,14 @@ import java.util.function.ToDoubleFunction;
  * spill counts (its task metrics {@code memoryBytesSpilled} and {@code diskBytesSpilled}, summed over the
  * run's tasks), and, where the plugin carried the shuffle, its registered memory ({@link PluginGauges};
  * null: not asked for, as in a run of Spark's own shuffle; empty: no executor sent them). {@link #lines} prints a
- * run; {@link #medians} the per-system medians of a comparison.
+ * run; {@link #medians} the per-system medians of a comparison. Public for {@link #bytes} and {@link #percent},
+ * which the YARN bed's TeraSort runner prints its NodeManagers' figures with.
  *
  * @param storageReads bytes the storage read for the executors from the last reading before the first
  *                     stage that read the shuffle started to the first after the last one ended
  * @param shuffleRead  the bytes those stages read through the shuffle (Spark's {@code totalBytesRead})
  */
-record ResourceReport(List<ExecutorResources.Executor> executors, long storageReads, long shuffleRead, long spilledMemory,
+public record ResourceReport(List<ExecutorResources.Executor> executors, long storageReads, long shuffleRead, long spilledMemory,
                       long spilledDisk, Map<String, PluginGauges.Executor> registered) {
     private static final double GIB = 1L << 30;
     private static final double MIB = 1L << 20;
@@ -151,12 +152,12 @@ record ResourceReport(List<ExecutorResources.Executor> executors, long storageRe
         return bytes < 0 ? "-" : String.format(Locale.ROOT, "%.1f", bytes / MIB);
     }
 
-    static String percent(double share) {
+    public static String percent(double share) {
         return Double.isNaN(share) ? "n/a" : String.format(Locale.ROOT, "%.0f%%", share * 100);
     }
 
     /** Bytes as the job prints them elsewhere (decimal units): 0 B, 812 B, 3.4 kB, 120.5 MB, 3.52 GB. */
-    static String bytes(long n) {
+    public static String bytes(long n) {
         if (n < 1_000) {
             return n + " B";
         }
