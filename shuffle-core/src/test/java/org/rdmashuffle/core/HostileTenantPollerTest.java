@@ -124,10 +124,11 @@ class HostileTenantPollerTest {
             try (HostileReducer inflating = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A)) {
                 inflating.postReceives();
                 inflating.describe(0, List.of(BlockId.of(0, 3, 1))); // registered: answered on the poller from now on
-                ServedCounts.Snapshot before = node.service.tenantOf("app-a").requests().served();
+                // An answer is counted just after it is posted: the reducer may have it first.
+                ServedCounts.Snapshot before = servedOnceCounted(node, 0);
                 Message answer = inflating.ask(new Message.FetchRequest(9, 0, Collections.nCopies(500, BlockId.of(0, 3, 0)), false));
                 assertEquals(500, assertInstanceOf(Message.FetchResponse.class, answer).blocks().size());
-                ServedCounts.Snapshot after = node.service.tenantOf("app-a").requests().served();
+                ServedCounts.Snapshot after = servedOnceCounted(node, before.requests());
                 assertEquals(1, after.requests() - before.requests(), "one answer sent");
                 assertEquals(1, after.blocks() - before.blocks(), "one block, named 500 times");
                 assertEquals(a.offsets()[1], after.bytes() - before.bytes(), "its bytes, once");
@@ -145,11 +146,17 @@ class HostileTenantPollerTest {
                 assertInstanceOf(Message.FetchResponse.class, inflating.ask(new Message.FetchRequest(11, 0,
                         List.of(BlockId.of(0, 3, 1)), false)));
                 assertTrue(!dropNext.get(), "the tamper dropped an answer");
-                ServedCounts.Snapshot last = node.service.tenantOf("app-a").requests().served();
+                ServedCounts.Snapshot last = servedOnceCounted(node, after.requests());
                 assertEquals(1, last.requests() - after.requests(), "the answer sent, not the one dropped");
                 assertEquals(a.offsets()[2] - a.offsets()[1], last.bytes() - after.bytes(), "the bytes of the answer sent");
             }
         }
+    }
+
+    /** App a's served figures once more than {@code requests} answers are counted. */
+    private static ServedCounts.Snapshot servedOnceCounted(ServiceNode node, long requests) throws InterruptedException {
+        EngineTestSupport.eventually("an answer counted", () -> node.service.tenantOf("app-a").requests().served().requests() > requests);
+        return node.service.tenantOf("app-a").requests().served();
     }
 
     /**
