@@ -71,6 +71,15 @@ public final class HostileReducer implements AutoCloseable {
      */
     public HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret, int sendQueue)
             throws IOException {
+        this(provider, service, app, secret, sendQueue, BUFFER);
+    }
+
+    /**
+     * As above, its CONNECT naming a receive buffer of {@code namedReceiveBuffer} bytes whatever its
+     * own are ({@link #BUFFER}): what a reducer says it can take is its own word.
+     */
+    public HostileReducer(VerbsProvider provider, InetSocketAddress service, String app, byte[] secret, int sendQueue,
+                          int namedReceiveBuffer) throws IOException {
         String device = EngineTestSupport.usesDevice() ? System.getenv("SOFTROCE_DEVICE") : null;
         this.context = provider.devices().stream().filter(d -> device == null || d.name().equals(device)).findFirst()
                 .orElseThrow().open();
@@ -89,7 +98,7 @@ public final class HostileReducer implements AutoCloseable {
             this.control = ControlClient.connect(service, secret, app, 64 << 10, WAIT,
                     provider.dataPathAddress(context));
             byte[] reply = control.call(ConnectCodec.CONNECT,
-                    ConnectCodec.encode(new ConnectCodec.Connect(BUFFER, List.of(qp.localEndpoint(options)))), WAIT);
+                    ConnectCodec.encode(new ConnectCodec.Connect(namedReceiveBuffer, List.of(qp.localEndpoint(options)))), WAIT);
             QueuePairEndpoint theirs = ConnectCodec.decode(reply).endpoints().getFirst();
             serverQpNumber = theirs.qpNumber();
             qp.connect(theirs, options);

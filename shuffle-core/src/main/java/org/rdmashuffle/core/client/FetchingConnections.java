@@ -41,9 +41,6 @@ import org.rdmashuffle.verbs.QueuePairEndpoint;
  */
 public final class FetchingConnections {
     private static final System.Logger LOG = System.getLogger(FetchingConnections.class.getName());
-    /** Largest encoded descriptor (varints at their longest) and block id of a request. */
-    private static final int MAX_DESCRIPTOR_BYTES = 58;
-    private static final int MAX_REQUESTED_BLOCK_BYTES = 20;
     /** Set-ups running at once: each is a few round trips, so a few threads serve many peers. */
     static final int DIALER_THREADS = 4;
     /** Pauses before asking a busy server again: from 10 ms (plus jitter), doubling, at most half a second. */
@@ -317,10 +314,13 @@ public final class FetchingConnections {
             }
             throw new IOException("cannot set up a data connection to " + label(peer) + ": " + e.getMessage(), e);
         }
-        DataConnection c = new DataConnection(label(peer), DataConnection.Role.FETCHING, own, theirs.receiveBufferSize(), qps,
+        // What crosses is sized by the smaller buffer: we send at most our own slot, the peer at most its own.
+        int messageBytes = Math.min(theirs.receiveBufferSize(), config.receiveBufferSize());
+        DataConnection c = new DataConnection(label(peer), DataConnection.Role.FETCHING, own, messageBytes, qps,
                 config.postPath(), config.chainLength(), maxReadSge, sgeListBroken, theirs.endpoints().getFirst().gid());
-        int perRequest = Math.max(1, Math.min(MessageCodec.MAX_ITEMS, Math.min(
-                (theirs.receiveBufferSize() - 32) / MAX_REQUESTED_BLOCK_BYTES, (config.receiveBufferSize() - 32) / MAX_DESCRIPTOR_BYTES)));
+        // As many blocks as the answer always holds (a request of them is smaller): the peer answers from a
+        // send buffer of its receive buffer's size into ours, and answers no more blocks than fit both.
+        int perRequest = Math.max(1, MessageCodec.descriptorsFitting(messageBytes));
         PeerFetcher f = new PeerFetcher(channels.apply(c), context, new PeerFetcher.Limits(config.chainLength(), maxReadSge, config.maxChainBytes(),
                 config.maxBytesInFlightPerPeer(), config.maxChainsInFlightPerPeer(), perRequest, config.fetchTimeout().toNanos(),
                 // The peer's lease, if shorter than our timeout: a description is trusted for half of it.

@@ -63,6 +63,8 @@ public final class ControlServer implements AutoCloseable {
             MAX_UNAUTHENTICATED_PER_ADDRESS);
     /** Peers decide how often we close their connections: the log says so once a minute, with a count. */
     final RepeatedWarning closings = new RepeatedWarning(LOG, 60, TimeUnit.SECONDS);
+    /** Requests whose handler threw: a peer may repeat what made it throw, so likewise once a minute. */
+    final RepeatedWarning failedRequests = new RepeatedWarning(LOG, 60, TimeUnit.SECONDS);
     final Function<String, byte[]> secrets;
     /** The largest control frame either side of an engine takes (handshakes and CONNECTs are far smaller). */
     public static final int MAX_FRAME_BYTES = 64 << 10;
@@ -217,9 +219,9 @@ public final class ControlServer implements AutoCloseable {
         return of == null ? 0 : of.size();
     }
 
-    static void send(ChannelHandlerContext ctx, byte kind, byte type, byte[] payload) {
+    static io.netty.channel.ChannelFuture send(ChannelHandlerContext ctx, byte kind, byte type, byte[] payload) {
         ByteBuf out = Unpooled.buffer(2 + payload.length).writeByte(kind).writeByte(type).writeBytes(payload);
-        ctx.writeAndFlush(out);
+        return ctx.writeAndFlush(out);
     }
 
     @Override

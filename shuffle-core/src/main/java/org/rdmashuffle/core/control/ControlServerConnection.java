@@ -262,23 +262,40 @@ final class ControlServerConnection extends SimpleChannelInboundHandler<ByteBuf>
     private void handle(ChannelHandlerContext ctx, ControlSession s, byte type, long callId, byte[] request) {
         byte kind;
         byte[] body;
+        String violation = null;
         try {
             body = server.handler.handle(s, type, request);
             kind = ControlFrame.REPLY;
         } catch (RequestRefusedException e) {
             body = String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8);
             kind = ControlFrame.ERROR;
+        } catch (ProtocolViolationException e) { // no honest peer sends it: told, and closed below
+            violation = e.getMessage();
+            body = String.valueOf(violation).getBytes(StandardCharsets.UTF_8);
+            kind = ControlFrame.ERROR;
         } catch (Throwable e) {
-            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: request type " + type + " of " + s.appId()
-                    + " from " + s.remoteAddress() + " failed", e);
+            // A peer may repeat whatever made a handler throw: once a minute with its stack, the rest counted.
+            long before = server.failedRequests.warnings();
+            server.failedRequests.warn("rdma-shuffle control plane: request type " + type + " of " + s.appId() + " from "
+                    + s.remoteAddress() + " failed: " + e);
+            if (server.failedRequests.warnings() != before) {
+                LOG.log(System.Logger.Level.WARNING, "rdma-shuffle control plane: what the request's handler threw", e);
+            }
             body = ControlServer.FAILED.getBytes(StandardCharsets.UTF_8);
             kind = ControlFrame.ERROR;
         }
         byte replyKind = kind;
         byte[] reply = ControlFrame.withCallId(callId, body);
+        String closeFor = violation;
         try {
             ctx.executor().execute(() -> {
                 busy = false;
+                if (closeFor != null) {
+                    server.closings.warn("rdma-shuffle control plane: closing " + ctx.channel().remoteAddress() + " ("
+                            + s.appId() + "): " + closeFor);
+                    ControlServer.send(ctx, replyKind, type, reply).addListener(ChannelFutureListener.CLOSE);
+                    return;
+                }
                 if (replyKind == ControlFrame.REPLY) {
                     lastAnsweredNanos = System.nanoTime(); // refusals keep nobody's connection alive
                 }

@@ -16,7 +16,11 @@ public enum Refusal {
     REGISTRATION_FAILED("registrationFailed"),
     CLOSING("closing"),
     INDEX_INCONSISTENT("indexInconsistent"),
-    /** Its outputs kept being released before all were described: registered memory too short for the request. */
+    /**
+     * Its outputs kept being released before all were described (registered memory too short for the
+     * request), or it named more blocks than an answer to its connection holds (a reducer of an earlier
+     * version with a larger receive buffer than the server's, or a hostile one).
+     */
     REQUEST_TOO_LARGE("requestTooLarge");
 
     private final String metricName;

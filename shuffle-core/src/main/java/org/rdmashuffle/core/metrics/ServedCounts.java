@@ -10,8 +10,10 @@ import org.rdmashuffle.core.protocol.BlockDescriptor;
 /**
  * What one application's reducers were served: fetch requests answered, the blocks and bytes
  * described to them (read one-sidedly afterwards: the server never sees the reads, so these are the
- * bytes it made readable), and requests refused, by {@link Refusal}. Counted where the answer is
- * made, on whichever thread makes it.
+ * bytes it made readable), and requests refused, by {@link Refusal}. An answer is counted once it
+ * is posted to its reducer (one never sent is not), on whichever thread posts it; a block it names
+ * several times is counted once (a reducer choosing how often it names a block does not choose the
+ * figures).
  */
 public final class ServedCounts {
     private final LongAdder requests = new LongAdder();
@@ -19,13 +21,17 @@ public final class ServedCounts {
     private final LongAdder bytes = new LongAdder();
     private final AtomicLongArray refusals = new AtomicLongArray(Refusal.values().length);
 
-    public void answered(Iterable<BlockDescriptor> described) {
+    /** An answer describing {@code described} was sent: a request, and its distinct blocks and their bytes. */
+    public void answered(java.util.Collection<BlockDescriptor> described) {
         requests.increment();
         long n = 0;
         long b = 0;
+        java.util.Set<BlockDescriptor> seen = new java.util.HashSet<>(Math.max(4, described.size() * 2));
         for (BlockDescriptor d : described) {
-            n++;
-            b += d.length();
+            if (seen.add(d)) {
+                n++;
+                b += d.length();
+            }
         }
         blocks.add(n);
         bytes.add(b);

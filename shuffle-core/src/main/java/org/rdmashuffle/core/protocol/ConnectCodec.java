@@ -28,6 +28,15 @@ public final class ConnectCodec {
     public static final byte DISCONNECT = 2;
     public static final int MAX_QUEUE_PAIRS = 64;
     /**
+     * The smallest receive buffer a side may name: every release's own floor for {@code srq.bufferSize}
+     * (1k), so no honest peer names less, and a message of the most a server sends about one request (a
+     * refusal, an answer of {@link MessageCodec#descriptorsFitting} blocks) always fits. A size below is
+     * refused, naming the field and its bounds. There is no ceiling to refuse at: a receive buffer is
+     * what its side can take, and each side sends at most the smaller of that and its own buffer (the
+     * server's slot is its ceiling), so a larger size named changes nothing the sender does.
+     */
+    public static final int MIN_RECEIVE_BUFFER_SIZE = 1024;
+    /**
      * Flag: read this side's regions only from page boundaries (its memory is on demand on a device whose
      * paging is right only for transfers that start on a page: transport.MemoryRegistration).
      */
@@ -76,9 +85,15 @@ public final class ConnectCodec {
             long leaseMillis = in.getLong();
             int flags = in.getInt();
             int n = in.getInt();
-            if (receiveBufferSize < 64 || n < 1 || n > MAX_QUEUE_PAIRS || leaseMillis < 0) {
-                throw new MalformedMessageException("connect with a " + receiveBufferSize + "-byte receive buffer, a lease of "
-                        + leaseMillis + " ms and " + n + " queue pairs");
+            if (receiveBufferSize < MIN_RECEIVE_BUFFER_SIZE) {
+                throw new MalformedMessageException("connect with a receive buffer size of " + receiveBufferSize
+                        + " bytes, outside " + MIN_RECEIVE_BUFFER_SIZE + ".." + Integer.MAX_VALUE);
+            }
+            if (n < 1 || n > MAX_QUEUE_PAIRS) {
+                throw new MalformedMessageException("connect with " + n + " queue pairs, outside 1.." + MAX_QUEUE_PAIRS);
+            }
+            if (leaseMillis < 0) {
+                throw new MalformedMessageException("connect with a lease of " + leaseMillis + " ms, outside 0.." + Long.MAX_VALUE);
             }
             if ((flags & ~KNOWN_FLAGS) != 0) {
                 throw new MalformedMessageException("connect with unknown flags 0x" + Integer.toHexString(flags & ~KNOWN_FLAGS));

@@ -29,6 +29,13 @@ import com.esotericsoftware.kryo.io.Output;
 public final class MessageCodec {
     /** The most descriptors or map ids one message may carry. */
     public static final int MAX_ITEMS = 1 << 16;
+    /**
+     * The most bytes one block descriptor takes in a fetch response (its varints at their longest: 54),
+     * and the most a response takes besides its descriptors and layouts (type, request id, counts: 14),
+     * each with room to spare: what a request may ask for is sized from them, so that its answer fits.
+     */
+    public static final int MAX_DESCRIPTOR_BYTES = 58;
+    public static final int MAX_RESPONSE_OVERHEAD_BYTES = 32;
     private static final int MAX_REASON_CHARS = 4096;
 
     private final int maxMessageBytes;
@@ -85,22 +92,63 @@ public final class MessageCodec {
         return maxMessageBytes;
     }
 
-    /** Writes {@code message} at the start of {@code buffer} and returns its length; refuses one over the bound. */
+    /**
+     * The most descriptors a fetch response of at most {@code messageBytes} bytes always holds, whatever
+     * their values (without layouts): a server answers at most that many blocks of a request, so the
+     * answer is encodable before anything is described.
+     */
+    public static int descriptorsFitting(int messageBytes) {
+        return Math.max(0, Math.min(MAX_ITEMS, (messageBytes - MAX_RESPONSE_OVERHEAD_BYTES) / MAX_DESCRIPTOR_BYTES));
+    }
+
+    /**
+     * Writes {@code message} at the start of {@code buffer} and returns its length; refuses one over the
+     * bound with an {@link IllegalArgumentException} whose text names its type and counts only (never
+     * its items: a message a peer made long must not cost its length again in text).
+     */
     public int encode(Message message, MemorySegment buffer) {
-        int bound = Math.min(maxMessageBytes, (int) Math.min(Integer.MAX_VALUE, buffer.byteSize()));
+        int length = tryEncode(message, buffer);
+        if (length < 0) {
+            throw new IllegalArgumentException(summary(message) + " does not fit in " + bound(buffer)
+                    + " bytes (the message size bound)");
+        }
+        return length;
+    }
+
+    /**
+     * As {@link #encode}, -1 if {@code message} does not fit: for a caller that then sends something
+     * smaller. Costs at most {@code maxMessageBytes} of writing, however many items the message has.
+     */
+    public int tryEncode(Message message, MemorySegment buffer) {
+        int bound = bound(buffer);
         output.setBuffer(scratch, maxMessageBytes);
         try {
             output.writeByte(tagOf(message));
             kryo.writeObject(output, message);
-        } catch (KryoException e) {
-            throw new IllegalArgumentException(message + " does not fit in " + bound + " bytes (the message size bound)", e);
+        } catch (KryoException overflow) { // past maxMessageBytes: the scratch buffer is full
+            return -1;
         }
         int length = output.position();
         if (length > bound) {
-            throw new IllegalArgumentException(message + " does not fit in " + bound + " bytes (the message size bound)");
+            return -1;
         }
         MemorySegment.copy(scratch, 0, buffer, ValueLayout.JAVA_BYTE, 0, length);
         return length;
+    }
+
+    private int bound(MemorySegment buffer) {
+        return Math.min(maxMessageBytes, (int) Math.min(Integer.MAX_VALUE, buffer.byteSize()));
+    }
+
+    /** A message named by its type and counts: constant text, whatever it carries. */
+    public static String summary(Message m) {
+        return switch (m) {
+            case Message.FetchRequest r -> "a fetch request of " + r.blocks().size() + " blocks";
+            case Message.FetchResponse r -> "a fetch response of " + r.blocks().size() + " descriptors and "
+                    + r.layouts().size() + " layouts";
+            case Message.ErrorResponse r -> "an error response of " + r.reason().length() + " characters";
+            case Message.Release r -> "a release of " + r.outputs().size() + " outputs";
+        };
     }
 
     /** Reads the message in the first {@code length} bytes of {@code buffer}, validating it. */

@@ -14,6 +14,9 @@ import org.rdmashuffle.core.control.ServerBusyException;
 public final class ControlAdmission implements ControlServer.Admission {
     private static final System.Logger LOG = System.getLogger(ControlAdmission.class.getName());
 
+    /** A tenant chooses how many of its connections are refused: logged once a minute, with a count. */
+    private final org.rdmashuffle.verbs.util.RepeatedWarning refusals =
+            new org.rdmashuffle.verbs.util.RepeatedWarning(LOG, 60, java.util.concurrent.TimeUnit.SECONDS);
     private final Predicate<String> stopped;
     private final ServiceUsage usage;
 
@@ -30,7 +33,7 @@ public final class ControlAdmission implements ControlServer.Admission {
         }
         String full = usage.tryAdd(ServiceUsage.Kind.CONTROL, app);
         if (full != null) {
-            LOG.log(System.Logger.Level.INFO, "rdma-shuffle: a control connection of " + app + " refused: " + full);
+            refusals.warn("rdma-shuffle: a control connection of " + app + " refused: " + full);
             return ServerBusyException.MESSAGE;
         }
         return null;

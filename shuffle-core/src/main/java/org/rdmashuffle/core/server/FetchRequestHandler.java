@@ -56,6 +56,24 @@ public final class FetchRequestHandler {
         return served.snapshot();
     }
 
+    /** {@code answer} was posted to its reducer: counted as served now (an answer never sent is not). */
+    public void sent(Message.FetchResponse answer) {
+        served.answered(answer.blocks());
+    }
+
+    /**
+     * The answer to a request naming more blocks than an answer on its connection always holds ({@code
+     * fitting}): refused whole, before anything is described. A reducer of this release never asks for
+     * more; a held answer's reducer is answered its first {@code fitting} blocks instead (the caller's).
+     */
+    public Message tooManyBlocks(String app, Message.FetchRequest request, int fitting) {
+        served.refused(Refusal.REQUEST_TOO_LARGE);
+        refusals.warn("rdma-shuffle: refused a request of " + request.blocks().size() + " blocks" + (app.isEmpty() ? "" : " of " + app)
+                + ": an answer on its connection holds at most " + fitting);
+        return new Message.ErrorResponse(request.requestId(), "a request of " + request.blocks().size()
+                + " blocks, more than an answer to this connection's receive buffer holds (" + fitting + "): ask for fewer");
+    }
+
     /** Where a request answered over several turns has got to, and the slow work it waits for (no thread held). */
     public static final class Progress {
         private int next;
@@ -184,7 +202,7 @@ public final class FetchRequestHandler {
         }
         p.windowRoom = null;
         if (++p.passes >= MAX_PASSES) {
-            LOG.log(System.Logger.Level.INFO, () -> "rdma-shuffle: refused a request of " + blocks.size() + " blocks"
+            refusals.warn("rdma-shuffle: refused a request of " + blocks.size() + " blocks"
                     + (app.isEmpty() ? "" : " of " + app) + ": its outputs were released before all were described");
             served.refused(Refusal.REQUEST_TOO_LARGE);
             return new Message.ErrorResponse(request.requestId(), "the server's registered memory cannot hold every output "
@@ -251,7 +269,6 @@ public final class FetchRequestHandler {
                 return refusal(app, request, b, e);
             }
         }
-        served.answered(described);
         // A layout keeps its output registered for a lease: none goes with a held answer while registered
         // memory is crowded (decided now, with this answer's outputs registered), so those outputs go once read.
         int layoutRoom = held != null && registry.crowded() ? 0 : layoutBytes;

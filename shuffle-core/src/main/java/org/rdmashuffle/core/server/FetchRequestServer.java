@@ -1,6 +1,7 @@
 package org.rdmashuffle.core.server;
 
 import org.rdmashuffle.core.protocol.Message;
+import org.rdmashuffle.core.protocol.MessageCodec;
 import org.rdmashuffle.core.transport.DataConnection;
 import org.rdmashuffle.core.transport.MetadataSender;
 
@@ -12,6 +13,11 @@ import org.rdmashuffle.core.transport.MetadataSender;
  * outputs per turn ({@link FetchRequestHandler#answerInTurns}). A connection of version 5 or later gets
  * held answers ({@link ConnectionHolds}), and its releases give the outputs back. Anything else on a
  * serving connection is a protocol error.
+ *
+ * <p>Every answer is encodable: a request is cut to the blocks an answer on its connection always
+ * holds ({@link MessageCodec#descriptorsFitting}) before anything is described, so what a request
+ * costs the poller is at most a constant times that many blocks, whatever it names. An answer is
+ * counted as served once it is posted to its reducer.
  */
 public final class FetchRequestServer {
     private static final System.Logger LOG = System.getLogger(FetchRequestServer.class.getName());
@@ -60,6 +66,17 @@ public final class FetchRequestServer {
             return;
         }
         FetchRequestHandler requests = t.requests();
+        // The most blocks an answer to c holds whatever their values: a request naming more (a reducer of
+        // this release never does) is not described past them. A held answer may describe its first blocks
+        // only, and its reducer asks for the others again; an earlier version's answer must describe all.
+        int fitting = MessageCodec.descriptorsFitting(c.peerReceiveBufferSize());
+        if (r.blocks().size() > fitting) {
+            if (holds == null) {
+                reply(t, c, r, requests.tooManyBlocks(t.app(), r, fitting), null, null);
+                return;
+            }
+            r = new Message.FetchRequest(r.requestId(), r.shuffleId(), r.blocks().subList(0, fitting), r.withLayouts());
+        }
         HeldAnswer held = holds == null ? null : new HeldAnswer(holds);
         // Layouts in up to half the reducer's receive buffer; an answer that outgrows it anyway goes
         // without them (MetadataSender).
@@ -148,8 +165,9 @@ public final class FetchRequestServer {
             if (keys != null) {
                 keys.commit(); // posted before the SEND: the reducer reads only once they took effect
             }
-            replies.send(c, answer, false); // without its layouts if they do not fit (MetadataSender)
-        } catch (IllegalArgumentException tooBig) {
+            // Without its layouts if they do not fit (MetadataSender); counted as served once posted.
+            replies.send(c, answer, false, answer instanceof Message.FetchResponse f ? () -> t.requests().sent(f) : null);
+        } catch (IllegalArgumentException tooBig) { // a bug: an answer is cut to what fits before it is made
             if (held != null) {
                 t.registry().giveBack(held);
             }
@@ -157,6 +175,7 @@ public final class FetchRequestServer {
                 replies.send(c, new Message.ErrorResponse(r.requestId(), "the answer does not fit the reducer's "
                         + c.peerReceiveBufferSize() + "-byte receive buffer"), false);
             } catch (RuntimeException e) {
+                e.addSuppressed(tooBig);
                 failed(c, e);
             }
         } catch (RuntimeException e) {

@@ -77,6 +77,8 @@ public final class MapOutputRegistry implements AutoCloseable {
     /** Completed (and replaced) when a connection gives back what it held: requests waiting for room look again. */
     private CompletableFuture<Void> nextRelease = new CompletableFuture<>();
     private boolean closed;
+    /** Blocks described since the start: what requests cost (tests). Guarded by this. */
+    private long descriptions;
 
     /**
      * Finds map outputs that were not registered: asked on the first request for one, outside the
@@ -342,6 +344,11 @@ public final class MapOutputRegistry implements AutoCloseable {
         return found.search(app, shuffleId, mapId); // null without a resolver
     }
 
+    /** Blocks described since the start (a block described again, or for its window's key, counts again). */
+    public synchronized long descriptions() {
+        return descriptions;
+    }
+
     /** How long a request waits for slow work before it is refused. */
     public long lookupTimeoutNanos() {
         return lookupTimeoutNanos;
@@ -418,6 +425,7 @@ public final class MapOutputRegistry implements AutoCloseable {
      * Its region is kept for a lease from now, or, for a held answer, held for its connection. Under the lock.
      */
     private BlockDescriptor describe(MapOutput out, int start, int end, HeldAnswer held) {
+        descriptions++;
         BlockDescriptor d = out.describe(start, end);
         if (d != null && d.length() == 0) {
             indexes.touch(out); // an output whose blocks are asked for stays in the cache

@@ -215,7 +215,8 @@ public final class ServeService {
      */
     private byte[] onControlRequest(ControlSession session, byte type, byte[] payload) {
         if (type != ConnectCodec.CONNECT && type != ConnectCodec.DISCONNECT) {
-            throw new IllegalArgumentException("unknown control request " + type);
+            // Every version this server speaks has these two: nobody honest sends another (closed, logged once a minute).
+            throw new org.rdmashuffle.core.control.ProtocolViolationException("unknown control request type " + type);
         }
         transport.setUpLock().lock();
         try {

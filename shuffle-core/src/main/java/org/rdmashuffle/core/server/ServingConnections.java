@@ -157,8 +157,12 @@ public final class ServingConnections {
                 QueuePairFactory.closeAll(qps);
                 throw e;
             }
+            // Answers go from our send slots (our receive buffer's size) into the reducer's receive buffers:
+            // the smaller of the two sizes every answer, at least ConnectCodec.MIN_RECEIVE_BUFFER_SIZE (a smaller
+            // one was refused when the CONNECT was decoded).
+            int answerBytes = Math.min(theirs.receiveBufferSize(), config.receiveBufferSize());
             DataConnection c = new DataConnection(session.remoteAddress() + " (" + session.appId() + ")",
-                    DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken,
+                    DataConnection.Role.SERVING, tenant, answerBytes, qps, config.postPath(), 1, 1, sgeListBroken,
                     theirs.endpoints().getFirst().gid());
             c.handle(owners.apply(served, session.protocolVersion()));
             counted = false; // counted out by its owner when it is retired (once)

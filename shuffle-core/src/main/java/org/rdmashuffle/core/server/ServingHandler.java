@@ -21,6 +21,14 @@ import org.rdmashuffle.core.transport.MetadataSender;
  */
 final class ServingHandler implements ConnectionHandler {
     private static final System.Logger LOG = System.getLogger(ServingHandler.class.getName());
+    /**
+     * A reducer chooses how many of its connections fail or are cut off (it may CONNECT, misbehave and
+     * CONNECT again): logged once a minute with a count, for every serving connection of the process.
+     */
+    private static final org.rdmashuffle.verbs.util.RepeatedWarning CLOSINGS =
+            new org.rdmashuffle.verbs.util.RepeatedWarning(LOG, 60, TimeUnit.SECONDS);
+    /** What a connection error tells a peer at most: it fits the smallest receive buffer a peer may name. */
+    private static final int MAX_TOLD_CHARS = 256;
 
     private final ServedTenant tenant;
     private final FetchRequestServer requests;
@@ -61,7 +69,7 @@ final class ServingHandler implements ConnectionHandler {
     @Override
     public void onFailure(DataConnection c, Throwable cause) {
         if (c.markClosing()) { // logged once per connection, however many ways it fails
-            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: closing " + c + ": " + cause.getMessage());
+            CLOSINGS.warn("rdma-shuffle: closing " + c + ": " + cause.getMessage());
         }
         connections.retire(c);
     }
@@ -92,9 +100,14 @@ final class ServingHandler implements ConnectionHandler {
         if (!c.markClosing()) {
             return;
         }
-        LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: " + logLine, thrown);
+        long before = CLOSINGS.warnings();
+        CLOSINGS.warn("rdma-shuffle: " + logLine);
+        if (thrown != null && CLOSINGS.warnings() != before) { // a bug's stack, with the warning it goes with
+            LOG.log(System.Logger.Level.WARNING, "rdma-shuffle: what was thrown on " + c, thrown);
+        }
+        String told = toPeer.length() > MAX_TOLD_CHARS ? toPeer.substring(0, MAX_TOLD_CHARS) : toPeer;
         try {
-            sender.send(c, new Message.ErrorResponse(Message.CONNECTION_ERROR, toPeer), true);
+            sender.send(c, new Message.ErrorResponse(Message.CONNECTION_ERROR, told), true);
             timer.schedule(() -> connections.retire(c), graceMillis, TimeUnit.MILLISECONDS);
         } catch (RuntimeException e) {
             connections.retire(c);

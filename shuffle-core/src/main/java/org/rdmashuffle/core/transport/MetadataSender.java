@@ -45,8 +45,11 @@ public final class MetadataSender {
         void retire(DataConnection c);
     }
 
-    /** A send waiting for a slot: the message encoded (so a waiting answer costs its bytes, not its objects). */
-    record QueuedSend(DataConnection connection, byte[] encoded, boolean closeAfter) {
+    /**
+     * A send waiting for a slot: the message encoded (so a waiting answer costs its bytes, not its
+     * objects), and what to run once it is posted (null: nothing).
+     */
+    record QueuedSend(DataConnection connection, byte[] encoded, boolean closeAfter, Runnable posted) {
     }
 
     private record InFlightSend(int slot, DataConnection connection, boolean closeAfter, long postedAt) {
@@ -92,10 +95,22 @@ public final class MetadataSender {
 
     /** Sends {@code m} on {@code c}, now or when a slot of its tenant frees; {@code closeAfter}: retire {@code c} once sent. */
     public void send(DataConnection c, Message m, boolean closeAfter) {
+        send(c, m, closeAfter, null);
+    }
+
+    /**
+     * As {@link #send(DataConnection, Message, boolean)}, running {@code posted} (if not null) once the
+     * message is posted to {@code c}'s queue pair: never if it is dropped first (its connection cut off
+     * or retired while it waited for a slot) or cannot be posted. Throws an {@link
+     * IllegalArgumentException} if {@code m} does not fit the peer's receive buffer even without layouts.
+     */
+    public void send(DataConnection c, Message m, boolean closeAfter, Runnable posted) {
         TenantDomain t = c.tenant();
         int slot = t.sendPool().acquire();
         if (slot >= 0) {
-            post(c, m, slot, closeAfter);
+            if (post(c, m, slot, closeAfter) && posted != null) {
+                posted.run();
+            }
             return;
         }
         byte[] encoded = encodeToQueue(c, m);
@@ -121,7 +136,7 @@ public final class MetadataSender {
                     }
                 }
                 if (!cutOff.contains(c)) {
-                    t.queuedSends.add(new QueuedSend(c, encoded, closeAfter));
+                    t.queuedSends.add(new QueuedSend(c, encoded, closeAfter, posted));
                     t.queuedBytes += encoded.length;
                     c.queuedSends++;
                     peakQueued = Math.max(peakQueued, t.queuedSends.size());
@@ -157,7 +172,8 @@ public final class MetadataSender {
         }
     }
 
-    private void post(DataConnection c, Message m, int slot, boolean closeAfter) {
+    /** Encodes {@code m} into {@code slot} and posts it; false if a test dropped it. */
+    private boolean post(DataConnection c, Message m, int slot, boolean closeAfter) {
         SendBufferPool pool = c.tenant().sendPool();
         MemorySegment buf = pool.slot(slot).asSlice(0, Math.min(pool.slotBytes(), c.peerReceiveBufferSize()));
         int length;
@@ -166,7 +182,7 @@ public final class MetadataSender {
             Message out = t.message(c.role(), m);
             if (out == null) { // a test dropping the message
                 pool.release(slot);
-                return;
+                return false;
             }
             length = t.bytes(c.role(), buf, encode(out, buf));
         } catch (RuntimeException e) {
@@ -174,6 +190,7 @@ public final class MetadataSender {
             throw e;
         }
         postEncoded(c, slot, length, closeAfter);
+        return true;
     }
 
     /** The bytes {@code m} will go out as, for a send that waits for a slot; null if a test drops it. */
@@ -213,17 +230,21 @@ public final class MetadataSender {
 
     /**
      * Encodes {@code m} into the peer's receive-buffer size; an answer whose map-output layouts do not
-     * fit goes without them (the reducer then asks for the outputs' other blocks as before).
+     * fit goes without them (the reducer then asks for the outputs' other blocks as before): encoded
+     * again, nothing described again, so at most twice the buffer's bytes of writing. One that does not
+     * fit even so is an {@link IllegalArgumentException} naming its counts (never its items).
      */
     private int encode(Message m, MemorySegment buf) {
-        try {
-            return codec.get().encode(m, buf);
-        } catch (IllegalArgumentException tooBig) {
-            if (m instanceof Message.FetchResponse f && !f.layouts().isEmpty()) {
-                return codec.get().encode(f.withoutLayouts(), buf);
-            }
-            throw tooBig;
+        MessageCodec c = codec.get();
+        int length = c.tryEncode(m, buf);
+        if (length < 0 && m instanceof Message.FetchResponse f && !f.layouts().isEmpty()) {
+            length = c.tryEncode(f.withoutLayouts(), buf);
         }
+        if (length < 0) {
+            throw new IllegalArgumentException(MessageCodec.summary(m) + " does not fit the peer's " + buf.byteSize()
+                    + "-byte receive buffer, even without layouts");
+        }
+        return length;
     }
 
     /** Posts the tenant's waiting sends while it has free slots. */
@@ -249,6 +270,10 @@ public final class MetadataSender {
                 postEncoded(q.connection(), slot, q.encoded().length, q.closeAfter());
             } catch (RuntimeException e) { // the slot is back already (postEncoded gives it back when the post fails)
                 listener.connectionFailed(q.connection(), e);
+                continue;
+            }
+            if (q.posted() != null) {
+                q.posted().run();
             }
         }
     }

@@ -83,6 +83,49 @@ class MessageCodecTest {
         assertTrue(e.getMessage().contains("does not fit in 4096 bytes"), e.getMessage());
     }
 
+    /**
+     * An answer of 10,900 descriptors (what one 32 KiB request can name) does not fit a 32 KiB buffer:
+     * the refusal used to be text of every descriptor (the record's toString, ~2 MB, built twice on the
+     * poller). Its text now names the message's counts only: a constant, whatever it carries.
+     */
+    @Test
+    void anAnswerOfTenThousandDescriptorsIsRefusedInTextOfItsCounts_notOfItsDescriptors() {
+        try (Arena big = Arena.ofConfined()) {
+            MemorySegment slot = big.allocate(32 << 10);
+            MessageCodec codec32k = new MessageCodec(32 << 10);
+            List<BlockDescriptor> many = java.util.Collections.nCopies(10_900,
+                    new BlockDescriptor(3, 5, 2, 9, 0x7f00_1234_5000L, 16L << 30, -17, 40_000));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> codec32k.encode(new Message.FetchResponse(7, many), slot));
+            assertTrue(e.getMessage().length() < 200, "the refusal's text is " + e.getMessage().length() + " characters");
+            assertTrue(e.getMessage().contains("10900 descriptors"), e.getMessage());
+            assertEquals(-1, codec32k.tryEncode(new Message.FetchResponse(7, many), slot));
+        }
+    }
+
+    /**
+     * What a server answers a request with is sized before anything is described: as many descriptors as
+     * {@link MessageCodec#descriptorsFitting} says, of the longest encoding each field has, fit.
+     */
+    @Test
+    void theMostDescriptorsThatFitABufferEncodeInIt_whateverTheirValues() {
+        try (Arena big = Arena.ofConfined()) {
+            for (int bytes : new int[] {ConnectCodec.MIN_RECEIVE_BUFFER_SIZE, 4096, 32 << 10}) {
+                MemorySegment slot = big.allocate(bytes);
+                BlockDescriptor longest = new BlockDescriptor(Integer.MAX_VALUE, Long.MIN_VALUE, Integer.MAX_VALUE - 1,
+                        Integer.MAX_VALUE, -1L, Long.MAX_VALUE, -1, Long.MAX_VALUE);
+                int n = MessageCodec.descriptorsFitting(bytes);
+                assertTrue(n > 0, bytes + " bytes hold no descriptor");
+                Message.FetchResponse answer = new Message.FetchResponse(Long.MIN_VALUE,
+                        java.util.Collections.nCopies(n, longest), List.of(), true);
+                int length = new MessageCodec(bytes).encode(answer, slot);
+                assertTrue(length <= bytes, length + " bytes encoded in " + bytes);
+                assertEquals(-1, new MessageCodec(bytes).tryEncode(new Message.FetchResponse(Long.MIN_VALUE,
+                        java.util.Collections.nCopies(n + bytes / 40, longest), List.of(), true), slot), "more than fit do not");
+            }
+        }
+    }
+
     @Test
     void lengthsOutsideTheBoundOrTheBufferAreRefused() {
         assertTrue(assertThrows(MalformedMessageException.class, () -> codec.decode(buffer, 0)).getMessage().contains("0 bytes"));
