@@ -45,6 +45,8 @@ public final class ServingConnections {
      * (retired otherwise) at the session's next CONNECT.
      */
     private final Map<ControlSession, Map<Integer, Served>> bySession = new ConcurrentHashMap<>();
+    /** Tests: run in each set-up once its queue pairs are connected, before its connection joins its tenant. */
+    private volatile Runnable duringSetUp = () -> { };
 
     /**
      * @param tenantOf the tenant of an authenticated application (an executor's engine: its own, always)
@@ -123,6 +125,11 @@ public final class ServingConnections {
                 tenant.registration().pageAlignedReads() ? ConnectCodec.PAGE_ALIGNED_READS : 0, made.endpoints()));
     }
 
+    /** Tests: {@code hook} runs in each set-up, its queue pairs made and connected, before its connection joins its tenant. */
+    public void duringSetUps(Runnable hook) {
+        duringSetUp = hook == null ? () -> { } : hook;
+    }
+
     private record SetUp(DataConnection connection, List<QueuePairEndpoint> endpoints) {
     }
 
@@ -161,6 +168,7 @@ public final class ServingConnections {
                     DataConnection.Role.SERVING, tenant, theirs.receiveBufferSize(), qps, config.postPath(), 1, 1, sgeListBroken,
                     theirs.endpoints().getFirst().gid());
             c.handle(owners.apply(served, session.protocolVersion()));
+            duringSetUp.run();
             counted = false; // counted out by its owner when it is retired (once)
             tenant.connections().add(c);
             table.trackServing(c);
