@@ -260,10 +260,11 @@ public final class TenantDomain implements AutoCloseable {
         }
         // Every child's close ends (allOf waits for all, failed or not) before the pools and the PD are attempted.
         java.util.concurrent.CompletableFuture.allOf(ended.toArray(java.util.concurrent.CompletableFuture[]::new))
-                .whenComplete((ok, childFailed) -> {
-                    if (childFailed != null) {
-                        failures.add(childFailed instanceof java.util.concurrent.CompletionException ce && ce.getCause() != null
-                                ? ce.getCause() : childFailed);
+                .whenComplete((ok, anyFailed) -> {
+                    for (java.util.concurrent.CompletableFuture<Void> child : ended) { // each child's failure, not only one
+                        if (child.isCompletedExceptionally()) {
+                            failures.add(child.exceptionNow());
+                        }
                     }
                     failures.attempt(() -> {
                         synchronized (receivePool) {
