@@ -329,6 +329,11 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         serving.duringSetUps(hook);
     }
 
+    /** Tests: {@code hook} runs after each serving set-up let go of its tenant, before its connection is tied to its session. */
+    void afterServingSetUps(Runnable hook) {
+        serving.afterSetUps(hook);
+    }
+
     /** Tests: the registered-memory budget the serving side's tenants draw on (map outputs, and a service's tenants' pools). */
     org.rdmashuffle.core.server.RegistryBudget registeredMemoryBudget() {
         return serving.tenantFigures().registeredMemory();

@@ -218,6 +218,14 @@ class SharedUserBoundsTest {
                     Thread.currentThread().interrupt();
                 }
             });
+            // Its session's close (with the stop) would retire the connection too: it waits, so the stop meets the QP alone.
+            node.service.afterServingSetUps(() -> {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
             Thread connecting = Thread.ofPlatform().name("racing-connect").start(() -> {
                 try {
                     new HostileReducer(node.clientProvider, node.service.address(), "app-a", ServiceNode.SECRET_A).close();

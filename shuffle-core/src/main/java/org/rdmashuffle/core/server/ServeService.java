@@ -183,6 +183,11 @@ public final class ServeService {
         servingConnections.duringSetUps(hook);
     }
 
+    /** Tests: {@code hook} runs after each set-up let go of its tenant, before its connection is tied to its session. */
+    public void afterSetUps(Runnable hook) {
+        servingConnections.afterSetUps(hook);
+    }
+
     /** Tests: what is counted by number now (connections, waiting requests, tenants, windows), by application and user. */
     public ServiceUsage usage() {
         return usage;

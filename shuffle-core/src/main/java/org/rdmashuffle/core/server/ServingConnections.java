@@ -47,6 +47,8 @@ public final class ServingConnections {
     private final Map<ControlSession, Map<Integer, Served>> bySession = new ConcurrentHashMap<>();
     /** Tests: run in each set-up once its queue pairs are connected, before its connection joins its tenant. */
     private volatile Runnable duringSetUp = () -> { };
+    /** Tests: run once a set-up let go of its tenant, before its connection is tied to its control session. */
+    private volatile Runnable afterSetUp = () -> { };
 
     /**
      * @param tenantOf the tenant of an authenticated application (an executor's engine: its own, always)
@@ -105,6 +107,7 @@ public final class ServingConnections {
         } finally {
             tenant.endSetUp();
         }
+        afterSetUp.run();
         DataConnection c = made.connection();
         Map<Integer, Served> ofSession = bySession.computeIfAbsent(session, k -> new ConcurrentHashMap<>());
         // Connections of this session retired otherwise (a failed queue pair, a protocol error) leave
@@ -128,6 +131,11 @@ public final class ServingConnections {
     /** Tests: {@code hook} runs in each set-up, its queue pairs made and connected, before its connection joins its tenant. */
     public void duringSetUps(Runnable hook) {
         duringSetUp = hook == null ? () -> { } : hook;
+    }
+
+    /** Tests: {@code hook} runs after each set-up let go of its tenant, before its connection is tied to its session. */
+    public void afterSetUps(Runnable hook) {
+        afterSetUp = hook == null ? () -> { } : hook;
     }
 
     private record SetUp(DataConnection connection, List<QueuePairEndpoint> endpoints) {
