@@ -319,6 +319,26 @@ public final class RdmaShuffleEngine implements AutoCloseable {
         return serving.find(app);
     }
 
+    /** Tests: what the serving side counts by number (connections, waiting requests, tenants, windows), by application and user. */
+    org.rdmashuffle.core.server.ServiceUsage usage() {
+        return serving.usage();
+    }
+
+    /** Tests: {@code hook} runs in each serving queue-pair set-up, before its connection joins its tenant. */
+    void duringServingSetUps(Runnable hook) {
+        serving.duringSetUps(hook);
+    }
+
+    /** Tests: {@code hook} runs after each serving set-up let go of its tenant, before its connection is tied to its session. */
+    void afterServingSetUps(Runnable hook) {
+        serving.afterSetUps(hook);
+    }
+
+    /** Tests: the registered-memory budget the serving side's tenants draw on (map outputs, and a service's tenants' pools). */
+    org.rdmashuffle.core.server.RegistryBudget registeredMemoryBudget() {
+        return serving.tenantFigures().registeredMemory();
+    }
+
     /** Tests: tasks waiting on the engine's timer (its own ticks among them). */
     int timerTasks() {
         return transport.timerTasks();

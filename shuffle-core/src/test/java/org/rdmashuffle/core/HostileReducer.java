@@ -148,6 +148,12 @@ public final class HostileReducer implements AutoCloseable {
      * protocol allows. Returns the answers received meanwhile.
      */
     public int flood(int n, java.util.function.IntFunction<Message> message) throws IOException {
+        return flood(n, message, m -> true);
+    }
+
+    /** As {@link #flood(int, java.util.function.IntFunction)}, counting only the answers {@code counted} accepts. */
+    public int flood(int n, java.util.function.IntFunction<Message> message, java.util.function.Predicate<Message> counted)
+            throws IOException {
         postReceives();
         int sent = 0;
         int outstanding = 0;
@@ -169,8 +175,9 @@ public final class HostileReducer implements AutoCloseable {
                     throw new IOException("the flood's " + wc.opcode(i) + " failed: " + wc.status(i));
                 }
                 if (wc.opcode(i) == org.rdmashuffle.verbs.WorkCompletionOpcode.RECV) {
-                    answers++;
                     long slot = wc.wrId(i);
+                    answers += counted.test(codec.decode(memory.segment().asSlice(slot * BUFFER, wc.byteLength(i)),
+                            wc.byteLength(i))) ? 1 : 0;
                     recvWr.set(0, slot, memory, slot * BUFFER, BUFFER);
                     qp.postReceive(recvWr, 1);
                 } else {
@@ -179,6 +186,35 @@ public final class HostileReducer implements AutoCloseable {
             }
         }
         return answers;
+    }
+
+    /**
+     * Takes the answers that keep coming (each receive posted again as it is used) until none came for
+     * {@code quiet}; returns those that {@code counted} accepts. Posts the receives first if it never did.
+     */
+    public int takeAnswers(Duration quiet, java.util.function.Predicate<Message> counted) throws IOException {
+        postReceives();
+        int n = 0;
+        long last = System.nanoTime();
+        long deadline = last + WAIT.toNanos();
+        while (System.nanoTime() - last < quiet.toNanos()) {
+            if (System.nanoTime() > deadline) {
+                throw new IOException("answers kept coming for " + WAIT);
+            }
+            int got = cq.poll(wc);
+            for (int i = 0; i < got; i++) {
+                if (wc.opcode(i) != org.rdmashuffle.verbs.WorkCompletionOpcode.RECV || !wc.isSuccess(i)) {
+                    continue;
+                }
+                last = System.nanoTime();
+                long slot = wc.wrId(i);
+                Message m = codec.decode(memory.segment().asSlice(slot * BUFFER, wc.byteLength(i)), wc.byteLength(i));
+                n += counted.test(m) ? 1 : 0;
+                recvWr.set(0, slot, memory, slot * BUFFER, BUFFER);
+                qp.postReceive(recvWr, 1);
+            }
+        }
+        return n;
     }
 
     /**

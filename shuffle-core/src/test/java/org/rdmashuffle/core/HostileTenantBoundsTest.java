@@ -128,6 +128,60 @@ class HostileTenantBoundsTest {
     }
 
     /**
+     * The application's answers wait for its send slots (one reducer stopped reading, holding all
+     * sixteen); five other reducers of it ask, each fewer times than one connection may have waiting
+     * (256), together more than the application may (1,024). At the application's bound the
+     * connection with the most answers waiting is closed and its answers dropped — the first one here,
+     * 250 waiting, not the one whose answer met the bound — and the others stay, their answers waiting.
+     */
+    @Test
+    @Tag(EngineTestSupport.SOFTWARE_PROVIDER_ONLY)
+    void answersOverTheApplicationsQueueBound_closeTheConnectionWithTheMostWaiting_andOnlyIt() throws Exception {
+        Assumptions.assumeFalse(EngineTestSupport.usesDevice(), "a silent peer is made by stopping a software device's reads");
+        // A send deadline long enough for the queues to fill before the silent reducer's slots come back.
+        EngineConfig config = EngineTestSupport.smallConfig().set(EngineConfig.KEY_CONNECT_TIMEOUT, "60s");
+        try (ServiceNode node = new ServiceNode(config);
+             SoftwareProvider frozen = new SoftwareProvider(SoftwareProvider.Config.loopback())) {
+            EngineTestSupport.MapOutput a = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("a")), 0, 3,
+                    new int[] {3000, 3000}, 3);
+            node.service.registerMapOutput("app-a", 0, 3, a.file(), a.offsets());
+            List<HostileReducer> askers = new ArrayList<>();
+            try (HostileReducer holder = new HostileReducer(frozen, node.service.address(), "app-a", SECRET_A)) {
+                holder.postReceives();
+                holder.describe(0, List.of(BlockId.of(0, 3, 0))); // registered: from now on every answer comes from the poller
+                frozen.stopReadingForTests();
+                holder.sendWithoutWaiting(16, new Message.FetchRequest(7, 0, List.of(BlockId.of(0, 3, 1))));
+                EngineTestSupport.eventually("the frozen reducer holds the send slots",
+                        () -> node.service.counters().sendsInFlight() >= 16);
+                int[] asks = {250, 200, 200, 200, 200}; // 1,050 in all: the last meets the bound at its 174th
+                int waiting = 16;
+                for (int i = 0; i < asks.length; i++) {
+                    HostileReducer r = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A, 256);
+                    askers.add(r);
+                    r.sendWithoutWaiting(asks[i], new Message.FetchRequest(8, 0, List.of(BlockId.of(0, 3, 1))));
+                    if (i < asks.length - 1) {
+                        int expected = waiting += asks[i];
+                        EngineTestSupport.eventually("asker " + i + "'s answers wait",
+                                () -> node.service.counters().sendsInFlight() == expected);
+                    }
+                }
+                int largest = askers.getFirst().serverQpNumber();
+                java.util.Set<org.rdmashuffle.core.transport.DataConnection> live = node.service.tenantOf("app-a").domain().connections();
+                EngineTestSupport.eventually("the connection with the most waiting closed",
+                        () -> live.stream().noneMatch(c -> c.qpNumber(0) == largest));
+                EngineTestSupport.eventually("the last asker's answers all wait", () -> node.service.counters().sendsInFlight()
+                        == 16 + 1050 - 250);
+                for (HostileReducer r : askers.subList(1, askers.size())) {
+                    assertTrue(live.stream().anyMatch(c -> c.qpNumber(0) == r.serverQpNumber()), "a smaller queue's connection closed");
+                }
+                assertTrue(node.service.peakQueuedSends() <= 1024, "answers waiting at once: " + node.service.peakQueuedSends());
+            } finally {
+                askers.forEach(HostileReducer::close);
+            }
+        }
+    }
+
+    /**
      * Malformed messages, one after another and no receive posted (so the service's error cannot land
      * and close the connection at once): the first schedules the connection's close; the others cost
      * nothing, not a timer task each.

@@ -150,8 +150,10 @@ class HostileTenantTest {
     @Test
     void anApplicationKeepingItsOutputsDescribedCannotPinTheWholeNode() throws Exception {
         int size = EngineTestSupport.size(700_000);
+        // Each application's send and receive buffers count in the registered bytes too: room for both applications'.
+        long pools = 2L * (32 + 16) * EngineTestSupport.smallConfig().receiveBufferSize();
         EngineConfig config = EngineTestSupport.smallConfig()
-                .set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, Long.toString(3L * size))
+                .set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, Long.toString(3L * size + pools))
                 .set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT_PER_APPLICATION, Long.toString(3L * size / 2));
         try (ServiceNode node = new ServiceNode(config)) {
             Path aDir = Files.createDirectories(dir.resolve("a"));

@@ -67,11 +67,17 @@ final class IbvSharedReceiveQueue implements SharedReceiveQueue {
         }
     }
 
+    /** EBUSY while a queue pair still uses it: then it stays, and may be closed again once they are destroyed. */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            try {
+                Libibverbs.DESTROY_SRQ.status(null, srq);
+            } catch (RuntimeException e) {
+                closed.set(false);
+                throw e;
+            }
             context.objects.remove(srq.address());
-            Libibverbs.DESTROY_SRQ.status(null, srq);
         }
     }
 }

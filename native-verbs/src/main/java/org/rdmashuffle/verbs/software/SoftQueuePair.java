@@ -115,6 +115,9 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
                 config.maxSendWr(), config.maxSendSge(), Math.max(config.maxInlineData(), 0));
         this.requester = new Requester(this);
         this.responder = new Responder(this, srq);
+        if (srq != null) {
+            srq.attach(); // last: a QP that failed to be made holds no SRQ
+        }
     }
 
     String issuedToken() {
@@ -485,6 +488,9 @@ final class SoftQueuePair implements QueuePair, Landing.Guard {
         }
         if (builder != null) {
             builder.close();
+        }
+        if (srq != null) {
+            srq.detach();
         }
         device.forget(this);
     }

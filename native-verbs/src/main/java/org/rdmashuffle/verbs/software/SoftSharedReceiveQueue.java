@@ -11,7 +11,10 @@ import org.rdmashuffle.verbs.ReceiveWorkRequests;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.SharedReceiveQueueAttributes;
 
-/** A pool of posted receives shared by QPs; raises SRQ_LIMIT_REACHED once when it runs low. */
+/**
+ * A pool of posted receives shared by QPs; raises SRQ_LIMIT_REACHED once when it runs low. As the
+ * kernel's ibv_destroy_srq, it refuses to go (EBUSY) while a queue pair not destroyed yet uses it.
+ */
 final class SoftSharedReceiveQueue implements SharedReceiveQueue {
     private final SoftProtectionDomain pd;
     private final int maxWr;
@@ -19,6 +22,8 @@ final class SoftSharedReceiveQueue implements SharedReceiveQueue {
     private final LinkedBlockingDeque<Receive> posted = new LinkedBlockingDeque<>();
     private volatile int limit;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Queue pairs created on it and not destroyed yet. */
+    private final java.util.concurrent.atomic.AtomicInteger attached = new java.util.concurrent.atomic.AtomicInteger();
 
     SoftSharedReceiveQueue(SoftProtectionDomain pd, int maxWr, int maxSge, int limit) {
         this.pd = pd;
@@ -67,8 +72,23 @@ final class SoftSharedReceiveQueue implements SharedReceiveQueue {
         limit = newLimit;
     }
 
+    /** A queue pair was created on it. */
+    void attach() {
+        attached.incrementAndGet();
+    }
+
+    /** A queue pair created on it was destroyed. */
+    void detach() {
+        attached.decrementAndGet();
+    }
+
     @Override
     public void close() {
+        int users = attached.get();
+        if (users > 0 && !closed.get()) {
+            throw new org.rdmashuffle.verbs.VerbsException("ibv_destroy_srq", Errno.EBUSY, users
+                    + " queue pairs still use the shared receive queue: destroy them first");
+        }
         if (closed.compareAndSet(false, true)) {
             posted.clear();
         }

@@ -135,6 +135,26 @@ class SharedReceiveQueueTest {
         }
     }
 
+    /**
+     * {@code ibv_destroy_srq} refuses (EBUSY) while a queue pair still uses the SRQ, and the SRQ is
+     * left whole: once the queue pair is destroyed, it closes. (The engine's tenant close relies on
+     * the order: queue pairs first.)
+     */
+    @Test
+    void aSharedReceiveQueueWithAQueuePairOnItRefusesToGo_andGoesOnceItIsDestroyed() {
+        try (Loopback l = Loopback.open();
+             CompletionQueue srqCq = l.context.createCompletionQueue(16, null, 0)) {
+            SharedReceiveQueue srq = l.pd.createSharedReceiveQueue(8, 1, 0);
+            QueuePair onIt = l.pd.createQueuePair(QueuePairConfig.of(srqCq, 8, 0, 1).withSharedReceiveQueue(srq));
+            org.rdmashuffle.verbs.VerbsException busy = org.junit.jupiter.api.Assertions.assertThrows(
+                    org.rdmashuffle.verbs.VerbsException.class, srq::close);
+            assertEquals(org.rdmashuffle.verbs.Errno.EBUSY, busy.errno(), busy::getMessage);
+            assertTrue(srq.query().maxWr() >= 8, "the refused SRQ is still there");
+            onIt.close();
+            srq.close();
+        }
+    }
+
     private static AsyncEvent awaitEvent(Loopback l, AsyncEvent.Type type) {
         long deadline = System.nanoTime() + VerbsTestSupport.TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {

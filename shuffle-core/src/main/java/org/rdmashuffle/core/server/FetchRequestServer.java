@@ -32,23 +32,46 @@ public final class FetchRequestServer {
     private static final java.util.function.Function<Message.FetchRequest, Message> BUSY = r -> new Message.ErrorResponse(
             r.requestId(), "the server is busy with this application's requests: try again");
 
+    /**
+     * What a request answered off the poller holds in the heap while it waits, besides its blocks: the
+     * request, its progress, the turn's closures and futures, its timer task: some 0.5 KB, by the objects it keeps.
+     */
+    static final long WAITING_REQUEST_BYTES = 512;
+    /** What each block of a waiting request holds (its id and the list's reference). */
+    static final long WAITING_BLOCK_BYTES = 40;
+    private static final ServiceUsage.Kind[] WAITING = {ServiceUsage.Kind.REQUESTS, ServiceUsage.Kind.REQUEST_BYTES};
+
     private final FairThreads work;
     /** How answers leave; a connection that cannot take one is failed to its owner. */
     private final MetadataSender replies;
     private final ServiceUsage usage;
     /** Before an answer through memory windows: the windows it makes are swept at their lease's end. */
     private final Runnable answeringThroughWindows;
+    /**
+     * The engine's timer (its cancelled tasks leave its queue): a request waiting for a search or a
+     * registration has one task there for its timeout, cancelled when the wait ends first, so the
+     * timer holds no more tasks than requests wait.
+     */
+    private final java.util.concurrent.ScheduledExecutorService timer;
 
     /**
      * @param work the server threads' queue, bounded per application, its running bound per user
-     * @param usage where the blocks of requests being answered off the poller are counted
+     * @param usage where the requests being answered off the poller are counted, in number and in bytes
      * @param answeringThroughWindows called before each answer that hands out window keys (it may make windows)
+     * @param timer where a waiting request's timeout is scheduled (with the remove-on-cancel policy)
      */
-    public FetchRequestServer(FairThreads work, MetadataSender replies, ServiceUsage usage, Runnable answeringThroughWindows) {
+    public FetchRequestServer(FairThreads work, MetadataSender replies, ServiceUsage usage, Runnable answeringThroughWindows,
+                              java.util.concurrent.ScheduledExecutorService timer) {
         this.work = work;
         this.replies = replies;
         this.usage = usage;
         this.answeringThroughWindows = answeringThroughWindows;
+        this.timer = timer;
+    }
+
+    /** What a request answered off the poller is counted as: one request, and the bytes it holds while it waits. */
+    private static long[] waitingCost(Message.FetchRequest r) {
+        return new long[] {1, WAITING_REQUEST_BYTES + WAITING_BLOCK_BYTES * r.blocks().size()};
     }
 
     /**
@@ -91,8 +114,9 @@ public final class FetchRequestServer {
             reply(t, c, r, ready, keys, held);
             return;
         }
-        // Held in the heap until answered: counted against the application's, its user's and the node's bounds.
-        String full = usage.tryAdd(ServiceUsage.Kind.REQUEST_BLOCKS, t.app(), r.blocks().size());
+        // Held in the heap until answered: counted, in number and in bytes, against the application's, its
+        // user's and the node's bounds.
+        String full = usage.tryAdd(t.app(), WAITING, waitingCost(r));
         if (full != null) {
             reply(t, c, r, BUSY.apply(r), keys, held);
             return;
@@ -131,17 +155,48 @@ public final class FetchRequestServer {
             queueTurn(t, c, r, layoutBytes, p, keys, held); // the rest after the other applications' turns
         } else {
             // No thread waits: the next turn is queued when the search or registration is done, or its time is up.
-            java.util.concurrent.CompletableFuture.anyOf(waitFor, java.util.concurrent.CompletableFuture.runAsync(() -> { },
-                    java.util.concurrent.CompletableFuture.delayedExecutor(t.registry().lookupTimeoutNanos(),
-                            java.util.concurrent.TimeUnit.NANOSECONDS)))
-                    .whenComplete((done, failed) -> queueTurn(t, c, r, layoutBytes, p, keys, held));
+            waitThenQueue(waitFor, t.registry().lookupTimeoutNanos(), () -> queueTurn(t, c, r, layoutBytes, p, keys, held),
+                    () -> finish(t, c, r, null, keys, held));
         }
     }
 
-    /** Ends a request answered off the poller: its blocks are counted out, and the answer (if any) sent. */
+    /**
+     * Runs {@code next} once, when {@code waitFor} completes or {@code timeoutNanos} pass, whichever is
+     * first: one task on the engine's timer, cancelled (and out of its queue) when the wait ends first.
+     * What {@code waitFor} keeps after that (a search or registration that outlives the timeout) is a
+     * cleared reference, not the request. {@code closing}: the timer no longer takes tasks (the engine
+     * is closing): the request is ended unanswered.
+     */
+    private void waitThenQueue(java.util.concurrent.CompletableFuture<?> waitFor, long timeoutNanos, Runnable next,
+                               Runnable closing) {
+        java.util.concurrent.atomic.AtomicReference<Runnable> once = new java.util.concurrent.atomic.AtomicReference<>(next);
+        Runnable resume = () -> {
+            Runnable n = once.getAndSet(null);
+            if (n != null) {
+                n.run();
+            }
+        };
+        java.util.concurrent.ScheduledFuture<?> late;
+        try {
+            late = timer.schedule(resume, timeoutNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException shutDown) {
+            once.set(null);
+            closing.run();
+            return;
+        }
+        waitFor.whenComplete((done, failed) -> {
+            late.cancel(false);
+            resume.run();
+        });
+    }
+
+    /** Ends a request answered off the poller: it is counted out, and the answer (if any) sent. */
     private void finish(ServedTenant t, DataConnection c, Message.FetchRequest r, Message answer, ServingWindows.Keys keys,
                         HeldAnswer held) {
-        usage.remove(ServiceUsage.Kind.REQUEST_BLOCKS, t.app(), r.blocks().size());
+        long[] cost = waitingCost(r);
+        for (int i = 0; i < WAITING.length; i++) {
+            usage.remove(WAITING[i], t.app(), cost[i]);
+        }
         if (answer != null) {
             reply(t, c, r, answer, keys, held);
         } else if (held != null) {

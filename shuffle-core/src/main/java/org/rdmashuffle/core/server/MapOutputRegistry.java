@@ -502,12 +502,15 @@ public final class MapOutputRegistry implements AutoCloseable {
             now = regions.takeToClose();
         }
         ServingWindows w = windows;
+        // One region that fails to deregister does not keep the others registered: the first failure is thrown after all.
+        org.rdmashuffle.core.transport.CloseSteps steps = new org.rdmashuffle.core.transport.CloseSteps();
         for (MemoryRegion r : now) {
             if (w != null) {
-                w.regionClosing(r); // a region with a window bound to it cannot be deregistered (rxe: EINVAL)
+                steps.attempt(() -> w.regionClosing(r)); // a region with a window bound to it cannot be deregistered (rxe: EINVAL)
             }
-            r.close();
+            steps.attempt(r::close);
         }
+        steps.rethrow();
     }
 
     /** Under the lock: forgets {@code out}: deregisters its region (or has a registration under way give it back), frees its index. */

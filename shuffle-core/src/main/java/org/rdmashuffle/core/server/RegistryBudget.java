@@ -10,7 +10,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 /**
  * What every application's {@link MapOutputRegistry} of a serving engine draws from: registered bytes,
  * registered regions and index heap ({@link RegistryLimits}), bounded for the whole node and for each
- * user's applications together. Each registry also has its own limits (an application's share), so
+ * user's applications together (on a node's service, each tenant's registered send and receive pools
+ * count in its user's and the node's bytes too, for the tenant's life: {@link #tryReservePools}).
+ * Each registry also has its own limits (an application's share), so
  * the node's pinned memory, mappings and index heap stay bounded however many applications and users
  * it serves, and no user holds more than its share however many applications it runs.
  *
@@ -39,6 +41,8 @@ public final class RegistryBudget {
     private final RegistryLimits node;
     private final RegistryLimits perUser;
     private final Usage total = new Usage();
+    /** Of {@code total.bytes}, the tenants' pools'; guarded by this. */
+    private long poolBytes;
     /** Users with something reserved; guarded by this. */
     private final Map<String, Usage> users = new HashMap<>();
     private final List<MapOutputRegistry> registries = new CopyOnWriteArrayList<>();
@@ -89,6 +93,43 @@ public final class RegistryBudget {
         }
     }
 
+    /**
+     * Takes {@code bytes} for a tenant's send and receive pools (registered, pinned unless on demand,
+     * for as long as the tenant lives) for {@code user} if they fit its limit and the node's; else says
+     * which is short. Bytes only: the pools are no file mapping.
+     */
+    synchronized Shortage tryReservePools(String user, long bytes) {
+        Usage u = users.computeIfAbsent(user, k -> new Usage());
+        Shortage s = u.bytes + bytes > perUser.bytes() ? Shortage.USER
+                : total.bytes + bytes > node.bytes() ? Shortage.NODE : Shortage.NONE;
+        if (s == Shortage.NONE) {
+            u.bytes += bytes;
+            total.bytes += bytes;
+            poolBytes += bytes;
+        } else if (u.isEmpty()) {
+            users.remove(user);
+        }
+        return s;
+    }
+
+    /** Gives back what {@link #tryReservePools} took, to the user it was taken for. */
+    synchronized void releasePools(String user, long bytes) {
+        Usage u = users.get(user);
+        if (u != null) {
+            u.bytes -= bytes;
+            total.bytes -= bytes;
+            poolBytes -= bytes;
+            if (u.isEmpty()) {
+                users.remove(user);
+            }
+        }
+    }
+
+    /** Bytes of tenants' send and receive pools counted now (in {@link #usedBytes}). */
+    public synchronized long poolBytes() {
+        return poolBytes;
+    }
+
     /** Takes {@code bytes} of index heap for {@code user} if they fit its limit and the node's; else says which is short. */
     synchronized Shortage tryReserveIndex(String user, long bytes) {
         Usage u = users.computeIfAbsent(user, k -> new Usage());
@@ -129,15 +170,20 @@ public final class RegistryBudget {
      * with no registry's lock held.
      */
     long reclaimIdle(long bytes, Shortage shortage, MapOutputRegistry forWhom) {
+        return reclaimIdle(bytes, 1, shortage, forWhom.user(), forWhom);
+    }
+
+    /** As {@link #reclaimIdle(long, Shortage, MapOutputRegistry)}, for room of {@code bytes} and {@code regions} of {@code user}. */
+    long reclaimIdle(long bytes, int regions, Shortage shortage, String user, MapOutputRegistry forWhom) {
         long released = 0;
-        for (MapOutputRegistry r : others(shortage, forWhom, MapOutputRegistry::registeredBytes)) {
+        for (MapOutputRegistry r : others(shortage, user, forWhom, MapOutputRegistry::registeredBytes)) {
             long missingBytes;
             int missingRegions;
             synchronized (this) {
-                Usage u = usage(shortage, forWhom);
+                Usage u = shortage == Shortage.NODE ? total : users.getOrDefault(user, new Usage());
                 RegistryLimits l = shortage == Shortage.NODE ? node : perUser;
                 missingBytes = u.bytes + bytes - l.bytes();
-                missingRegions = u.regions + 1 - l.regions();
+                missingRegions = u.regions + regions - l.regions();
             }
             if (missingBytes <= 0 && missingRegions <= 0) {
                 break;
@@ -153,7 +199,7 @@ public final class RegistryBudget {
      */
     long reclaimIdleIndexes(long bytes, Shortage shortage, MapOutputRegistry forWhom) {
         long freed = 0;
-        for (MapOutputRegistry r : others(shortage, forWhom, MapOutputRegistry::indexBytes)) {
+        for (MapOutputRegistry r : others(shortage, forWhom.user(), forWhom, MapOutputRegistry::indexBytes)) {
             long missing;
             synchronized (this) {
                 missing = usage(shortage, forWhom).indexBytes + bytes
@@ -168,13 +214,13 @@ public final class RegistryBudget {
     }
 
     /** Registries that may give {@code forWhom} room when {@code shortage} is short, the largest holders by {@code held} first. */
-    private List<MapOutputRegistry> others(Shortage shortage, MapOutputRegistry forWhom,
+    private List<MapOutputRegistry> others(Shortage shortage, String user, MapOutputRegistry forWhom,
                                            java.util.function.ToLongFunction<MapOutputRegistry> held) {
         record Holder(MapOutputRegistry registry, long held) {
         }
         List<Holder> others = new ArrayList<>();
         for (MapOutputRegistry r : registries) {
-            if (r != forWhom && (shortage == Shortage.NODE || r.user().equals(forWhom.user()))) {
+            if (r != forWhom && (shortage == Shortage.NODE || r.user().equals(user))) {
                 others.add(new Holder(r, held.applyAsLong(r))); // read once: the sort needs fixed keys
             }
         }

@@ -65,10 +65,13 @@ public final class ServeService {
     public ServeService(EngineConfig config, ServiceLimits limits, TransportContext transport, boolean service,
                         Function<String, byte[]> secrets, Function<String, String> userOf) {
         this.transport = transport;
+        // The node's bounds on tenants and windows are the device's: its completion queue and its max_mw.
+        limits = limits.onDevice(transport.profile().cqEntries() / Tenants.buffersPerTenant(config, transport.profile().windows()),
+                transport.profile().windows().on() ? transport.context().queryDevice().maxMw() : Integer.MAX_VALUE);
         this.usage = new ServiceUsage(limits, userOf);
         List<Runnable> made = new ArrayList<>();
         try {
-            this.tenancy = Tenancy.of(service, config, limits, transport, userOf);
+            this.tenancy = Tenancy.of(service, config, limits, transport, userOf, usage);
             made.add(tenancy::closeOnFailedStart);
             this.tenants = tenancy.tenants;
             this.servers = new FairThreads("rdma-shuffle-server", config.serverThreads(),
@@ -77,7 +80,7 @@ public final class ServeService {
             long leaseNanos = limits.lease().toNanos();
             // An answer through windows may make one: the timer looks at it by its lease's end (lock-free when due by then).
             this.requestServer = new FetchRequestServer(servers, transport.sender(), usage,
-                    () -> transport.tickBy(TransportContext.after(System.nanoTime(), leaseNanos + 1)));
+                    () -> transport.tickBy(TransportContext.after(System.nanoTime(), leaseNanos + 1)), transport.timer());
             ConnectionTable table = transport.connections();
             long graceMillis = config.connectTimeout().toMillis();
             this.servingConnections = new ServingConnections(config, tenancy::tenant,
@@ -175,6 +178,21 @@ public final class ServeService {
         return tenants.find(app);
     }
 
+    /** Tests: {@code hook} runs in each queue-pair set-up of a CONNECT, before its connection joins its tenant. */
+    public void duringSetUps(Runnable hook) {
+        servingConnections.duringSetUps(hook);
+    }
+
+    /** Tests: {@code hook} runs after each set-up let go of its tenant, before its connection is tied to its session. */
+    public void afterSetUps(Runnable hook) {
+        servingConnections.afterSetUps(hook);
+    }
+
+    /** Tests: what is counted by number now (connections, waiting requests, tenants, windows), by application and user. */
+    public ServiceUsage usage() {
+        return usage;
+    }
+
     /** Map-output bytes registered now, across tenants. */
     public long registeredBytes() {
         long n = 0;
@@ -231,14 +249,13 @@ public final class ServeService {
     }
 
     /**
-     * Ends a stopped application's tenant, on the stopper thread: its connections (QPs) first, then
-     * its SRQ, regions and PD once no queue-pair set-up is on it (waited for at most {@code waitMillis}).
+     * Ends a stopped application's tenant, on the stopper thread: closed to new queue-pair set-ups
+     * first (those under way waited for at most {@code waitMillis}), so that a CONNECT racing the stop
+     * cannot add a queue pair after its connections were retired; then its connections (QPs), then its
+     * SRQ, regions and PD, each attempted whatever the others did ({@link TenantDomain#closeAsync}).
      */
     private CompletableFuture<Void> endTenant(TenantDomain t, long waitMillis) {
-        for (DataConnection c : new ArrayList<>(t.connections())) {
-            transport.connections().retire(c);
-        }
-        return t.closeAsync(waitMillis);
+        return t.closeAsync(waitMillis, transport.connections()::retire);
     }
 
     // ------------------------------------------------------------------ close, in phases

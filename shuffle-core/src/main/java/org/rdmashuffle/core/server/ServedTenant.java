@@ -25,10 +25,11 @@ public final class ServedTenant {
      * @param registeredMemory the engine's budget of registered map outputs, shared by its tenants
      * @param lookups where the registry's searches on disk run
      * @param windowUse whether its reducers read through memory windows bound per connection
+     * @param usage where its windows are counted, per application, per user and for the node
      */
     ServedTenant(VerbsContext context, MemoryRegistration registration, org.rdmashuffle.core.transport.WindowUse windowUse,
                  int index, String app, String user, EngineConfig config, ServiceLimits limits, RegistryBudget registeredMemory,
-                 OutputSearches.Lookups lookups) {
+                 OutputSearches.Lookups lookups, ServiceUsage usage) {
         this.domain = new TenantDomain(context, index, app, user, config, registration);
         try {
             // One application of many may hold only its share of the node's budget; an engine's own, all of it.
@@ -41,8 +42,7 @@ public final class ServedTenant {
             throw e;
         }
         if (windowUse.on()) {
-            this.windows = new ServingWindows(domain.pd(), config.maxMemoryWindowsPerApplication(), limits.lease().toNanos(),
-                    System::nanoTime);
+            this.windows = new ServingWindows(domain.pd(), app, usage, limits.lease().toNanos(), System::nanoTime);
             registry.readThroughWindows(windows);
             domain.adopt(() -> { // its connections are retired by now; windows before regions and the PD
                 windows.close();

@@ -20,8 +20,15 @@ import org.rdmashuffle.core.config.EngineConfig;
  * @param serverThreadsPerUser server threads one user's requests may hold at once
  * @param connectorsPerUser   connector threads (queue-pair set-ups) one user may hold at once
  * @param lookupThreadsPerUser lookup threads (searches on disk) one user may hold at once
- * @param requestBlocks       blocks of fetch requests being answered off the poller (waiting for a server
- *                            thread, a search or a registration), per application, per user and for the node
+ * @param requests           fetch requests being answered off the poller (waiting for a server thread, a
+ *                            search or a registration, each with a timer task for its timeout), per
+ *                            application, per user and for the node
+ * @param requestBytes        the heap those requests hold (a constant each, and each block's id)
+ * @param tenants             applications with device resources (PD, SRQ, pinned pools) at once: one per
+ *                            application; per user half, and for the node, of as many as fit a completion queue
+ * @param windows             memory windows (the device's {@code max_mw} is shared by every application):
+ *                            per application {@code maxMemoryWindowsPerApplication}, per user twice that, for
+ *                            the node eight times, within the device's {@code max_mw}
  * @param sendDeadline        the longest an answer may wait for the reducer to acknowledge it
  * @param lookupTimeout       the longest a request waits for a search on disk or a registration
  * @param lease               how long a described region stays registered for the reads that follow
@@ -31,7 +38,8 @@ import org.rdmashuffle.core.config.EngineConfig;
 public record ServiceLimits(RegistryLimits perApplication, RegistryLimits perUser, RegistryLimits node,
                             int connectionsPerApplication, int connectionsPerUser, int connections,
                             int serverThreadsPerUser, int connectorsPerUser, int lookupThreadsPerUser,
-                            ServiceUsage.Bound requestBlocks,
+                            ServiceUsage.Bound requests, ServiceUsage.Bound requestBytes, ServiceUsage.Bound tenants,
+                            ServiceUsage.Bound windows,
                             Duration sendDeadline, Duration lookupTimeout, Duration lease, Duration handshakeTimeout,
                             Duration controlIdleTimeout) {
     /** Fetch requests of one application waiting for a server thread; more are answered "busy". */
@@ -44,8 +52,10 @@ public record ServiceLimits(RegistryLimits perApplication, RegistryLimits perUse
     public static final int LOOKUP_THREADS = 4;
     /** Searches of one application waiting for a lookup thread; more are answered "busy". */
     public static final int LOOKUP_QUEUE_PER_APPLICATION = 1024;
-    /** Blocks of one application's fetch requests being answered off the poller; a user's twice that, the node's eight times. */
-    public static final int REQUEST_BLOCKS_PER_APPLICATION = 1 << 17;
+    /** Fetch requests of one application being answered off the poller; a user's twice that, the node's eight times. */
+    public static final int REQUESTS_PER_APPLICATION = 4096;
+    /** Heap those requests of one application may hold; a user's twice that, the node's eight times. */
+    public static final long REQUEST_BYTES_PER_APPLICATION = 4L << 20;
 
     public static ServiceLimits of(EngineConfig c) {
         RegistryLimits node = new RegistryLimits(c.registeredMemoryLimit(), c.maxRegisteredRegions(), c.maxIndexMemory());
@@ -57,9 +67,33 @@ public record ServiceLimits(RegistryLimits perApplication, RegistryLimits perUse
                 c.maxServedConnectionsPerUser(), c.maxServedConnections(),
                 // One server thread is always left to other users (with the default two, each user runs one at a time).
                 Math.max(1, c.serverThreads() - 1), 2, 1,
-                // A block waiting in a request costs some 40 bytes of heap: 4 MiB per application at most.
-                new ServiceUsage.Bound(REQUEST_BLOCKS_PER_APPLICATION, 2 * REQUEST_BLOCKS_PER_APPLICATION,
-                        8 * REQUEST_BLOCKS_PER_APPLICATION), c.connectTimeout(), c.lookupTimeout(), c.fetchTimeout(),
-                c.connectTimeout(), c.fetchTimeout().multipliedBy(2));
+                new ServiceUsage.Bound(REQUESTS_PER_APPLICATION, 2 * REQUESTS_PER_APPLICATION, 8 * REQUESTS_PER_APPLICATION),
+                new ServiceUsage.Bound(REQUEST_BYTES_PER_APPLICATION, 2 * REQUEST_BYTES_PER_APPLICATION,
+                        8 * REQUEST_BYTES_PER_APPLICATION),
+                // Tenants and windows: their node bounds are the device's (onDevice); until then, none but per application.
+                new ServiceUsage.Bound(1, Long.MAX_VALUE, Long.MAX_VALUE),
+                windows(c.maxMemoryWindowsPerApplication(), Long.MAX_VALUE),
+                c.connectTimeout(), c.lookupTimeout(), c.fetchTimeout(), c.connectTimeout(), c.fetchTimeout().multipliedBy(2));
+    }
+
+    /** Windows: {@code perApplication}, a user twice that, the node eight times; each within the node's {@code deviceMax}. */
+    private static ServiceUsage.Bound windows(long perApplication, long deviceMax) {
+        long node = Math.max(1, Math.min(8 * perApplication, deviceMax));
+        long perUser = Math.min(2 * perApplication, node);
+        return new ServiceUsage.Bound(Math.min(perApplication, perUser), perUser, node);
+    }
+
+    /**
+     * These limits on a device: {@code tenantsThatFit} tenants whose buffers fit its completion queue
+     * (a user's applications at most half of them, at least one), and windows within its {@code
+     * max_mw} ({@code maxWindows}).
+     */
+    public ServiceLimits onDevice(int tenantsThatFit, int maxWindows) {
+        long node = Math.max(1, tenantsThatFit);
+        ServiceUsage.Bound t = new ServiceUsage.Bound(1, Math.max(1, node / 2), node);
+        return new ServiceLimits(perApplication, perUser, this.node, connectionsPerApplication, connectionsPerUser, connections,
+                serverThreadsPerUser, connectorsPerUser, lookupThreadsPerUser, requests, requestBytes, t,
+                windows(windows.perApplication(), Math.max(1, maxWindows)), sendDeadline, lookupTimeout, lease, handshakeTimeout,
+                controlIdleTimeout);
     }
 }

@@ -45,6 +45,10 @@ public final class ServingConnections {
      * (retired otherwise) at the session's next CONNECT.
      */
     private final Map<ControlSession, Map<Integer, Served>> bySession = new ConcurrentHashMap<>();
+    /** Tests: run in each set-up once its queue pairs are connected, before its connection joins its tenant. */
+    private volatile Runnable duringSetUp = () -> { };
+    /** Tests: run once a set-up let go of its tenant, before its connection is tied to its control session. */
+    private volatile Runnable afterSetUp = () -> { };
 
     /**
      * @param tenantOf the tenant of an authenticated application (an executor's engine: its own, always)
@@ -103,6 +107,7 @@ public final class ServingConnections {
         } finally {
             tenant.endSetUp();
         }
+        afterSetUp.run();
         DataConnection c = made.connection();
         Map<Integer, Served> ofSession = bySession.computeIfAbsent(session, k -> new ConcurrentHashMap<>());
         // Connections of this session retired otherwise (a failed queue pair, a protocol error) leave
@@ -121,6 +126,16 @@ public final class ServingConnections {
         // flag, that this device's paging needs reads of our regions to start on page boundaries.
         return ConnectCodec.encode(new ConnectCodec.Connect(config.receiveBufferSize(), config.fetchTimeout().toMillis(),
                 tenant.registration().pageAlignedReads() ? ConnectCodec.PAGE_ALIGNED_READS : 0, made.endpoints()));
+    }
+
+    /** Tests: {@code hook} runs in each set-up, its queue pairs made and connected, before its connection joins its tenant. */
+    public void duringSetUps(Runnable hook) {
+        duringSetUp = hook == null ? () -> { } : hook;
+    }
+
+    /** Tests: {@code hook} runs after each set-up let go of its tenant, before its connection is tied to its session. */
+    public void afterSetUps(Runnable hook) {
+        afterSetUp = hook == null ? () -> { } : hook;
     }
 
     private record SetUp(DataConnection connection, List<QueuePairEndpoint> endpoints) {
@@ -165,6 +180,7 @@ public final class ServingConnections {
                     DataConnection.Role.SERVING, tenant, answerBytes, qps, config.postPath(), 1, 1, sgeListBroken,
                     theirs.endpoints().getFirst().gid());
             c.handle(owners.apply(served, session.protocolVersion()));
+            duringSetUp.run();
             counted = false; // counted out by its owner when it is retired (once)
             tenant.connections().add(c);
             table.trackServing(c);

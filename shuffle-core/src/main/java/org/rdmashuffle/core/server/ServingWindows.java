@@ -34,9 +34,12 @@ import org.rdmashuffle.verbs.ProtectionDomain;
  *
  * <p>Bounds: at most {@value #BIND_SLOTS} binds of the application posted and not completed (what its
  * queue pairs' send queues and its share of a completion queue hold, a flush of all included); an
- * answer needing more waits for them on a server thread ({@link Keys#room}). At most {@code
- * maxMemoryWindowsPerApplication} windows at once (16,384 unless set); beyond that the least recently
- * used window outside its lease goes, and if there is none the block is answered "busy".
+ * answer needing more waits for them on a server thread ({@link Keys#room}). Windows are counted in
+ * {@link ServiceUsage} (the device's {@code max_mw} is shared by every application): at most {@code
+ * maxMemoryWindowsPerApplication} of the application at once (16,384 unless set), twice that of its
+ * user's applications, eight times that (within {@code max_mw}) of the node; beyond a bound the least
+ * recently used window of this application outside its lease goes, and if there is none the block is
+ * answered "busy".
  *
  * <p>Owns every window it allocated, on its tenant's PD. Threads: pollers and server threads
  * ({@link Keys}), pollers ({@link #completed}), the timer ({@link #sweep}), whoever closes a region
@@ -77,7 +80,9 @@ public final class ServingWindows implements AutoCloseable {
     }
 
     private final ProtectionDomain pd;
-    private final int maxWindows;
+    private final String app;
+    /** Where its windows are counted (with the user they were charged to). */
+    private final ServiceUsage usage;
     private final long leaseNanos;
     private final LongSupplier clock;
     private final Map<DataConnection, PerConnection> connections = new HashMap<>();
@@ -92,12 +97,13 @@ public final class ServingWindows implements AutoCloseable {
 
     /**
      * @param pd the application's protection domain, where its regions and queue pairs are
-     * @param maxWindows windows the application's connections may hold at once
+     * @param app the application, whose windows {@code usage} counts (against its, its user's and the node's bounds)
      * @param leaseNanos how long a window stays after the last answer that named its region
      */
-    public ServingWindows(ProtectionDomain pd, int maxWindows, long leaseNanos, LongSupplier clock) {
+    public ServingWindows(ProtectionDomain pd, String app, ServiceUsage usage, long leaseNanos, LongSupplier clock) {
         this.pd = pd;
-        this.maxWindows = maxWindows;
+        this.app = app;
+        this.usage = usage;
         this.leaseNanos = leaseNanos;
         this.clock = clock;
     }
@@ -168,11 +174,19 @@ public final class ServingWindows implements AutoCloseable {
         if (slotsUsed >= BIND_SLOTS) {
             return -1;
         }
-        if (windows >= maxWindows && !takeBackOneIdle(now)) {
-            throw new ServerBusyRefusal("the application's reducers hold " + maxWindows
-                    + " memory windows, all used within the lease");
+        String full;
+        while ((full = usage.tryAdd(ServiceUsage.Kind.WINDOWS, app)) != null) {
+            if (!takeBackOneIdle(now)) {
+                throw new ServerBusyRefusal(full + " (all of this application's used within the lease)");
+            }
         }
-        MemoryWindow w = pd.allocateWindow(MemoryWindowType.TYPE_2);
+        MemoryWindow w;
+        try {
+            w = pd.allocateWindow(MemoryWindowType.TYPE_2);
+        } catch (RuntimeException | Error e) {
+            usage.remove(ServiceUsage.Kind.WINDOWS, app);
+            throw e;
+        }
         windows++;
         b = new Bound(w, MemoryWindow.nextRkey(w.rkey()), now);
         pc.bound.put(region, b);
@@ -316,6 +330,7 @@ public final class ServingWindows implements AutoCloseable {
 
     private void close(Bound b) {
         windows--;
+        usage.remove(ServiceUsage.Kind.WINDOWS, app);
         try {
             b.window.close();
         } catch (RuntimeException e) {

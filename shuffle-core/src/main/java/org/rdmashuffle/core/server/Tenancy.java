@@ -22,8 +22,8 @@ abstract sealed class Tenancy permits Tenancy.Own, Tenancy.Node {
     }
 
     static Tenancy of(boolean service, EngineConfig config, ServiceLimits limits, TransportContext transport,
-                      Function<String, String> userOf) {
-        return service ? Node.start(config, limits, transport, userOf) : Own.start(config, limits, transport, userOf);
+                      Function<String, String> userOf, ServiceUsage usage) {
+        return service ? Node.start(config, limits, transport, userOf, usage) : Own.start(config, limits, transport, userOf, usage);
     }
 
     /** The tenant of {@code app}, made at its first output or connection; an executor's engine has only its own. */
@@ -53,8 +53,8 @@ abstract sealed class Tenancy permits Tenancy.Own, Tenancy.Node {
         }
 
         private static Own start(EngineConfig config, ServiceLimits limits, TransportContext transport,
-                                 Function<String, String> userOf) {
-            return new Own(new Tenants(transport.context(), config, limits, false, userOf,
+                                 Function<String, String> userOf, ServiceUsage usage) {
+            return new Own(new Tenants(transport.context(), config, limits, false, userOf, usage,
                     app -> OutputSearches.Lookups.INLINE, transport.profile().cqEntries(),
                     transport.profile().registration(), transport.profile().windows()));
         }
@@ -99,11 +99,11 @@ abstract sealed class Tenancy permits Tenancy.Own, Tenancy.Node {
         }
 
         private static Node start(EngineConfig config, ServiceLimits limits, TransportContext transport,
-                                  Function<String, String> userOf) {
+                                  Function<String, String> userOf, ServiceUsage usage) {
             FairThreads lookups = new FairThreads("rdma-shuffle-lookup", ServiceLimits.LOOKUP_THREADS,
                     ServiceLimits.LOOKUP_QUEUE_PER_APPLICATION, 1, limits.lookupThreadsPerUser());
             try {
-                return new Node(new Tenants(transport.context(), config, limits, true, userOf,
+                return new Node(new Tenants(transport.context(), config, limits, true, userOf, usage,
                         app -> search -> lookups.submit(app, userOf.apply(app), search), transport.profile().cqEntries(),
                         transport.profile().registration(), transport.profile().windows()),
                         lookups);

@@ -19,7 +19,9 @@ import org.rdmashuffle.verbs.VerbsContext;
  * completion finds its pool even after its connection went). An executor's engine has one tenant,
  * its own, made at start; a service makes one per application when first needed, admitted only while
  * every tenant's receive and send buffers still fit a completion queue (all of them may complete
- * into one). Indices are never reused. An application that stopped is remembered (the last {@value
+ * into one), a user's applications at most half of those, and its pools' registered bytes fit its
+ * user's and the node's registered-memory budget; counted ({@link ServiceUsage}) until its device
+ * resources are freed, and given back then to the user it was charged to. Indices are never reused. An application that stopped is remembered (the last {@value
  * #STOPPED_REMEMBERED}) and never gets a tenant again: a CONNECT on a control session of its that
  * outlived the stop is refused instead of building fresh resources nothing would remove. Thread-safe.
  */
@@ -35,6 +37,10 @@ public final class Tenants implements TransportContext.TenantIndex {
     private final EngineConfig config;
     private final ServiceLimits limits;
     private final java.util.function.Function<String, String> userOf;
+    /** Where tenants (per user and for the node) and their windows are counted, each with the user charged. */
+    private final ServiceUsage usage;
+    /** Whether tenants are a node's applications: then their pools count in the registered-memory budget too. */
+    private final boolean service;
     private final java.util.function.Function<String, OutputSearches.Lookups> lookups;
     private final int cqEntries;
     /** What registries hold across tenants: the node's limits, and each user's. */
@@ -61,7 +67,7 @@ public final class Tenants implements TransportContext.TenantIndex {
      * @param windowUse whether tenants' reducers read through memory windows
      */
     public Tenants(VerbsContext context, EngineConfig config, ServiceLimits limits, boolean service,
-                   java.util.function.Function<String, String> userOf,
+                   java.util.function.Function<String, String> userOf, ServiceUsage usage,
                    java.util.function.Function<String, OutputSearches.Lookups> lookups, int cqEntries,
                    org.rdmashuffle.core.transport.MemoryRegistration registration,
                    org.rdmashuffle.core.transport.WindowUse windowUse) {
@@ -71,6 +77,8 @@ public final class Tenants implements TransportContext.TenantIndex {
         this.config = config;
         this.limits = limits;
         this.userOf = userOf;
+        this.usage = usage;
+        this.service = service;
         this.lookups = lookups;
         this.cqEntries = cqEntries;
         this.registeredMemory = new RegistryBudget(limits.node(), service ? limits.perUser() : limits.node());
@@ -89,21 +97,78 @@ public final class Tenants implements TransportContext.TenantIndex {
             if (t != null) {
                 return t;
             }
-            // Its receives and sends, and with windows its binds (a flush of all of them fits too).
-            int perTenant = config.receiveBuffers() + config.sendBuffers() + (windowUse.on() ? ServingWindows.BIND_SLOTS : 0);
-            if ((long) (byApp.size() + 1) * perTenant > cqEntries) {
-                System.getLogger(Tenants.class.getName()).log(System.Logger.Level.WARNING, "rdma-shuffle: refusing " + app
-                        + ": already serving " + byApp.size() + " applications, whose " + perTenant + " receive and send "
-                        + "buffers each fill the " + cqEntries + "-entry completion queue (" + EngineConfig.KEY_RECEIVE_BUFFERS
-                        + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
-                throw new org.rdmashuffle.core.control.RequestRefusedException("the server serves as many applications as it may");
+            // Counted from its making until its device resources are freed (a stopped one's buffers may still
+            // complete into the completion queue): for its user (half the node's) and for the node (as many as
+            // fit a completion queue: ServiceLimits.onDevice).
+            String full = usage.tryAdd(ServiceUsage.Kind.TENANTS, app);
+            if (full != null) {
+                int perTenant = buffersPerTenant(config, windowUse);
+                warnings.warn("rdma-shuffle: refusing " + app + ": " + full + " (each application's " + perTenant
+                        + " receive and send buffers take their room in the " + cqEntries + "-entry completion queue: "
+                        + EngineConfig.KEY_RECEIVE_BUFFERS + ", " + EngineConfig.KEY_SEND_BUFFERS + ")");
+                throw new org.rdmashuffle.core.control.RequestRefusedException(full);
             }
-            t = new ServedTenant(context, registration, windowUse, ids.getAndIncrement(), app, userOf.apply(app), config, limits, registeredMemory,
-                    lookups.apply(app));
+            String user = usage.chargedTo(ServiceUsage.Kind.TENANTS, app);
+            long pools = service ? poolBytes(config) : 0;
+            try {
+                if (pools > 0) {
+                    reservePools(app, user, pools);
+                }
+                try {
+                    t = new ServedTenant(context, registration, windowUse, ids.getAndIncrement(), app, user, config, limits,
+                            registeredMemory, lookups.apply(app), usage);
+                } catch (RuntimeException | Error e) {
+                    if (pools > 0) {
+                        registeredMemory.releasePools(user, pools);
+                    }
+                    throw e;
+                }
+            } catch (RuntimeException | Error e) {
+                usage.remove(ServiceUsage.Kind.TENANTS, app);
+                throw e;
+            }
+            // Given back when its PD is gone, to the user it was charged to; never if its resources are left.
+            t.domain().whenFreed(() -> {
+                if (pools > 0) {
+                    registeredMemory.releasePools(user, pools);
+                }
+                usage.remove(ServiceUsage.Kind.TENANTS, app);
+            });
             t.registry().resolver(resolver);
             byIndex.put(t.index(), t);
             byApp.put(app, t);
             return t;
+        }
+    }
+
+    /** A refusal an application can repeat: logged once a minute with the count of the rest. */
+    private final org.rdmashuffle.verbs.util.RepeatedWarning warnings = new org.rdmashuffle.verbs.util.RepeatedWarning(
+            System.getLogger(Tenants.class.getName()), 60, java.util.concurrent.TimeUnit.SECONDS);
+
+    /** Completion-queue entries one tenant's buffers may take: its receives and sends, and with windows its binds. */
+    static int buffersPerTenant(EngineConfig config, org.rdmashuffle.core.transport.WindowUse windowUse) {
+        return config.receiveBuffers() + config.sendBuffers() + (windowUse.on() ? ServingWindows.BIND_SLOTS : 0);
+    }
+
+    /** The registered bytes of a tenant's receive and send pools, in whole pages. */
+    static long poolBytes(EngineConfig config) {
+        long bytes = (long) (config.receiveBuffers() + config.sendBuffers()) * config.receiveBufferSize();
+        long page = 4096;
+        return (bytes + page - 1) / page * page;
+    }
+
+    /**
+     * Counts a new tenant's pools in the registered-memory budget of {@code user} and the node: other
+     * applications' idle regions make room if they must (as for a region); refused if none can.
+     */
+    private void reservePools(String app, String user, long bytes) {
+        RegistryBudget.Shortage s;
+        while ((s = registeredMemory.tryReservePools(user, bytes)) != RegistryBudget.Shortage.NONE) {
+            if (registeredMemory.reclaimIdle(bytes, 0, s, user, null) == 0) {
+                throw new org.rdmashuffle.core.control.RequestRefusedException("registered memory is exhausted: the "
+                        + (s == RegistryBudget.Shortage.USER ? "user's" : "node's") + " share cannot take the "
+                        + bytes + " bytes of this application's send and receive buffers");
+            }
         }
     }
 

@@ -43,23 +43,29 @@ public final class ConnectionTable {
      * Destroys a connection's queue pairs and forgets it, in this order: no more completions routed to
      * it, its QPs moved to ERR and what its owner bound to them freed ({@link ConnectionHandler#beforeDestroy}), its QPs destroyed (from then on the device writes into none of its buffers), out of its
      * tenant, its owner told (once, however many paths retire it), then the sends it still had in
-     * flight give their slots back. Idempotent; on any thread.
+     * flight give their slots back. Each step is attempted whatever the ones before did (a failed
+     * ibv_destroy_qp still gives the tenant's send slots back and counts the connection out); the
+     * first failure is thrown once all were. Idempotent; on any thread.
      */
     public void retire(DataConnection c) {
-        untrack(c);
-        c.moveToError();
+        CloseSteps steps = new CloseSteps();
+        steps.attempt(() -> untrack(c));
+        steps.attempt(c::moveToError);
         try {
             c.handler().beforeDestroy(c); // what is bound to its queue pairs goes before they do
         } catch (RuntimeException e) {
             System.getLogger(ConnectionTable.class.getName()).log(System.Logger.Level.WARNING,
                     "rdma-shuffle: freeing what is bound to " + c + " failed; destroying it anyway", e);
         }
-        c.close();
-        c.tenant().connections().remove(c);
-        if (c.markRetired()) {
-            c.handler().onRetired(c);
-        }
-        sendsForgotten.accept(c);
+        steps.attempt(c::close);
+        steps.attempt(() -> c.tenant().connections().remove(c));
+        steps.attempt(() -> {
+            if (c.markRetired()) {
+                c.handler().onRetired(c);
+            }
+        });
+        steps.attempt(() -> sendsForgotten.accept(c));
+        steps.rethrow();
     }
 
     /** Routes no more completions to {@code c} and forgets it. */

@@ -314,15 +314,17 @@ public final class DataConnection implements AutoCloseable {
         }
         moveToError();
         closed = true;
+        CloseSteps steps = new CloseSteps(); // one QP that fails to go does not keep the others (or the lists) alive
         for (QueuePair qp : qps) {
-            qp.close();
+            steps.attempt(qp::close);
         }
         if (chain != null) {
-            chain.close();
+            steps.attempt(chain::close);
         }
         if (sgeList != null) {
-            sgeList.close();
+            steps.attempt(sgeList::close);
         }
+        steps.rethrow();
     }
 
     @Override

@@ -123,7 +123,9 @@ public final class ReceivePool implements AutoCloseable {
 
     @Override
     public void close() {
-        batch.close();
-        region.close();
+        CloseSteps steps = new CloseSteps();
+        steps.attempt(batch::close);
+        steps.attempt(region::close);
+        steps.rethrow();
     }
 }

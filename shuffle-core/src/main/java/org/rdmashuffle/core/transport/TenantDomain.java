@@ -23,9 +23,10 @@ import org.rdmashuffle.verbs.VerbsContext;
  * <p>Shared by all tenants: the device context, the pollers and their completion queues (a CQ belongs
  * to the context, not to a PD), threads and the control plane. A tenant adds memory only.
  *
- * <p>Close order (rdma-core's pyverbs PD.close): the engine retires the tenant's connections (their
- * QPs) first; then the SRQ, the adopted children (their regions), the receive and send buffers, and
- * last the PD.
+ * <p>Close order (rdma-core's pyverbs PD.close): closed to new queue-pair set-ups (those under way
+ * waited for), then its connections retired (their QPs: ibv_destroy_srq fails with EBUSY while a QP
+ * uses the SRQ); then the SRQ, the adopted children (their regions), the receive and send buffers,
+ * and last the PD. One step failing does not keep the others from being attempted.
  */
 public final class TenantDomain implements AutoCloseable {
     /** Receive wr_ids carry the tenant's index above the slot, so a completion finds its pool. */
@@ -52,6 +53,8 @@ public final class TenantDomain implements AutoCloseable {
      */
     private final java.util.concurrent.locks.ReentrantReadWriteLock setUps = new java.util.concurrent.locks.ReentrantReadWriteLock();
     private volatile boolean closed;
+    /** Completes when every device resource of the tenant is freed; exceptionally if some are left. */
+    private final java.util.concurrent.CompletableFuture<Void> freed = new java.util.concurrent.CompletableFuture<>();
 
     /**
      * @param index never reused while the engine runs (late completions of a closed tenant are ignored)
@@ -188,27 +191,40 @@ public final class TenantDomain implements AutoCloseable {
     }
 
     /**
-     * Frees everything in the order verbs requires; the engine has retired every connection (QP) of
-     * the tenant first. Waits for registrations under way (its children's close).
+     * Frees everything in the order verbs requires, the tenant having no connection (a tenant that
+     * never served, or whose connections the engine retired). Waits for registrations under way (its
+     * children's close).
      */
     @Override
     public void close() {
-        closeAsync(Long.MAX_VALUE).join();
+        closeAsync(Long.MAX_VALUE, c -> {
+            throw new IllegalStateException(c + " is still open: " + this + " is closed with its connections retired first");
+        }).join();
+    }
+
+    /** Runs {@code r} once the tenant's device resources are all freed (its PD gone); not if they are left. */
+    public void whenFreed(Runnable r) {
+        freed.thenRun(r);
     }
 
     /**
-     * As {@link #close()}, bounded: waits at most {@code waitMillis} for queue-pair set-ups on its PD to
-     * end, then frees its SRQ and regions; the receive and send buffers and the PD go once no
-     * registration is under way any more (ibv_reg_mr cannot be interrupted), on whichever thread ends
-     * the last one. The future completes when everything is freed, or exceptionally (the PD left for
-     * the process's exit) if a set-up outlived the wait.
+     * As {@link #close()}, bounded, retiring its connections: first it closes to new queue-pair set-ups
+     * and waits at most {@code waitMillis} for those under way to end, so that every connection on
+     * its PD is in {@link #connections()}; then it retires them ({@code retire}: their QPs destroyed),
+     * then frees its SRQ and regions; the receive and send buffers and the PD go once no registration
+     * is under way any more (ibv_reg_mr cannot be interrupted), on whichever thread ends the last one.
+     * Each step is attempted whatever the ones before did: the first failure is what the future
+     * completes with, the others suppressed in it. The future completes when everything is freed, or
+     * exceptionally (the PD left for the process's exit) if a set-up outlived the wait (its connections
+     * retired all the same) or a step failed.
      */
-    public java.util.concurrent.CompletableFuture<Void> closeAsync(long waitMillis) {
+    public java.util.concurrent.CompletableFuture<Void> closeAsync(long waitMillis,
+                                                                     java.util.function.Consumer<DataConnection> retire) {
         synchronized (receivePool) {
             if (closed) {
-                return java.util.concurrent.CompletableFuture.completedFuture(null);
+                return java.util.concurrent.CompletableFuture.completedFuture(null); // its first close frees it
             }
-            closed = true;
+            closed = true; // no set-up begins from now on
         }
         boolean quiet;
         try {
@@ -217,25 +233,54 @@ public final class TenantDomain implements AutoCloseable {
             Thread.currentThread().interrupt();
             quiet = false;
         }
-        if (!quiet) {
-            return java.util.concurrent.CompletableFuture.failedFuture(new IllegalStateException(this
-                    + ": a queue-pair set-up on its protection domain outlived " + waitMillis + " ms; its device resources "
-                    + "are left for the process's exit"));
+        CloseSteps failures = new CloseSteps();
+        // With set-ups over, every queue pair on the PD is a connection here: none is added after this.
+        for (DataConnection c : new java.util.ArrayList<>(connections)) {
+            failures.attempt(() -> retire.accept(c));
         }
-        srq.close();
+        if (!quiet) {
+            IllegalStateException late = new IllegalStateException(this + ": a queue-pair set-up on its protection domain outlived "
+                    + waitMillis + " ms; its device resources are left for the process's exit");
+            if (failures.first() != null) {
+                late.addSuppressed(failures.first());
+            }
+            freed.completeExceptionally(late);
+            return freed.thenApply(x -> null);
+        }
+        failures.attempt(srq::close);
         java.util.List<java.util.concurrent.CompletableFuture<Void>> ended = new java.util.ArrayList<>();
         synchronized (children) {
             for (Child child : children) {
-                ended.add(child.closeAsync());
+                try {
+                    ended.add(child.closeAsync());
+                } catch (RuntimeException | Error e) {
+                    ended.add(java.util.concurrent.CompletableFuture.failedFuture(e));
+                }
             }
         }
-        return java.util.concurrent.CompletableFuture.allOf(ended.toArray(java.util.concurrent.CompletableFuture[]::new)).thenRun(() -> {
-            synchronized (receivePool) {
-                receivePool.close();
-            }
-            sendPool.close();
-            pd.close();
-        });
+        // Every child's close ends (allOf waits for all, failed or not) before the pools and the PD are attempted.
+        java.util.concurrent.CompletableFuture.allOf(ended.toArray(java.util.concurrent.CompletableFuture[]::new))
+                .whenComplete((ok, anyFailed) -> {
+                    for (java.util.concurrent.CompletableFuture<Void> child : ended) { // each child's failure, not only one
+                        if (child.isCompletedExceptionally()) {
+                            failures.add(child.exceptionNow());
+                        }
+                    }
+                    failures.attempt(() -> {
+                        synchronized (receivePool) {
+                            receivePool.close();
+                        }
+                    });
+                    failures.attempt(sendPool::close);
+                    failures.attempt(pd::close);
+                    Throwable first = failures.first();
+                    if (first == null) {
+                        freed.complete(null);
+                    } else {
+                        freed.completeExceptionally(first);
+                    }
+                });
+        return freed.thenApply(x -> null);
     }
 
     @Override
