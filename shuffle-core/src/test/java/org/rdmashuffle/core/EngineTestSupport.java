@@ -65,6 +65,17 @@ final class EngineTestSupport {
         return requests;
     }
 
+    /** A registration hook that holds each registration until {@code release} (at most 60 s): a registration that never ends. */
+    static Runnable heldUntil(CountDownLatch release) {
+        return () -> {
+            try {
+                release.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+    }
+
     static EngineConfig smallConfig() {
         EngineConfig c = EngineConfig.defaults().set(EngineConfig.KEY_RECEIVE_BUFFERS, "32")
                 .set(EngineConfig.KEY_RECEIVE_LOW_WATER, "4").set(EngineConfig.KEY_SEND_BUFFERS, "16")

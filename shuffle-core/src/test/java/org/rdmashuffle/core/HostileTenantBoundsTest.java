@@ -339,13 +339,7 @@ class HostileTenantBoundsTest {
             EngineTestSupport.MapOutput a = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("a")), 0, 3,
                     new int[] {4000, 4000}, 3);
             node.service.registerMapOutput("app-a", 0, 3, a.file(), a.offsets());
-            node.service.tenantOf("app-a").registry().beforeRegistering(() -> {
-                try {
-                    release.await(60, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            node.service.tenantOf("app-a").registry().beforeRegistering(EngineTestSupport.heldUntil(release));
             try (HostileReducer first = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A);
                  HostileReducer second = new HostileReducer(node.clientProvider, node.service.address(), "app-a", SECRET_A)) {
                 first.postReceives();

@@ -270,13 +270,7 @@ class SharedUserBoundsTest {
             EngineTestSupport.MapOutput a = EngineTestSupport.writeMapOutput(Files.createDirectories(dir.resolve("a")), 0, 3,
                     new int[] {100, 100}, 3);
             node.service.registerMapOutput("app-a", 0, 3, a.file(), a.offsets());
-            node.service.tenantOf("app-a").registry().beforeRegistering(() -> {
-                try {
-                    release.await(60, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            node.service.tenantOf("app-a").registry().beforeRegistering(EngineTestSupport.heldUntil(release));
             int before = node.service.timerTasks();
             try (HostileReducer r = new HostileReducer(node.clientProvider, node.service.address(), "app-a", ServiceNode.SECRET_A)) {
                 int refused = r.flood(flood, k -> new Message.FetchRequest(k + 1, 0, List.of(BlockId.of(0, 3, 0))),

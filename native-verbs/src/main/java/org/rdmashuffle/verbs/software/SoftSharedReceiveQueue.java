@@ -3,6 +3,7 @@ package org.rdmashuffle.verbs.software;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.rdmashuffle.verbs.AsyncEvent;
 import org.rdmashuffle.verbs.Errno;
@@ -10,6 +11,7 @@ import org.rdmashuffle.verbs.PostException;
 import org.rdmashuffle.verbs.ReceiveWorkRequests;
 import org.rdmashuffle.verbs.SharedReceiveQueue;
 import org.rdmashuffle.verbs.SharedReceiveQueueAttributes;
+import org.rdmashuffle.verbs.VerbsException;
 
 /**
  * A pool of posted receives shared by QPs; raises SRQ_LIMIT_REACHED once when it runs low. As the
@@ -23,7 +25,7 @@ final class SoftSharedReceiveQueue implements SharedReceiveQueue {
     private volatile int limit;
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Queue pairs created on it and not destroyed yet. */
-    private final java.util.concurrent.atomic.AtomicInteger attached = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger attached = new AtomicInteger();
 
     SoftSharedReceiveQueue(SoftProtectionDomain pd, int maxWr, int maxSge, int limit) {
         this.pd = pd;
@@ -66,7 +68,7 @@ final class SoftSharedReceiveQueue implements SharedReceiveQueue {
     @Override
     public void armLimit(int newLimit) {
         if (newLimit < 0 || newLimit > maxWr) {
-            throw new org.rdmashuffle.verbs.VerbsException("ibv_modify_srq(srq_limit " + newLimit + ")", Errno.EINVAL,
+            throw new VerbsException("ibv_modify_srq(srq_limit " + newLimit + ")", Errno.EINVAL,
                     "limit must be within 0.." + maxWr);
         }
         limit = newLimit;
@@ -86,7 +88,7 @@ final class SoftSharedReceiveQueue implements SharedReceiveQueue {
     public void close() {
         int users = attached.get();
         if (users > 0 && !closed.get()) {
-            throw new org.rdmashuffle.verbs.VerbsException("ibv_destroy_srq", Errno.EBUSY, users
+            throw new VerbsException("ibv_destroy_srq", Errno.EBUSY, users
                     + " queue pairs still use the shared receive queue: destroy them first");
         }
         if (closed.compareAndSet(false, true)) {
