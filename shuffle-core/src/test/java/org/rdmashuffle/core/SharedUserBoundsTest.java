@@ -78,34 +78,39 @@ class SharedUserBoundsTest {
     /**
      * One user's many small applications took every tenant slot of the node (each a PD, an SRQ and
      * pinned pools). A user's applications hold at most half the node's tenants: here the node fits
-     * four (8,176 receive buffers each fill a quarter of the completion queue), the user's third is
+     * four on the software provider (8,000 receive and 16 send buffers each, against a completion queue
+     * of 32,768 entries; a device's may hold fewer), the user's next after its half is
      * refused, another user's application is served, and the user's stopped application gives its
      * place back once its resources are freed.
      */
     @Test
     void oneUsersApplicationsCannotTakeEveryTenantSlotOfTheNode() throws Exception {
-        EngineConfig config = EngineTestSupport.smallConfig().set(EngineConfig.KEY_RECEIVE_BUFFERS, "8176")
+        EngineConfig config = EngineTestSupport.smallConfig().set(EngineConfig.KEY_RECEIVE_BUFFERS, "8000")
                 .set(EngineConfig.KEY_RECEIVE_BUFFER_SIZE, "4k").set(EngineConfig.KEY_REGISTERED_MEMORY_LIMIT, "1g");
         try (ServiceNode node = new ServiceNode(config)) {
-            assertEquals(2, node.service.usage().bound(ServiceUsage.Kind.TENANTS).perUser(), "half of the four that fit");
+            ServiceUsage.Bound tenants = node.service.usage().bound(ServiceUsage.Kind.TENANTS);
+            assertTrue(tenants.node() >= 2, "at least two tenants fit a completion queue: " + tenants);
+            assertEquals(tenants.node() / 2, tenants.perUser(), "a user's applications: half the tenants that fit");
+            int share = (int) tenants.perUser();
             List<HostileReducer> held = new ArrayList<>();
             try {
-                for (String app : List.of("app-1", "app-2")) {
-                    held.add(new HostileReducer(node.clientProvider, node.service.address(), app, node.start(app, "alice")));
+                for (int i = 1; i <= share; i++) {
+                    held.add(new HostileReducer(node.clientProvider, node.service.address(), "app-" + i, node.start("app-" + i, "alice")));
                 }
-                byte[] third = node.start("app-3", "alice");
+                String next = "app-" + (share + 1);
+                byte[] nextSecret = node.start(next, "alice");
                 IOException refused = assertThrows(IOException.class,
-                        () -> new HostileReducer(node.clientProvider, node.service.address(), "app-3", third).close());
+                        () -> new HostileReducer(node.clientProvider, node.service.address(), next, nextSecret).close());
                 assertTrue(refused.getMessage().contains("applications of this application's user"), refused.getMessage());
-                assertEquals(2, node.service.tenants());
+                assertEquals(share, node.service.tenants());
                 held.add(new HostileReducer(node.clientProvider, node.service.address(), "app-b", ServiceNode.SECRET_B));
-                assertEquals(3, node.service.tenants());
+                assertEquals(share + 1, node.service.tenants());
 
                 held.removeFirst().close();
                 node.stop("app-1");
                 EngineTestSupport.eventually("app-1's tenant freed", () -> node.service.stopsUnderWay() == 0
-                        && node.service.usage().countOfUser(ServiceUsage.Kind.TENANTS, "alice") == 1);
-                held.add(new HostileReducer(node.clientProvider, node.service.address(), "app-3", third));
+                        && node.service.usage().countOfUser(ServiceUsage.Kind.TENANTS, "alice") == share - 1);
+                held.add(new HostileReducer(node.clientProvider, node.service.address(), next, nextSecret));
             } finally {
                 held.forEach(HostileReducer::close);
             }
