@@ -23,7 +23,6 @@ public final class ServedCounts {
 
     /** An answer describing {@code described} was sent: a request, and its distinct blocks and their bytes. */
     public void answered(java.util.Collection<BlockDescriptor> described) {
-        requests.increment();
         long n = 0;
         long b = 0;
         java.util.Set<BlockDescriptor> seen = new java.util.HashSet<>(Math.max(4, described.size() * 2));
@@ -35,6 +34,8 @@ public final class ServedCounts {
         }
         blocks.add(n);
         bytes.add(b);
+        // Last, and read first by snapshot(): whoever sees the request counted sees its blocks and bytes.
+        requests.increment();
     }
 
     public void refused(Refusal why) {
