@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 
+import org.rdmashuffle.benchmarks.PeriodicSampler;
 import org.rdmashuffle.benchmarks.spark.BalancedPairs;
 import org.rdmashuffle.benchmarks.spark.ExecutorResources;
 import org.rdmashuffle.benchmarks.spark.ResourceReport;
@@ -98,26 +99,22 @@ final class NodeManagerResources implements AutoCloseable {
     }
 
     private final Map<String, Tracked> nodes = new LinkedHashMap<>(); // by address; guarded by this
-    private final Thread sampler;
-    private volatile boolean stopped;
+    private PeriodicSampler sampler; // set once by start, before anyone else sees this
 
     private NodeManagerResources(Map<String, ProcessHandle> nodeManagers) {
         nodeManagers.forEach((address, jvm) -> nodes.put(address, new Tracked(address, jvm.pid())));
-        this.sampler = Thread.ofPlatform().daemon().name("nodemanager-resources").unstarted(this::sampleUntilStopped);
     }
 
     /** Starts sampling {@code nodeManagers} (by address): a first reading now, then one a second. */
     static NodeManagerResources start(Map<String, ProcessHandle> nodeManagers) {
         NodeManagerResources r = new NodeManagerResources(nodeManagers);
-        r.sampleOnce();
-        r.sampler.start();
+        r.sampler = PeriodicSampler.start("nodemanager-resources", PERIOD_MS, r::sampleOnce);
         return r;
     }
 
     /** Stops sampling, takes a last reading, and returns the run's figures against the bytes it shuffled. */
     Report finish(long shuffleBytes) throws InterruptedException {
-        close();
-        sampler.join(TimeUnit.SECONDS.toMillis(10));
+        sampler.stop(TimeUnit.SECONDS.toMillis(10));
         sampleOnce();
         synchronized (this) {
             return new Report(nodes.values().stream().map(Tracked::figures).toList(), shuffleBytes);
@@ -127,19 +124,7 @@ final class NodeManagerResources implements AutoCloseable {
     /** Stops sampling (the thread ends within a period). */
     @Override
     public void close() {
-        stopped = true;
-        sampler.interrupt();
-    }
-
-    private void sampleUntilStopped() {
-        while (!stopped) {
-            try {
-                Thread.sleep(PERIOD_MS);
-            } catch (InterruptedException e) {
-                return;
-            }
-            sampleOnce();
-        }
+        sampler.close();
     }
 
     private void sampleOnce() {

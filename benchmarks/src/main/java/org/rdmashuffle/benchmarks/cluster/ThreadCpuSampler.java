@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.BiConsumer;
+import org.rdmashuffle.benchmarks.PeriodicSampler;
 
 /**
  * Where a cluster run's CPU goes, thread by thread: every second it reads, from {@code /proc}, the CPU
@@ -48,31 +49,17 @@ public final class ThreadCpuSampler implements AutoCloseable {
     /** Each executor's Spark application (its {@code --app-id}), by pid; guarded by this. */
     private final Map<Long, String> applications = new HashMap<>();
     private final List<Snapshot> snapshots = new ArrayList<>(); // guarded by this
-    private final Thread sampler;
-    private volatile boolean stopped;
+    private PeriodicSampler sampler; // set once by start, before anyone else sees this
 
     private ThreadCpuSampler(Path runDir) {
         this.runDir = runDir.toAbsolutePath().toString();
-        this.sampler = Thread.ofPlatform().daemon().name("thread-cpu-sampler").unstarted(this::sampleUntilStopped);
     }
 
     /** Starts sampling the processes whose command line names {@code runDir}. */
     public static ThreadCpuSampler start(Path runDir) {
         ThreadCpuSampler s = new ThreadCpuSampler(runDir);
-        s.sampleOnce();
-        s.sampler.start();
+        s.sampler = PeriodicSampler.start("thread-cpu-sampler", PERIOD_MS, s::sampleOnce, () -> s.snapshotCount() < MAX_SNAPSHOTS);
         return s;
-    }
-
-    private void sampleUntilStopped() {
-        while (!stopped && snapshotCount() < MAX_SNAPSHOTS) {
-            try {
-                Thread.sleep(PERIOD_MS);
-            } catch (InterruptedException e) {
-                return;
-            }
-            sampleOnce();
-        }
     }
 
     private synchronized int snapshotCount() {
@@ -363,8 +350,6 @@ public final class ThreadCpuSampler implements AutoCloseable {
 
     @Override
     public void close() throws InterruptedException {
-        stopped = true;
-        sampler.interrupt();
-        sampler.join(5000);
+        sampler.stop(5000);
     }
 }

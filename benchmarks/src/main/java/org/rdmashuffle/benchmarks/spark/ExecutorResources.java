@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.rdmashuffle.benchmarks.PeriodicSampler;
 
 /**
  * What a run's executors hold while it runs, read from {@code /proc} once a second: each executor's
@@ -64,27 +65,23 @@ public final class ExecutorResources implements AutoCloseable {
 
     private final String appId;
     private final Map<Long, Tracked> executors = new LinkedHashMap<>(); // by pid; guarded by this
-    private final Thread sampler;
-    private volatile boolean stopped;
+    private PeriodicSampler sampler; // set once by start, before anyone else sees this
     private long lastScanMs;
 
     private ExecutorResources(String appId) {
         this.appId = appId;
-        this.sampler = Thread.ofPlatform().daemon().name("executor-resources").unstarted(this::sampleUntilStopped);
     }
 
     /** Starts sampling the executors of application {@code appId}: a first reading now, then one a second. */
     static ExecutorResources start(String appId) {
         ExecutorResources r = new ExecutorResources(appId);
-        r.sampleOnce();
-        r.sampler.start();
+        r.sampler = PeriodicSampler.start("executor-resources", PERIOD_MS, r::sampleOnce);
         return r;
     }
 
     /** Stops sampling, takes a last reading, and returns each executor's figures, in the order they were found. */
     List<Executor> finish() throws InterruptedException {
-        close();
-        sampler.join(TimeUnit.SECONDS.toMillis(10));
+        sampler.stop(TimeUnit.SECONDS.toMillis(10));
         sampleOnce();
         synchronized (this) {
             return executors.values().stream().map(Tracked::figures).toList();
@@ -94,19 +91,7 @@ public final class ExecutorResources implements AutoCloseable {
     /** Stops sampling (the thread ends within a period). */
     @Override
     public void close() {
-        stopped = true;
-        sampler.interrupt();
-    }
-
-    private void sampleUntilStopped() {
-        while (!stopped) {
-            try {
-                Thread.sleep(PERIOD_MS);
-            } catch (InterruptedException e) {
-                return;
-            }
-            sampleOnce();
-        }
+        sampler.close();
     }
 
     private void sampleOnce() {
