@@ -27,6 +27,8 @@ class ShuffleTrackingAcrossHostsTest {
     private static final long JOB_MINUTES = 10;
     private static final int ROWS = 200_000;
     private static final int MAPS = 2;
+    private static final int IDLE_TIMEOUT_SECONDS = 8;
+    private static final int HOLD_SECONDS = 20;
     private static final Pattern HELD = Pattern.compile(Pattern.quote(ShuffleJob.HELD)
             + "\\d+ s; executors alive (\\[.*?\\]); map outputs on (\\[.*?\\]); released during the hold (\\d+)$");
 
@@ -42,13 +44,16 @@ class ShuffleTrackingAcrossHostsTest {
             confs.addAll(List.of("spark.dynamicAllocation.enabled=true",
                     "spark.dynamicAllocation.shuffleTracking.enabled=true", "spark.shuffle.service.enabled=false",
                     "spark.dynamicAllocation.initialExecutors=3", "spark.dynamicAllocation.minExecutors=0",
-                    "spark.dynamicAllocation.maxExecutors=3", "spark.dynamicAllocation.executorIdleTimeout=2s",
+                    "spark.dynamicAllocation.maxExecutors=3", "spark.dynamicAllocation.executorIdleTimeout=" + IDLE_TIMEOUT_SECONDS + "s",
                     "spark.dynamicAllocation.schedulerBacklogTimeout=1s"));
             driver = run.runMainJob(confs,
-                    // Two maps on three executors: one holds none. 10 s: the 2 s idle timeout, with room for a loaded
-                    // bed. The plugin's shuffle alone: its result is checked against the job's computed without Spark.
+                    // Two maps on three executors: one holds none. The idle timeout must outlast the warm-up's skew
+                    // (an executor idle from its warm-up task until the map stage starts: at 2 s a loaded bed let
+                    // two go before the maps, and both maps ran on the one left); the hold outlasts the timeout with
+                    // room for the removal. The plugin's shuffle alone: its result is checked against the job's
+                    // computed without Spark.
                     List.of("--rows", Integer.toString(ROWS), "--maps", Integer.toString(MAPS), "--reducers", "12",
-                            "--shuffle", "rdma", "--executors", "3", "--hold-after-maps", "10"),
+                            "--shuffle", "rdma", "--executors", "3", "--hold-after-maps", Integer.toString(HOLD_SECONDS)),
                     JOB_MINUTES, System.out);
         }
         List<String> printed = driver.lines();
@@ -59,6 +64,8 @@ class ShuffleTrackingAcrossHostsTest {
         List<Matcher> holds = printed.stream().map(HELD::matcher).filter(Matcher::find).toList();
         assertEquals(1, holds.size(), "one hold: " + text);
         for (Matcher held : holds) {
+            assertEquals(MAPS, held.group(2).split(",").length, "the map tasks ran on " + MAPS
+                    + " executors (all three alive when the map stage started), else no block crosses hosts: " + held.group());
             assertEquals(held.group(2), held.group(1), "after the idle timeout the executors left are those holding outputs: "
                     + held.group());
             assertTrue(Integer.parseInt(held.group(3)) >= 1, "an executor without outputs was let go: " + held.group());
